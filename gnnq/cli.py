@@ -1,0 +1,78 @@
+"""Command-line entry points: ``gnnq`` (one run, or a sweep with -m) and ``gnnq-report``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_FAILED_RUNS: list[str] = []
+_NO_PREFLIGHT_FLAGS = {"-h", "--help", "--hydra-help", "-i", "--info", "-sc", "--shell-completion", "-p", "--package"}
+
+
+def _split_args(argv: list[str]) -> tuple[list[str], bool, str]:
+    """Return (overrides, multirun, config name) from gnnq's command line (Hydra's syntax)."""
+    overrides, multirun, config_name = [], False, "config"
+    it = iter(argv)
+    for arg in it:
+        if arg in ("-m", "--multirun"):
+            multirun = True
+        elif arg in ("-cn", "--config-name"):
+            config_name = next(it, config_name)
+        elif arg.startswith("--config-name="):
+            config_name = arg.split("=", 1)[1]
+        elif arg in ("-c", "--cfg", "-cp", "--config-path", "-cd", "--config-dir", "--experimental-rerun"):
+            next(it, None)
+        elif not arg.startswith("-"):
+            overrides.append(arg)
+    return overrides, multirun, config_name
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    if not _NO_PREFLIGHT_FLAGS.intersection(argv):
+        from gnnq.config.compose import preflight
+        from gnnq.errors import GnnqError
+
+        overrides, multirun, config_name = _split_args(argv)
+        try:
+            preflight(overrides, multirun, config_name)
+        except GnnqError as exc:
+            print(f"gnnq: error: {exc}", file=sys.stderr)
+            sys.exit(2)
+    _hydra_entry()
+    if _FAILED_RUNS:
+        if len(_FAILED_RUNS) > 1:
+            print(f"gnnq: {len(_FAILED_RUNS)} runs failed: {', '.join(_FAILED_RUNS)}", file=sys.stderr)
+        sys.exit(1)
+
+
+def _hydra_entry() -> None:
+    import hydra
+
+    from gnnq.config.compose import CONF_DIR
+    from gnnq.config.schema import register_configs
+
+    register_configs()
+
+    @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
+    def _run(cfg) -> None:
+        from hydra.core.hydra_config import HydraConfig
+
+        from gnnq.launch.job import run_job
+
+        run_dir = Path(HydraConfig.get().runtime.output_dir)
+        record = run_job(cfg, run_dir)
+        if record["status"] != "ok":
+            _FAILED_RUNS.append(str(run_dir))
+
+    _run()
+
+
+def report_main() -> None:
+    from gnnq.report.summary import main as summary_main
+
+    summary_main(sys.argv[1:])
+
+
+if __name__ == "__main__":
+    main()

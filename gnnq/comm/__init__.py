@@ -1,0 +1,7 @@
+"""The one place messages cross ranks. Everything sent is timed and its bytes counted."""
+
+from gnnq.comm.accounting import CommStats
+from gnnq.comm.communicator import Communicator
+from gnnq.comm.halo import HaloExchange
+
+__all__ = ["CommStats", "Communicator", "HaloExchange"]

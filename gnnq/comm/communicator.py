@@ -1,0 +1,55 @@
+"""Collectives over one process group, each timed and byte-counted into CommStats."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.distributed as dist
+
+from gnnq.comm.accounting import CommStats
+
+
+class Communicator:
+    """Wraps the default process group (or none, for one rank without a group)."""
+
+    def __init__(self, stats: CommStats | None = None):
+        self.stats = stats if stats is not None else CommStats()
+        self.distributed = dist.is_available() and dist.is_initialized()
+        self.rank = dist.get_rank() if self.distributed else 0
+        self.world_size = dist.get_world_size() if self.distributed else 1
+
+    def all_to_all(
+        self, send: torch.Tensor, send_counts: list[int], recv_counts: list[int], *, category: str, layer: int, direction: str
+    ) -> torch.Tensor:
+        """Uneven all-to-all along dim 0: ``send_counts[q]`` rows go to rank q, ``recv_counts[q]`` come from q."""
+        out = send.new_empty((sum(recv_counts),) + tuple(send.shape[1:]))
+        row_bytes = send[0:1].numel() * send.element_size() if send.dim() > 1 else send.element_size()
+        wire_rows = sum(c for q, c in enumerate(send_counts) if q != self.rank)
+        t0 = time.perf_counter()
+        if self.world_size > 1:
+            dist.all_to_all_single(out, send.contiguous(), recv_counts, send_counts)
+        else:
+            out.copy_(send)
+        self.stats.add(category, layer, direction, wire_rows * row_bytes, time.perf_counter() - t0)
+        return out
+
+    def all_reduce(self, tensor: torch.Tensor, *, category: str, op=dist.ReduceOp.SUM) -> torch.Tensor:
+        """In-place all-reduce; counts the payload once per rank."""
+        t0 = time.perf_counter()
+        if self.world_size > 1:
+            dist.all_reduce(tensor, op=op)
+            self.stats.add(category, -1, "all", tensor.numel() * tensor.element_size(), time.perf_counter() - t0)
+        return tensor
+
+    def broadcast(self, tensor: torch.Tensor, *, src: int = 0, category: str) -> torch.Tensor:
+        t0 = time.perf_counter()
+        if self.world_size > 1:
+            dist.broadcast(tensor, src=src)
+            if self.rank == src:
+                self.stats.add(category, -1, "all", tensor.numel() * tensor.element_size(), time.perf_counter() - t0)
+        return tensor
+
+    def barrier(self) -> None:
+        if self.world_size > 1:
+            dist.barrier()

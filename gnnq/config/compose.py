@@ -1,0 +1,107 @@
+"""Compose and validate configs before any rank starts, turning every error into one line."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException, MissingConfigException
+from omegaconf import DictConfig
+from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
+
+from gnnq.config.schema import Config, register_configs
+from gnnq.config.validate import validate
+from gnnq.errors import ConfigError
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+MAX_SWEEP_POINTS = 10000
+
+
+def expand_sweep(overrides: list[str]) -> list[list[str]]:
+    """All override lists a multirun over ``overrides`` would compose (basic sweeper semantics)."""
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except HydraException as exc:
+        raise ConfigError(_first_line(str(exc))) from None
+    axes = []
+    for o in parsed:
+        if o.is_sweep_override():
+            key = o.get_key_element()
+            axes.append([f"{key}={v}" for v in o.sweep_string_iterator()])
+        else:
+            axes.append([o.input_line])
+    points = []
+    for combo in itertools.product(*axes):
+        points.append(list(combo))
+        if len(points) > MAX_SWEEP_POINTS:
+            raise ConfigError(f"the sweep has more than {MAX_SWEEP_POINTS} points; split it")
+    return points
+
+
+def compose_config(overrides: list[str], config_name: str = "config") -> DictConfig:
+    """Compose like ``gnnq`` does and validate; raise ConfigError with a one-line message."""
+    register_configs()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose(config_name, overrides=[o for o in overrides if not o.lstrip("+~").startswith("hydra.")])
+    except MissingConfigException as exc:
+        raise ConfigError(_missing_option_message(exc, overrides)) from None
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise ConfigError(_composition_message(exc)) from None
+    finally:
+        GlobalHydra.instance().clear()
+    validate(cfg)
+    return cfg
+
+
+def preflight(overrides: list[str], multirun: bool, config_name: str = "config") -> int:
+    """Compose and validate every point of the run or sweep; return the number of points."""
+    points = expand_sweep(overrides) if multirun else [overrides]
+    for point in points:
+        compose_config(point, config_name)
+    return len(points)
+
+
+def _missing_option_message(exc: MissingConfigException, overrides: list[str]) -> str:
+    missing = exc.missing_cfg_file or ""
+    group, _, option = missing.rpartition("/")
+    if group and exc.options:
+        return f"{group}={option} is not a known option; choose one of: {', '.join(sorted(exc.options))}"
+    return _first_line(str(exc))
+
+
+def _composition_message(exc: BaseException) -> str:
+    cause = exc
+    while cause.__cause__ is not None and not isinstance(cause, OmegaConfBaseException):
+        cause = cause.__cause__
+    if isinstance(cause, OmegaConfBaseException):
+        key = getattr(cause, "full_key", None) or ""
+        msg = _first_line(getattr(cause, "msg", None) or str(cause))
+        if isinstance(cause, ConfigKeyError) and key:
+            allowed = _allowed_keys(key.rpartition(".")[0])
+            if allowed:
+                return f"{key}: no such key; allowed keys there: {', '.join(allowed)}"
+        return f"{key}: {msg}" if key else msg
+    return _first_line(str(exc))
+
+
+def _allowed_keys(parent: str) -> list[str]:
+    node = Config
+    for part in parent.split(".") if parent else []:
+        match = [f for f in fields(node) if f.name == part]
+        if not match:
+            return []
+        node = match[0].default_factory() if match[0].default_factory is not None else None  # type: ignore[misc]
+        node = type(node) if node is not None else None
+        if node is None or not is_dataclass(node):
+            return []
+    return [f.name for f in fields(node)]
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), text)

@@ -1,0 +1,110 @@
+"""Typed configuration: one dataclass per config group, registered in Hydra's ConfigStore.
+
+OmegaConf rejects unknown keys and values of the wrong type while Hydra composes the
+config; ``gnnq.config.validate`` then checks the values that types cannot express.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+@dataclass
+class DatasetConfig:
+    name: str = MISSING
+    # Data root; falls back to env GNNQ_DATA, then ~/.cache/gnnq/data.
+    root: Optional[str] = None
+    # Try to download missing files (PyG / OGB); false fails fast naming the files needed.
+    download: bool = True
+    # Add reverse edges so every edge is present in both directions.
+    to_undirected: bool = True
+    # --- synthetic (stochastic block model) ---
+    num_nodes: int = 10000
+    avg_degree: float = 12.0
+    num_classes: int = 8
+    feature_dim: int = 64
+    homophily: float = 0.8  # fraction of edges inside the source's class
+    feature_noise: float = 2.0  # std of Gaussian noise around the class centroid
+    seed: int = 0
+    # --- bring your own graph (dataset=files) ---
+    path: Optional[str] = None
+    # Fractions for the seeded stratified split used when the data has no split.
+    train_frac: float = 0.6
+    val_frac: float = 0.2
+
+
+@dataclass
+class PartitionerConfig:
+    name: str = "metis"  # metis | random
+    seed: int = 0
+
+
+@dataclass
+class ModelConfig:
+    name: str = "gcn"  # gcn | sage
+    layers: int = 3
+    hidden: int = 256
+    dropout: float = 0.5
+    norm: str = "layer"  # layer | none
+
+
+@dataclass
+class QuantizerConfig:
+    name: str = "fp32"
+
+
+@dataclass
+class ParallelConfig:
+    name: str = "sync"
+
+
+@dataclass
+class ClusterConfig:
+    name: str = "local"
+    nproc: int = 2  # ranks per host
+    hosts: int = 1
+    backend: str = "auto"  # auto | gloo | nccl (auto: nccl when CUDA is available)
+    timeout_s: int = 300  # collective timeout
+    threads_per_rank: int = 0  # torch intra-op threads per rank; 0: cores / ranks
+
+
+@dataclass
+class LoggerConfig:
+    name: str = "wandb"  # wandb | none
+    project: str = "gnnq"
+    entity: Optional[str] = None
+    mode: str = "offline"  # offline | online
+    tags: List[str] = field(default_factory=list)
+
+
+@dataclass
+class TrainerConfig:
+    epochs: int = 200
+    lr: float = 0.01
+    weight_decay: float = 0.0
+    optimizer: str = "adam"  # adam | sgd
+    eval_every: int = 1
+    seed: int = 0
+
+
+@dataclass
+class Config:
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    partitioner: PartitionerConfig = field(default_factory=PartitionerConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    quantizer: QuantizerConfig = field(default_factory=QuantizerConfig)
+    parallel: ParallelConfig = field(default_factory=ParallelConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    # Where run directories go (Hydra's run/sweep dirs are derived from it).
+    runs_root: str = "runs"
+
+
+def register_configs() -> None:
+    cs = ConfigStore.instance()
+    cs.store(name="gnnq_schema", node=Config)

@@ -1,0 +1,87 @@
+"""Checks of config values that types alone cannot express. Each error names its key."""
+
+from __future__ import annotations
+
+from omegaconf import DictConfig
+
+from gnnq.errors import ConfigError
+
+ALLOWED = {
+    "partitioner.name": ("metis", "random"),
+    "model.name": ("gcn", "sage"),
+    "model.norm": ("layer", "none"),
+    "quantizer.name": ("fp32",),
+    "parallel.name": ("sync",),
+    "cluster.name": ("local",),
+    "cluster.backend": ("auto", "gloo", "nccl"),
+    "logger.name": ("wandb", "none"),
+    "logger.mode": ("offline", "online"),
+    "trainer.optimizer": ("adam", "sgd"),
+}
+
+# key: (lowest allowed, whether the bound is exclusive)
+LOWER_BOUNDS = {
+    "model.layers": (1, False),
+    "model.hidden": (1, False),
+    "model.dropout": (0.0, False),
+    "cluster.nproc": (1, False),
+    "cluster.hosts": (1, False),
+    "cluster.timeout_s": (1, False),
+    "cluster.threads_per_rank": (0, False),
+    "trainer.epochs": (1, False),
+    "trainer.lr": (0.0, True),
+    "trainer.weight_decay": (0.0, False),
+    "trainer.eval_every": (1, False),
+    "dataset.num_nodes": (2, False),
+    "dataset.avg_degree": (0.0, True),
+    "dataset.num_classes": (2, False),
+    "dataset.feature_dim": (1, False),
+    "dataset.homophily": (0.0, False),
+    "dataset.feature_noise": (0.0, False),
+    "dataset.train_frac": (0.0, True),
+    "dataset.val_frac": (0.0, False),
+}
+UPPER_BOUNDS = {"model.dropout": (1.0, True), "dataset.homophily": (1.0, False), "dataset.train_frac": (1.0, True)}
+
+
+def _get(cfg: DictConfig, key: str):
+    node = cfg
+    for part in key.split("."):
+        node = node[part]
+    return node
+
+
+def validate(cfg: DictConfig) -> None:
+    """Raise ConfigError for the first value that is not allowed."""
+    from gnnq.data.registry import dataset_names, expected_num_nodes
+
+    names = dataset_names()
+    if cfg.dataset.name not in names:
+        raise ConfigError(f"dataset.name={cfg.dataset.name!r} is unknown; allowed: {', '.join(names)}")
+    for key, allowed in ALLOWED.items():
+        value = _get(cfg, key)
+        if value not in allowed:
+            raise ConfigError(f"{key}={value!r} is not allowed; allowed: {', '.join(allowed)}")
+    for key, (low, exclusive) in LOWER_BOUNDS.items():
+        value = _get(cfg, key)
+        if value < low or (exclusive and value == low):
+            raise ConfigError(f"{key}={value} is not allowed; it must be {'>' if exclusive else '>='} {low}")
+    for key, (high, exclusive) in UPPER_BOUNDS.items():
+        value = _get(cfg, key)
+        if value > high or (exclusive and value == high):
+            raise ConfigError(f"{key}={value} is not allowed; it must be {'<' if exclusive else '<='} {high}")
+    if cfg.dataset.train_frac + cfg.dataset.val_frac >= 1.0:
+        raise ConfigError(
+            f"dataset.train_frac + dataset.val_frac = {cfg.dataset.train_frac + cfg.dataset.val_frac} leaves no test nodes; it must be < 1"
+        )
+    if cfg.cluster.name == "local" and cfg.cluster.hosts != 1:
+        raise ConfigError(f"cluster.hosts={cfg.cluster.hosts} is not allowed with cluster=local; it must be 1")
+    if cfg.dataset.name == "files" and not cfg.dataset.path:
+        raise ConfigError("dataset.path is required with dataset=files: a directory holding edges, features and labels")
+    nparts = cfg.cluster.nproc * cfg.cluster.hosts
+    num_nodes = expected_num_nodes(cfg.dataset)
+    if num_nodes is not None and nparts > num_nodes:
+        raise ConfigError(
+            f"cluster.nproc={cfg.cluster.nproc} x cluster.hosts={cfg.cluster.hosts} = {nparts} partitions, "
+            f"but dataset {cfg.dataset.name} has only {num_nodes} nodes; use at most {num_nodes} ranks"
+        )

@@ -1,0 +1,137 @@
+"""Split a partitioned graph into per-rank parts with halo plans.
+
+Rank r's local node numbering is: its inner nodes (sorted by global id), then its halo
+nodes (remote in-neighbours of inner nodes) ordered by owner rank, then global id. The
+rows rank q sends to rank r are exactly r's halo nodes owned by q in the same order, so
+the buffer an all-to-all delivers (concatenated by source rank) is the halo block itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+import torch
+
+from gnnq.data.graph import Graph
+
+
+@dataclass
+class Part:
+    """Everything one rank holds of the graph. Index tensors are int64, local unless noted."""
+
+    rank: int
+    nparts: int
+    num_global_nodes: int
+    num_classes: int
+    multilabel: bool
+    metric: str
+    inner_ids: torch.Tensor  # global ids of inner nodes
+    halo_ids: torch.Tensor  # global ids of halo nodes
+    halo_counts: torch.Tensor  # per owner rank: number of halo rows received from it
+    indptr: torch.Tensor  # local CSR over in-edges of inner nodes (n_inner + 1)
+    indices: torch.Tensor  # local source index of each in-edge (inner rows, then halo rows)
+    in_degree: torch.Tensor  # global in-degree of inner nodes (float32)
+    out_degree: torch.Tensor  # global out-degree of inner and halo nodes (float32)
+    send_idx: torch.Tensor  # inner rows to send, concatenated by destination rank
+    send_counts: torch.Tensor  # per destination rank: number of rows sent to it
+    x: torch.Tensor  # features of inner nodes
+    y: torch.Tensor  # labels of inner nodes
+    train_mask: torch.Tensor
+    val_mask: torch.Tensor
+    test_mask: torch.Tensor
+
+    @property
+    def num_inner(self) -> int:
+        return int(self.inner_ids.numel())
+
+    @property
+    def num_halo(self) -> int:
+        return int(self.halo_ids.numel())
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Part":
+        return cls(**{f.name: d[f.name] for f in fields(cls)})
+
+
+def build_parts(graph: Graph, parts: np.ndarray, nparts: int) -> list[Part]:
+    """Build every rank's Part from the global graph and a node → part assignment."""
+    n = graph.num_nodes
+    src, dst = graph.edge_index
+    in_deg = np.bincount(dst, minlength=n).astype(np.float32)
+    out_deg = np.bincount(src, minlength=n).astype(np.float32)
+    # Sort edges by (destination part, destination, source) once; slice per part after.
+    order = np.lexsort((src, dst, parts[dst]))
+    src, dst = src[order], dst[order]
+    edge_bounds = np.searchsorted(parts[dst], np.arange(nparts + 1))
+
+    local_of = np.empty(n, dtype=np.int64)  # global id -> local index within its own part
+    inner_by_part = []
+    for r in range(nparts):
+        inner = np.flatnonzero(parts == r)
+        local_of[inner] = np.arange(inner.size)
+        inner_by_part.append(inner)
+
+    halo_by_part = []  # per part r: (halo global ids ordered by owner, then id; counts per owner)
+    for r in range(nparts):
+        e_src = src[edge_bounds[r]:edge_bounds[r + 1]]
+        remote = np.unique(e_src[parts[e_src] != r])
+        remote = remote[np.argsort(parts[remote], kind="stable")]  # unique() sorted ids; stable keeps that within owner
+        halo_by_part.append((remote, np.bincount(parts[remote], minlength=nparts)))
+
+    result = []
+    for r in range(nparts):
+        inner = inner_by_part[r]
+        halo, halo_counts = halo_by_part[r]
+        e_src = src[edge_bounds[r]:edge_bounds[r + 1]]
+        e_dst = dst[edge_bounds[r]:edge_bounds[r + 1]]
+        halo_local = np.empty(0, dtype=np.int64)
+        col = local_of[e_src].copy()
+        is_remote = parts[e_src] != r
+        if halo.size:
+            halo_local = inner.size + np.searchsorted(_sorted_key(halo, parts), _sorted_key(e_src[is_remote], parts))
+        col[is_remote] = halo_local
+        indptr = np.zeros(inner.size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(local_of[e_dst], minlength=inner.size), out=indptr[1:])
+        # Rows r sends to q: q's halo rows owned by r, in q's order.
+        send_rows, send_counts = [], np.zeros(nparts, dtype=np.int64)
+        for q in range(nparts):
+            q_halo, q_counts = halo_by_part[q]
+            start = int(q_counts[:r].sum())
+            rows = q_halo[start:start + int(q_counts[r])]
+            send_rows.append(local_of[rows])
+            send_counts[q] = rows.size
+        node_ids = np.concatenate([inner, halo])
+        result.append(
+            Part(
+                rank=r,
+                nparts=nparts,
+                num_global_nodes=n,
+                num_classes=graph.num_classes,
+                multilabel=graph.multilabel,
+                metric=graph.metric,
+                inner_ids=torch.from_numpy(inner),
+                halo_ids=torch.from_numpy(halo),
+                halo_counts=torch.from_numpy(halo_counts.astype(np.int64)),
+                indptr=torch.from_numpy(indptr),
+                indices=torch.from_numpy(col),
+                in_degree=torch.from_numpy(in_deg[inner]),
+                out_degree=torch.from_numpy(out_deg[node_ids]),
+                send_idx=torch.from_numpy(np.concatenate(send_rows).astype(np.int64)),
+                send_counts=torch.from_numpy(send_counts),
+                x=torch.from_numpy(np.ascontiguousarray(graph.x[inner])),
+                y=torch.from_numpy(np.ascontiguousarray(graph.y[inner])),
+                train_mask=torch.from_numpy(graph.train_mask[inner]),
+                val_mask=torch.from_numpy(graph.val_mask[inner]),
+                test_mask=torch.from_numpy(graph.test_mask[inner]),
+            )
+        )
+    return result
+
+
+def _sorted_key(ids: np.ndarray, parts: np.ndarray) -> np.ndarray:
+    """A key that sorts nodes by (owner part, global id), matching the halo order."""
+    return parts[ids] * (int(parts.size) + 1) + ids

@@ -1,0 +1,86 @@
+"""Dataset loaders, one module per source, and the small helpers they share.
+
+Every loader returns a :class:`gnnq.data.graph.Graph` whose edges went through
+:func:`canonical_edges` and raises :class:`gnnq.errors.DatasetError` with one complete
+line when files are missing or unreadable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import socket
+import sys
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+
+DOWNLOAD_TIMEOUT_S = 60.0
+
+
+def canonical_edges(edge_index: np.ndarray, num_nodes: int, undirected: bool = False) -> np.ndarray:
+    """Return int64 (2, E) edges without self loops or duplicates, sorted by (src, dst).
+
+    With ``undirected`` every edge is present in both directions.
+    """
+    ei = np.asarray(edge_index, dtype=np.int64).reshape(2, -1)
+    src, dst = ei[0], ei[1]
+    if undirected:
+        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    keep = src != dst
+    key = np.unique(src[keep] * np.int64(num_nodes) + dst[keep])
+    if key.size == 0:
+        return np.empty((2, 0), dtype=np.int64)
+    return np.stack([key // num_nodes, key % num_nodes]).astype(np.int64, copy=False)
+
+
+def missing_files(directory: Path, names: Iterable[str]) -> list[str]:
+    """Names (relative to ``directory``) that are not regular files there."""
+    return [n for n in names if not (directory / n).is_file()]
+
+
+def missing_files_message(dataset: str, directory: Path, needed: Sequence[str], missing: Sequence[str], hint: str) -> str:
+    """``<dataset>: files missing in <dir>: need a, b, c (missing: b, c) (<hint>)`` on one line."""
+    what = f"need {', '.join(needed)}"
+    if list(missing) != list(needed):
+        what += f" (missing: {', '.join(missing)})"
+    return f"{dataset}: files missing in {directory}: {what} ({hint})"
+
+
+def no_download_hint(root_key: str = "dataset.root") -> str:
+    return f"dataset.download=false; put them there, point {root_key} or GNNQ_DATA at a root that holds them, or set dataset.download=true"
+
+
+def download_failed_hint(reason: str) -> str:
+    return f"download failed: {reason}; put the files there by hand or set dataset.root / GNNQ_DATA to a root that holds them"
+
+
+def one_line(exc: BaseException) -> str:
+    """``TypeName: first line of the message``, for embedding in a one-line error."""
+    text = str(exc).strip().splitlines()
+    first = text[0].strip() if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+@contextlib.contextmanager
+def bounded_network(timeout_s: float = DOWNLOAD_TIMEOUT_S) -> Iterator[None]:
+    """Give sockets opened inside (third-party downloads) a timeout so a stalled one fails."""
+    old = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(timeout_s)
+    try:
+        yield
+    finally:
+        socket.setdefaulttimeout(old)
+
+
+@contextlib.contextmanager
+def quiet_and_non_interactive() -> Iterator[None]:
+    """Silence a third-party call's prints and make any ``input()`` it tries fail at once."""
+    old_stdin = sys.stdin
+    sys.stdin = io.StringIO("")
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        sys.stdin = old_stdin

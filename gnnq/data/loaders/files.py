@@ -1,0 +1,200 @@
+"""Bring-your-own graph: a directory of plain files (format in docs/datasets.md).
+
+    edges.txt | edges.csv        two integer columns: src dst (whitespace or comma separated)
+    features.npy | features.csv  N x F numbers
+    labels.npy | labels.csv      N integers, or N x C 0/1 multi-hot rows (multi-label)
+    train.txt val.txt test.txt   optional node ids, one per line (all three or none)
+
+Text files may hold ``#`` comments, blank lines and one header line.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from gnnq.data.graph import Graph
+from gnnq.data.loaders import canonical_edges, one_line
+from gnnq.data.splits import masks_from_ids, stratified_split
+from gnnq.errors import DatasetError
+
+EDGE_FILES = ("edges.txt", "edges.csv")
+FEATURE_FILES = ("features.npy", "features.csv")
+LABEL_FILES = ("labels.npy", "labels.csv")
+SPLIT_FILES = ("train.txt", "val.txt", "test.txt")
+NAME = "files"
+
+
+def load_files(path: str | Path | None, train_frac: float, val_frac: float, seed: int) -> Graph:
+    """Read the graph in directory ``path``; split it (seeded, stratified) when it has no split."""
+    d = _directory(path)
+    x_path, y_path, e_path = _pick(d, FEATURE_FILES, "features"), _pick(d, LABEL_FILES, "labels"), _pick(d, EDGE_FILES, "edge list")
+    x = _features(_read_table(x_path), x_path)
+    y, num_classes, multilabel = _labels(_read_table(y_path), y_path)
+    n = x.shape[0]
+    if y.shape[0] != n:
+        raise DatasetError(f"{NAME}: {x_path.name} has {n} rows but {y_path.name} has {y.shape[0]}; both need one row per node (in {d})")
+    edges = _edges(_read_table(e_path), e_path, n, x_path.name)
+    split = _split(d, n, x_path.name)
+    if split is None:
+        split = stratified_split(y, train_frac, val_frac, seed)
+    train, val, test = split
+    return Graph(
+        name=NAME,
+        edge_index=canonical_edges(edges, n),
+        x=x,
+        y=y,
+        train_mask=train,
+        val_mask=val,
+        test_mask=test,
+        num_classes=num_classes,
+        multilabel=multilabel,
+        metric="micro_f1" if multilabel else "accuracy",
+    )
+
+
+def _directory(path: str | Path | None) -> Path:
+    accepted = f"{' or '.join(EDGE_FILES)}, {' or '.join(FEATURE_FILES)}, {' or '.join(LABEL_FILES)} (see docs/datasets.md)"
+    if not path:
+        raise DatasetError(f"{NAME}: dataset.path is not set: point it at a directory holding {accepted}")
+    d = Path(path).expanduser()
+    if not d.is_dir():
+        raise DatasetError(f"{NAME}: dataset.path {d} is not a directory: it must hold {accepted}")
+    return d
+
+
+def _pick(d: Path, names: tuple[str, ...], what: str) -> Path:
+    found = [d / n for n in names if (d / n).is_file()]
+    if not found:
+        raise DatasetError(f"{NAME}: no {what} file in {d}: expected {' or '.join(names)}")
+    if len(found) > 1:
+        raise DatasetError(f"{NAME}: both {' and '.join(p.name for p in found)} in {d}: keep only one")
+    return found[0]
+
+
+# --- reading -----------------------------------------------------------------------------
+
+
+def _read_table(path: Path) -> np.ndarray:
+    """A numeric 2-D array (1-D for .npy vectors) from a .npy or text file."""
+    try:
+        if path.suffix == ".npy":
+            arr = np.load(path, allow_pickle=False)
+            if arr.dtype.kind not in "biuf":
+                raise ValueError(f"dtype {arr.dtype} is not numeric")
+            return arr
+        return _read_text(path)
+    except DatasetError:
+        raise
+    except Exception as exc:
+        raise DatasetError(f"{NAME}: cannot read {path} ({one_line(exc)})") from None
+
+
+def _read_text(path: Path) -> np.ndarray:
+    import pandas as pd
+
+    first = _first_data_line(path)
+    if first is None:
+        return np.empty((0, 0))
+    sep = "," if "," in first else r"\s+"
+    header = 0 if not all(_is_number(t) for t in re.split(sep, first.strip()) if t) else None
+    df = pd.read_csv(path, sep=sep, header=header, comment="#", skipinitialspace=True, skip_blank_lines=True)
+    values = df.to_numpy()
+    if values.dtype.kind not in "biuf":
+        raise DatasetError(f"{NAME}: {path} holds a value that is not a number")
+    return values
+
+
+def _first_data_line(path: Path) -> str | None:
+    with open(path, "r", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            line = line.split("#", 1)[0]
+            if line.strip():
+                return line
+    return None
+
+
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+        return True
+    except ValueError:
+        return False
+
+
+def _integers(arr: np.ndarray, path: Path, what: str) -> np.ndarray:
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
+            raise DatasetError(f"{NAME}: {path} must hold integer {what}")
+    return arr.astype(np.int64)
+
+
+# --- the parts of a graph --------------------------------------------------------------------
+
+
+def _features(arr: np.ndarray, path: Path) -> np.ndarray:
+    if arr.ndim == 1:
+        arr = arr.reshape(-1, 1)
+    if arr.ndim != 2 or arr.shape[0] == 0:
+        raise DatasetError(f"{NAME}: {path} must be an N x F table with at least one row, got shape {arr.shape}")
+    return np.ascontiguousarray(arr, dtype=np.float32)
+
+
+def _labels(arr: np.ndarray, path: Path) -> tuple[np.ndarray, int, bool]:
+    """(y, num_classes, multilabel): one integer per node, or 0/1 multi-hot rows."""
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim == 1:
+        y = _integers(arr, path, "class ids")
+        if y.size and y.min() < 0:
+            raise DatasetError(f"{NAME}: {path} holds a negative class id ({int(y.min())}); class ids must be 0..C-1")
+        return y, int(y.max()) + 1 if y.size else 0, False
+    if arr.ndim == 2:
+        if not np.isin(arr, (0, 1)).all():
+            raise DatasetError(f"{NAME}: {path} has {arr.shape[1]} columns, so it must be 0/1 multi-hot rows (one column per class)")
+        return np.ascontiguousarray(arr, dtype=np.float32), int(arr.shape[1]), True
+    raise DatasetError(f"{NAME}: {path} must hold N class ids or an N x C 0/1 table, got shape {arr.shape}")
+
+
+def _edges(arr: np.ndarray, path: Path, n: int, rows_from: str) -> np.ndarray:
+    if arr.size == 0:
+        return np.empty((2, 0), dtype=np.int64)
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        cols = arr.shape[1] if arr.ndim == 2 else 1
+        raise DatasetError(f"{NAME}: {path} must have two columns (src dst), found {cols}")
+    e = _integers(arr, path, "node ids")
+    _check_ids(e, path, n, rows_from)
+    return e.T
+
+
+def _split(d: Path, n: int, rows_from: str):
+    present = [name for name in SPLIT_FILES if (d / name).is_file()]
+    if not present:
+        return None
+    if len(present) != len(SPLIT_FILES):
+        absent = [name for name in SPLIT_FILES if name not in present]
+        raise DatasetError(f"{NAME}: {d} has {', '.join(present)} but not {', '.join(absent)}: give all of {', '.join(SPLIT_FILES)} or none")
+    ids = []
+    for name in SPLIT_FILES:
+        path = d / name
+        arr = _read_table(path)
+        if arr.ndim == 2 and arr.shape[1] > 1:
+            raise DatasetError(f"{NAME}: {path} must hold one node id per line")
+        part = _integers(arr.reshape(-1), path, "node ids")
+        _check_ids(part, path, n, rows_from)
+        ids.append(part)
+    masks = masks_from_ids(n, *ids)
+    for i in range(3):
+        for j in range(i + 1, 3):
+            if (masks[i] & masks[j]).any():
+                node = int(np.flatnonzero(masks[i] & masks[j])[0])
+                raise DatasetError(f"{NAME}: node {node} is in both {SPLIT_FILES[i]} and {SPLIT_FILES[j]} (in {d})")
+    return masks
+
+
+def _check_ids(ids: np.ndarray, path: Path, n: int, rows_from: str) -> None:
+    if ids.size and (ids.min() < 0 or ids.max() >= n):
+        bad = int(ids.min()) if ids.min() < 0 else int(ids.max())
+        raise DatasetError(f"{NAME}: {path} refers to node {bad}, but {rows_from} has {n} rows (node ids must be 0..{n - 1})")

@@ -1,0 +1,125 @@
+"""Datasets read through PyG's dataset classes: Planetoid, Reddit, Flickr, Yelp, AmazonProducts.
+
+Files live under ``<data root>/<DirName>/raw`` (PyG's layout); PyG writes its processed
+cache next to them in ``<DirName>/processed``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from gnnq.data.graph import Graph
+from gnnq.data.loaders import (
+    bounded_network,
+    canonical_edges,
+    download_failed_hint,
+    missing_files,
+    missing_files_message,
+    no_download_hint,
+    one_line,
+    quiet_and_non_interactive,
+)
+from gnnq.errors import DatasetError
+
+_PLANETOID_PARTS = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
+_SAINT_FILES = ("adj_full.npz", "feats.npy", "class_map.json", "role.json")
+
+
+@dataclass(frozen=True)
+class PygSpec:
+    cls_name: str  # class in torch_geometric.datasets
+    dir_name: str  # folder under the data root
+    raw_files: tuple[str, ...]
+    num_nodes: int
+    multilabel: bool = False
+    kwargs: dict = field(default_factory=dict)
+
+
+def _planetoid(dir_name: str, num_nodes: int) -> PygSpec:
+    raw = tuple(f"ind.{dir_name.lower()}.{part}" for part in _PLANETOID_PARTS)
+    return PygSpec("Planetoid", dir_name, raw, num_nodes, kwargs={"name": dir_name, "split": "public"})
+
+
+SPECS: dict[str, PygSpec] = {
+    "cora": _planetoid("Cora", 2708),
+    "citeseer": _planetoid("CiteSeer", 3327),
+    "pubmed": _planetoid("PubMed", 19717),
+    "reddit": PygSpec("Reddit", "Reddit", ("reddit_data.npz", "reddit_graph.npz"), 232965),
+    "flickr": PygSpec("Flickr", "Flickr", _SAINT_FILES, 89250),
+    "yelp": PygSpec("Yelp", "Yelp", _SAINT_FILES, 716847, multilabel=True),
+    "amazon-products": PygSpec("AmazonProducts", "AmazonProducts", _SAINT_FILES, 1569960, multilabel=True),
+}
+
+
+def raw_dir(name: str, root: Path) -> Path:
+    return root / SPECS[name].dir_name / "raw"
+
+
+def load_pyg(name: str, root: Path, download: bool) -> Graph:
+    """Load ``name`` (a key of :data:`SPECS`) with PyG from ``root``; DatasetError when it cannot."""
+    spec = SPECS[name]
+    raw = raw_dir(name, root)
+    missing = missing_files(raw, spec.raw_files)
+    if missing and not download:
+        raise DatasetError(missing_files_message(name, raw, spec.raw_files, missing, no_download_hint()))
+    present_before = {p.name for p in raw.iterdir()} if raw.is_dir() else set()
+    processed_before = (root / spec.dir_name / "processed").is_dir()
+    try:
+        data = _construct(spec, root)[0]
+    except Exception as exc:  # PyG raises whatever its download or reader hits
+        still_missing = missing_files(raw, spec.raw_files)
+        if missing and still_missing:
+            _remove_partial_downloads(raw, present_before)
+            raise DatasetError(
+                missing_files_message(name, raw, spec.raw_files, still_missing, download_failed_hint(one_line(exc)))
+            ) from None
+        where = f"{raw} or {raw.parent / 'processed'}" if processed_before else str(raw)
+        raise DatasetError(
+            f"{name}: cannot read the files in {where} ({one_line(exc)}); they look truncated or corrupt: "
+            f"replace them, or delete {raw.parent} to download again"
+        ) from None
+    return _to_graph(name, spec, data)
+
+
+def _construct(spec: PygSpec, root: Path):
+    import torch_geometric.datasets as pyg_datasets
+
+    cls = getattr(pyg_datasets, spec.cls_name)
+    dataset_root = root if spec.cls_name == "Planetoid" else root / spec.dir_name
+    with bounded_network(), quiet_and_non_interactive():
+        return cls(root=str(dataset_root), **spec.kwargs)
+
+
+def _remove_partial_downloads(raw: Path, present_before: set[str]) -> None:
+    """Drop files a failed download left behind so a later run does not take them as complete."""
+    if not raw.is_dir():
+        return
+    for p in raw.iterdir():
+        if p.name not in present_before and p.is_file():
+            p.unlink(missing_ok=True)
+
+
+def _to_graph(name: str, spec: PygSpec, data) -> Graph:
+    num_nodes = int(data.num_nodes)
+    y = data.y.numpy()
+    if spec.multilabel:
+        y = y.astype(np.float32)
+        num_classes = int(y.shape[1])
+    else:
+        y = y.reshape(-1).astype(np.int64)
+        num_classes = int(y.max()) + 1 if y.size else 0
+    return Graph(
+        name=name,
+        edge_index=canonical_edges(data.edge_index.numpy(), num_nodes),
+        x=np.ascontiguousarray(data.x.numpy(), dtype=np.float32),
+        y=y,
+        train_mask=data.train_mask.numpy().astype(bool),
+        val_mask=data.val_mask.numpy().astype(bool),
+        test_mask=data.test_mask.numpy().astype(bool),
+        num_classes=num_classes,
+        multilabel=spec.multilabel,
+        metric="micro_f1" if spec.multilabel else "accuracy",
+    )

@@ -1,0 +1,119 @@
+"""The dataset registry: names, data root, cheap node counts and the one ``load_dataset``."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+from gnnq.data.graph import Graph
+from gnnq.data.loaders import canonical_edges, one_line
+from gnnq.data.loaders import files as files_loader
+from gnnq.data.loaders import ogb as ogb_loader
+from gnnq.data.loaders import pyg as pyg_loader
+from gnnq.data.loaders import synthetic as synthetic_loader
+from gnnq.data.splits import check_fractions
+from gnnq.errors import ConfigError, DatasetError, GnnqError
+
+
+@dataclass(frozen=True)
+class _Entry:
+    load: Callable[[object], Graph]  # cfg -> Graph, before to_undirected / validate
+    num_nodes: Callable[[object], Optional[int]]  # cfg -> node count without loading
+
+
+def _pyg_entry(name: str) -> _Entry:
+    spec = pyg_loader.SPECS[name]
+    return _Entry(lambda cfg: pyg_loader.load_pyg(name, data_root(cfg), cfg.download), lambda cfg: spec.num_nodes)
+
+
+def _ogb_entry(name: str) -> _Entry:
+    n = ogb_loader.NUM_NODES[name]
+    return _Entry(lambda cfg: ogb_loader.load_ogb(name, data_root(cfg), cfg.download), lambda cfg: n)
+
+
+def _load_files(cfg) -> Graph:
+    _check_split_fractions(cfg)
+    return files_loader.load_files(cfg.path, cfg.train_frac, cfg.val_frac, cfg.seed)
+
+
+def _load_synthetic(cfg) -> Graph:
+    _check_split_fractions(cfg)
+    return synthetic_loader.generate_sbm(
+        num_nodes=cfg.num_nodes,
+        avg_degree=cfg.avg_degree,
+        num_classes=cfg.num_classes,
+        feature_dim=cfg.feature_dim,
+        homophily=cfg.homophily,
+        feature_noise=cfg.feature_noise,
+        seed=cfg.seed,
+        train_frac=cfg.train_frac,
+        val_frac=cfg.val_frac,
+    )
+
+
+_REGISTRY: dict[str, _Entry] = {
+    **{name: _pyg_entry(name) for name in pyg_loader.SPECS},
+    **{name: _ogb_entry(name) for name in ogb_loader.NAMES},
+    "files": _Entry(_load_files, lambda cfg: None),
+    "synthetic": _Entry(_load_synthetic, lambda cfg: int(cfg.num_nodes)),
+}
+
+
+def dataset_names() -> list[str]:
+    """Every value ``dataset.name`` accepts."""
+    return list(_REGISTRY)
+
+
+def data_root(cfg) -> Path:
+    """``dataset.root``, else env ``GNNQ_DATA``, else ``$XDG_CACHE_HOME/gnnq/data`` (~/.cache/gnnq/data)."""
+    root = getattr(cfg, "root", None) or os.environ.get("GNNQ_DATA")
+    if not root:
+        root = Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache") / "gnnq" / "data"
+    return Path(root).expanduser()
+
+
+def expected_num_nodes(cfg) -> Optional[int]:
+    """The node count of ``cfg``'s dataset without loading it (None when unknown before loading)."""
+    return _entry(cfg.name).num_nodes(cfg)
+
+
+def load_dataset(cfg) -> Graph:
+    """Load, optionally symmetrize, and validate the dataset ``cfg`` names.
+
+    Raises DatasetError (ConfigError for impossible generator / split settings) with one line.
+    """
+    name = cfg.name
+    entry = _entry(name)
+    try:
+        graph = entry.load(cfg)
+        if cfg.to_undirected:
+            graph.edge_index = canonical_edges(graph.edge_index, graph.num_nodes, undirected=True)
+        graph.validate()
+    except GnnqError:
+        raise
+    except MemoryError:
+        raise DatasetError(f"{name}: not enough memory to load it") from None
+    except ValueError as exc:  # Graph.validate: the message already names the dataset and field
+        raise DatasetError(" ".join(str(exc).split())) from None
+    except Exception as exc:
+        raise DatasetError(f"{name}: loading failed ({one_line(exc)})") from None
+    return graph
+
+
+def _entry(name: str) -> _Entry:
+    entry = _REGISTRY.get(name)
+    if entry is None:
+        raise DatasetError(f"unknown dataset {name!r}: dataset must be one of {', '.join(_REGISTRY)}")
+    return entry
+
+
+def _check_split_fractions(cfg) -> None:
+    try:
+        check_fractions(cfg.train_frac, cfg.val_frac)
+    except ValueError:
+        raise ConfigError(
+            f"dataset.train_frac={cfg.train_frac} and dataset.val_frac={cfg.val_frac}: "
+            "need train_frac > 0, val_frac >= 0 and train_frac + val_frac < 1"
+        ) from None

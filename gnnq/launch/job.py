@@ -1,0 +1,109 @@
+"""One experiment: resolved config → data and parts → torchrun → run record."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from gnnq.errors import GnnqError, LaunchError
+from gnnq.launch.torchrun import run_torchrun, torchrun_command
+from gnnq.track.files import write_text_atomic
+from gnnq.track.progress import ProgressLine, summary_table
+from gnnq.track.record import CONFIG_FILE, INTERNAL_DIR, RESULT_FILE, build_record, write_record
+
+
+def say(msg: str) -> None:
+    print(f"[gnnq] {msg}", flush=True)
+
+
+def run_job(cfg: DictConfig, run_dir: Path) -> dict:
+    """Run one experiment in ``run_dir``; always leaves a complete record.json and returns it."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    config = OmegaConf.to_container(cfg, resolve=True)
+    write_text_atomic(run_dir / CONFIG_FILE, OmegaConf.to_yaml(config))
+    say(f"run dir: {run_dir}")
+    extra: dict = {"run_dir": str(run_dir)}
+    started = time.time()
+    try:
+        parts_dir, meta = prepare_data(cfg)
+        extra["partition"] = meta
+        summary = launch(cfg, run_dir, parts_dir)
+        record = build_record(config, "ok", summary, extra=extra)
+    except KeyboardInterrupt:
+        record = build_record(config, "failed", error="interrupted (Ctrl-C); all ranks were stopped", extra=extra)
+        write_record(run_dir, record)
+        raise
+    except GnnqError as exc:
+        record = build_record(config, "failed", error=str(exc), extra=extra)
+    except Exception as exc:  # noqa: BLE001 - an unexpected bug still leaves a failed record
+        (run_dir / "logs").mkdir(exist_ok=True)
+        (run_dir / "logs" / "launcher.log").write_text(traceback.format_exc())
+        record = build_record(config, "failed", error=f"{type(exc).__name__}: {exc} (traceback: {run_dir}/logs/launcher.log)", extra=extra)
+    record["wall_time_s"] = round(time.time() - started, 3)
+    write_record(run_dir, record)
+    if record["status"] == "ok":
+        print(summary_table(record), flush=True)
+    else:
+        print(f"gnnq: error: {record['error']}", file=sys.stderr, flush=True)
+    return record
+
+
+def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
+    """Load the dataset and build (or reuse) its cached parts, before any rank starts."""
+    from gnnq.data.part_cache import prepare_parts
+    from gnnq.data.registry import data_root, load_dataset
+    from gnnq.errors import ConfigError
+
+    t0 = time.perf_counter()
+    graph = load_dataset(cfg.dataset)
+    nparts = cfg.cluster.nproc * cfg.cluster.hosts
+    if nparts > graph.num_nodes:
+        raise ConfigError(
+            f"cluster.nproc x cluster.hosts = {nparts} partitions, but dataset {graph.name} has only {graph.num_nodes} nodes"
+        )
+    say(f"dataset {graph.name}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges, {graph.num_features} features, "
+        f"{graph.num_classes} classes ({time.perf_counter() - t0:.1f}s)")  # fmt: skip
+    parts_dir, meta = prepare_parts(graph, cfg.partitioner.name, cfg.partitioner.seed, nparts, data_root(cfg.dataset) / "parts")
+    cut = meta["edge_cut"] / max(1, meta["num_edges"])
+    say(f"{nparts} parts ({cfg.partitioner.name}): edge cut {cut:.1%}, halo nodes per part {meta['halo_nodes']}")
+    return parts_dir, meta
+
+
+def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path) -> dict:
+    nproc = cfg.cluster.nproc
+    cmd = torchrun_command(run_dir, parts_dir, nproc)
+    say(f"launching {nproc} rank(s) with torchrun ({cfg.model.name}, {cfg.parallel.name}, {cfg.quantizer.name})")
+    progress = ProgressLine(cfg.trainer.epochs)
+    try:
+        code = run_torchrun(cmd, run_dir / "logs" / "torchrun.log", progress.update)
+    finally:
+        progress.close()
+    if code != 0:
+        raise LaunchError(describe_failure(run_dir, code))
+    result = run_dir / INTERNAL_DIR / RESULT_FILE
+    if not result.is_file():
+        raise LaunchError(f"torchrun exited 0 but rank 0 left no result (see {run_dir}/logs/torchrun.log)")
+    return json.loads(result.read_text())
+
+
+def describe_failure(run_dir: Path, code: int) -> str:
+    """One line naming the rank that failed first and why."""
+    errors = []
+    for path in sorted((run_dir / INTERNAL_DIR).glob("error-rank*.json")):
+        try:
+            errors.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    log = run_dir / "logs" / "torchrun.log"
+    if errors:
+        first = min(errors, key=lambda e: e["time"])
+        return f"rank {first['rank']} failed: {first['message']} (traceback in {log})"
+    tail = [line.strip() for line in log.read_text().splitlines() if line.strip()] if log.is_file() else []
+    last = tail[-1] if tail else "no output"
+    return f"torchrun exited with code {code}: {last} (full log: {log})"

@@ -1,0 +1,70 @@
+"""Start the ranks of one job with torchrun and follow them until they finish."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+from gnnq.train.worker import PROGRESS_PREFIX
+
+
+def torchrun_command(run_dir: Path, parts_dir: Path, nproc: int) -> list[str]:
+    return [
+        sys.executable, "-m", "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        "--max-restarts=0",
+        "--monitor-interval=0.2",
+        "-m", "gnnq.train.worker",
+        "--run-dir", str(run_dir),
+        "--parts", str(parts_dir),
+    ]  # fmt: skip
+
+
+def run_torchrun(cmd: list[str], log_path: Path, on_progress: Callable[[dict], None], env: dict | None = None) -> int:
+    """Run ``cmd``; progress lines go to ``on_progress``, all output to ``log_path``. Returns the exit code.
+
+    The job runs in its own process group; on Ctrl-C or any error here the whole group
+    is terminated, so no rank outlives the launcher.
+    """
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    if env:
+        full_env.update(env)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w") as log:
+        log.write("$ " + " ".join(cmd) + "\n")
+        log.flush()
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            text=True, env=full_env, start_new_session=True,
+        )  # fmt: skip
+        try:
+            for line in proc.stdout:
+                if line.startswith(PROGRESS_PREFIX):
+                    on_progress(json.loads(line[len(PROGRESS_PREFIX):]))
+                else:
+                    log.write(line)
+                    log.flush()
+            return proc.wait()
+        except BaseException:
+            _terminate_group(proc)
+            raise
+        finally:
+            if proc.poll() is None:
+                _terminate_group(proc)
+
+
+def _terminate_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=grace_s)
+    except ProcessLookupError:
+        return
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

@@ -1,0 +1,60 @@
+"""GCN and GraphSAGE (mean) for one partition.
+
+The model never talks to other ranks: it asks ``halo(layer, h_inner)`` for the halo
+rows of its input at each layer, and whoever supplies that callable (a parallel
+strategy) decides how and when they move.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import nn
+
+from gnnq.models.graph_ops import LocalGraph
+
+MODELS = ("gcn", "sage")
+NORMS = ("layer", "none")
+
+HaloFn = Callable[[int, torch.Tensor], torch.Tensor]
+
+
+class GCNLayer(nn.Module):
+    def __init__(self, in_dim: int, out_dim: int):
+        super().__init__()
+        self.linear = nn.Linear(in_dim, out_dim)
+
+    def forward(self, h_full: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
+        return self.linear(graph.aggregate(h_full))
+
+
+class SAGELayer(nn.Module):
+    def __init__(self, in_dim: int, out_dim: int):
+        super().__init__()
+        self.neigh = nn.Linear(in_dim, out_dim)
+        self.root = nn.Linear(in_dim, out_dim, bias=False)
+
+    def forward(self, h_full: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
+        return self.neigh(graph.aggregate(h_full)) + self.root(h_full[: graph.num_rows])
+
+
+class GNN(nn.Module):
+    def __init__(self, name: str, in_dim: int, hidden: int, out_dim: int, layers: int, dropout: float, norm: str):
+        super().__init__()
+        if name not in MODELS:
+            raise ValueError(f"model.name={name!r}; choose one of {', '.join(MODELS)}")
+        layer_cls = GCNLayer if name == "gcn" else SAGELayer
+        dims = [in_dim] + [hidden] * (layers - 1) + [out_dim]
+        self.convs = nn.ModuleList(layer_cls(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.norms = nn.ModuleList(nn.LayerNorm(hidden) if norm == "layer" else nn.Identity() for _ in range(layers - 1))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x_inner: torch.Tensor, graph: LocalGraph, halo: HaloFn) -> torch.Tensor:
+        h = x_inner
+        last = len(self.convs) - 1
+        for i, conv in enumerate(self.convs):
+            h = conv(torch.cat([h, halo(i, h)], dim=0), graph)
+            if i < last:
+                h = self.dropout(torch.relu(self.norms[i](h)))
+        return h

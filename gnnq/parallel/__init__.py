@@ -1,0 +1,5 @@
+from gnnq.parallel.sync import SyncStrategy
+
+STRATEGIES = {"sync": SyncStrategy}
+
+__all__ = ["STRATEGIES", "SyncStrategy"]

@@ -1,0 +1,61 @@
+"""Weights & Biases logging from rank 0 (offline by default; no account needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+
+class NullLogger:
+    def log_epoch(self, row: dict) -> None:
+        pass
+
+    def log_summary(self, summary: dict) -> None:
+        pass
+
+    def finish(self, exit_code: int = 0) -> None:
+        pass
+
+
+class WandbLogger(NullLogger):
+    def __init__(self, cfg: DictConfig, run_dir: Path):
+        import wandb
+
+        self._wandb = wandb
+        choices = {
+            "dataset": cfg.dataset.name,
+            "model": cfg.model.name,
+            "partitioner": cfg.partitioner.name,
+            "quantizer": cfg.quantizer.name,
+            "parallel": cfg.parallel.name,
+        }
+        world = cfg.cluster.nproc * cfg.cluster.hosts
+        self.run = wandb.init(
+            project=cfg.logger.project,
+            entity=cfg.logger.entity,
+            mode=cfg.logger.mode,
+            dir=str(run_dir),
+            name=Path(run_dir).name,
+            group=f"{choices['dataset']}-{choices['model']}-{choices['parallel']}-{choices['quantizer']}",
+            tags=[f"{k}:{v}" for k, v in choices.items()] + [f"ranks:{world}"] + list(cfg.logger.tags),
+            config=OmegaConf.to_container(cfg, resolve=True),
+            reinit="finish_previous",
+        )
+
+    def log_epoch(self, row: dict) -> None:
+        self.run.log({k: v for k, v in row.items() if v is not None and k != "epoch"}, step=row["epoch"])
+
+    def log_summary(self, summary: dict) -> None:
+        for key, value in summary.items():
+            if isinstance(value, (int, float, str)) or value is None:
+                self.run.summary[key] = value
+
+    def finish(self, exit_code: int = 0) -> None:
+        self.run.finish(exit_code=exit_code)
+
+
+def make_logger(cfg: DictConfig, run_dir: Path):
+    if cfg.logger.name == "wandb":
+        return WandbLogger(cfg, run_dir)
+    return NullLogger()

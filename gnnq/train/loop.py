@@ -1,0 +1,168 @@
+"""Full-graph training on one partition: the same code for 1 and N ranks."""
+
+from __future__ import annotations
+
+import os
+import resource
+import statistics
+import time
+from typing import Callable
+
+import torch
+from omegaconf import DictConfig
+
+from gnnq.comm import Communicator, HaloExchange
+from gnnq.comm.accounting import CONTROL, GRAD_SYNC, HALO_EVAL, HALO_SETUP, HALO_TRAIN
+from gnnq.data.halo import Part
+from gnnq.models import GNN, local_graph_for
+from gnnq.parallel import STRATEGIES
+from gnnq.train.metrics import loss_sum, metrics_from_counts, split_counts
+
+EpochCallback = Callable[[dict], None]
+
+
+def build_model(cfg: DictConfig, part: Part) -> GNN:
+    m = cfg.model
+    return GNN(m.name, part.x.shape[1], m.hidden, part.num_classes, m.layers, m.dropout, m.norm)
+
+
+def make_optimizer(cfg: DictConfig, params) -> torch.optim.Optimizer:
+    t = cfg.trainer
+    if t.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=t.lr, weight_decay=t.weight_decay)
+    return torch.optim.Adam(params, lr=t.lr, weight_decay=t.weight_decay)
+
+
+def sync_parameters(model: torch.nn.Module, comm: Communicator) -> None:
+    """Make every rank start from rank 0's parameters."""
+    for p in model.parameters():
+        comm.broadcast(p.data, src=0, category=CONTROL)
+
+
+def all_reduce_gradients(model: torch.nn.Module, comm: Communicator) -> None:
+    """Sum parameter gradients over ranks (each rank's loss is already divided by the global count)."""
+    params = list(model.parameters())
+    flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params])
+    comm.all_reduce(flat, category=GRAD_SYNC)
+    offset = 0
+    for p in params:
+        n = p.numel()
+        p.grad = flat[offset : offset + n].view_as(p).clone()
+        offset += n
+
+
+def forward_backward(model: GNN, part: Part, graph, strategy, num_train: float, comm: Communicator):
+    """One full-graph forward and backward; leaves the global (all-reduced) gradients in ``.grad``."""
+    logits = model(part.x, graph, strategy)
+    loss = loss_sum(logits[part.train_mask], part.y[part.train_mask], part.multilabel) / num_train
+    loss.backward()
+    all_reduce_gradients(model, comm)
+    return logits, loss
+
+
+class FaultInjector:
+    """Test hook: GNNQ_FAULT_INJECT="rank=R,epoch=E" raises on rank R at the start of epoch E."""
+
+    def __init__(self, spec: str | None, rank: int):
+        fields = dict(kv.split("=") for kv in spec.split(",")) if spec else {}
+        self.epoch = int(fields["epoch"]) if fields and int(fields.get("rank", -1)) == rank else None
+
+    def check(self, epoch: int) -> None:
+        if epoch == self.epoch:
+            raise RuntimeError(f"injected fault at epoch {epoch}")
+
+
+def train(cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochCallback | None = None) -> dict:
+    """Train for cfg.trainer.epochs epochs; return the run summary (identical on every rank)."""
+    seed = int(comm.broadcast(torch.tensor([cfg.trainer.seed], dtype=torch.int64), category=CONTROL).item())
+    torch.manual_seed(seed)
+    model = build_model(cfg, part)
+    sync_parameters(model, comm)
+    torch.manual_seed(seed + 1 + comm.rank)  # per-rank dropout streams, reproducible
+    optimizer = make_optimizer(cfg, model.parameters())
+    graph = local_graph_for(cfg.model.name, part)
+    exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts)
+    strategy = STRATEGIES[cfg.parallel.name](exchange, part.x)
+    masks = [part.train_mask, part.val_mask, part.test_mask]
+    num_train = comm.all_reduce(part.train_mask.sum().to(torch.float64), category=CONTROL).item()
+    setup_bytes = comm.all_reduce(
+        torch.tensor([float(comm.stats.total_bytes(HALO_SETUP))], dtype=torch.float64), category=CONTROL
+    ).item()
+    fault = FaultInjector(os.environ.get("GNNQ_FAULT_INJECT"), comm.rank)
+
+    history: list[dict] = []
+    best = {"val": None, "test": None, "epoch": None}
+    for epoch in range(1, cfg.trainer.epochs + 1):
+        fault.check(epoch)
+        comm.stats.reset()
+        t0 = time.perf_counter()
+        model.train()
+        strategy.train()
+        optimizer.zero_grad(set_to_none=True)
+        loss = forward_backward(model, part, graph, strategy, num_train, comm)[1]
+        optimizer.step()
+        epoch_time = time.perf_counter() - t0
+        comm_time = comm.stats.total_seconds(HALO_TRAIN, GRAD_SYNC)
+
+        counts = torch.zeros(9, dtype=torch.float64)
+        evaluated = epoch % cfg.trainer.eval_every == 0 or epoch == cfg.trainer.epochs
+        if evaluated:
+            model.eval()
+            strategy.eval()
+            with torch.no_grad():
+                counts = split_counts(model(part.x, graph, strategy), part.y, masks, part.multilabel)
+        sums = torch.cat([
+            torch.tensor([loss.item(), comm.stats.total_bytes(HALO_TRAIN), comm.stats.total_bytes(GRAD_SYNC),
+                          comm.stats.total_bytes(HALO_EVAL)], dtype=torch.float64),
+            counts,
+        ])
+        maxes = torch.tensor([epoch_time, comm_time, epoch_time - comm_time], dtype=torch.float64)
+        comm.all_reduce(sums, category=CONTROL)
+        comm.all_reduce(maxes, category=CONTROL, op=torch.distributed.ReduceOp.MAX)
+
+        row = {
+            "epoch": epoch,
+            "loss": sums[0].item(),
+            **(metrics_from_counts(sums[4:], part.metric) if evaluated else {"train": None, "val": None, "test": None}),
+            "epoch_time_s": maxes[0].item(),
+            "comm_time_s": maxes[1].item(),
+            "compute_time_s": maxes[2].item(),
+            "comm_bytes": int(sums[1].item()),
+            "grad_sync_bytes": int(sums[2].item()),
+            "eval_comm_bytes": int(sums[3].item()),
+        }
+        if row["val"] is not None and (best["val"] is None or row["val"] > best["val"]):
+            best = {"val": row["val"], "test": row["test"], "epoch": epoch}
+        history.append(row)
+        if on_epoch is not None:
+            on_epoch(row)
+
+    peak = torch.zeros(comm.world_size, dtype=torch.float64)
+    peak[comm.rank] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB -> MiB on Linux
+    comm.all_reduce(peak, category=CONTROL)
+    return summarize(history, best, setup_bytes, peak.tolist(), comm.world_size, metric=part.metric)
+
+
+def summarize(history: list[dict], best: dict, setup_bytes: float, peak_mib: list[float], world_size: int, metric: str) -> dict:
+    def median(key):
+        vals = [r[key] for r in history]
+        return statistics.median(vals) if vals else None
+
+    last = history[-1] if history else {}
+    return {
+        "metric": metric,
+        "epochs": len(history),
+        "best_val": best["val"],
+        "test": best["test"],
+        "best_epoch": best["epoch"],
+        "final_loss": last.get("loss"),
+        "final_train": last.get("train"),
+        "epoch_time_s": median("epoch_time_s"),
+        "comm_time_s": median("comm_time_s"),
+        "compute_time_s": median("compute_time_s"),
+        "comm_bytes_per_epoch": int(median("comm_bytes")) if history else 0,
+        "grad_sync_bytes_per_epoch": int(median("grad_sync_bytes")) if history else 0,
+        "setup_comm_bytes": int(setup_bytes),
+        "peak_memory_mib_per_rank": [round(m, 1) for m in peak_mib],
+        "world_size": world_size,
+    }

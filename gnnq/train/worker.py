@@ -1,0 +1,104 @@
+"""Per-rank entry point started by torchrun: ``python -m gnnq.train.worker --run-dir D --parts P``.
+
+Rank 0 writes metrics.jsonl, prints progress lines for the launcher and hands the
+summary over in .gnnq/result.json; any rank that fails writes .gnnq/error-rank<r>.json
+and exits non-zero, so torchrun stops the others and the launcher names the cause.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+PROGRESS_PREFIX = "@@gnnq-progress "
+
+
+def _threads_per_rank(cfg) -> int:
+    if cfg.cluster.threads_per_rank > 0:
+        return cfg.cluster.threads_per_rank
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    return max(1, (os.cpu_count() or 1) // local_world)
+
+
+def _backend(cfg) -> str:
+    import torch
+
+    if cfg.cluster.backend != "auto":
+        return cfg.cluster.backend
+    return "nccl" if torch.cuda.is_available() else "gloo"
+
+
+def run(run_dir: Path, parts_dir: Path) -> None:
+    import torch
+    import torch.distributed as dist
+    from omegaconf import OmegaConf
+
+    from gnnq.comm import Communicator
+    from gnnq.data.part_cache import load_part
+    from gnnq.track.files import write_json_atomic
+    from gnnq.track.record import CONFIG_FILE, INTERNAL_DIR, METRICS_FILE, RESULT_FILE
+    from gnnq.track.wandb_logger import NullLogger, make_logger
+    from gnnq.train.loop import train
+
+    cfg = OmegaConf.load(run_dir / CONFIG_FILE)
+    torch.set_num_threads(_threads_per_rank(cfg))
+    dist.init_process_group(_backend(cfg), timeout=datetime.timedelta(seconds=cfg.cluster.timeout_s))
+    rank = dist.get_rank()
+    logger = NullLogger()
+    exit_code = 1
+    try:
+        part = load_part(parts_dir, rank)
+        comm = Communicator()
+        metrics_file = None
+        if rank == 0:
+            logger = make_logger(cfg, run_dir)
+            metrics_file = open(run_dir / METRICS_FILE, "w")
+
+        def on_epoch(row: dict) -> None:
+            metrics_file.write(json.dumps(row) + "\n")
+            metrics_file.flush()
+            logger.log_epoch(row)
+            print(PROGRESS_PREFIX + json.dumps(row), flush=True)
+
+        summary = train(cfg, part, comm, on_epoch if rank == 0 else None)
+        if rank == 0:
+            metrics_file.close()
+            logger.log_summary(summary)
+            write_json_atomic(run_dir / INTERNAL_DIR / RESULT_FILE, summary)
+        exit_code = 0
+    finally:
+        logger.finish(exit_code)
+    dist.destroy_process_group()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--run-dir", type=Path, required=True)
+    parser.add_argument("--parts", type=Path, required=True)
+    args = parser.parse_args(argv)
+    rank = int(os.environ.get("RANK", "0"))
+    try:
+        run(args.run_dir, args.parts)
+    except BaseException as exc:  # noqa: BLE001 - every failure must reach the launcher
+        from gnnq.track.files import write_json_atomic
+        from gnnq.track.record import INTERNAL_DIR
+
+        message = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+        write_json_atomic(
+            args.run_dir / INTERNAL_DIR / f"error-rank{rank}.json",
+            {"rank": rank, "message": message, "traceback": traceback.format_exc(), "time": time.time()},
+        )
+        traceback.print_exc()
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(1)  # do not wait in process-group teardown for peers that may be blocked
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,24 @@
+"""Shared fixtures: real data copied to a writable place, isolated caches and run dirs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATASETS = Path(os.environ.get("GNNQ_SHARED_DATASETS", REPO.parent / "shared" / "datasets"))
+
+
+@pytest.fixture(scope="session")
+def planetoid_root(tmp_path_factory) -> Path:
+    """A writable data root holding the raw Cora and CiteSeer files (PyG Planetoid layout)."""
+    src = SHARED_DATASETS / "planetoid"
+    if not (src / "Cora" / "raw").is_dir():
+        pytest.skip(f"raw Planetoid files not found under {src} (set GNNQ_SHARED_DATASETS)")
+    root = tmp_path_factory.mktemp("data")
+    for name in ("Cora", "CiteSeer"):
+        shutil.copytree(src / name / "raw", root / name / "raw")
+    return root
