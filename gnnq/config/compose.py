@@ -11,7 +11,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException, MissingConfigException
 from omegaconf import DictConfig
-from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from gnnq.config.schema import Config, register_configs
 from gnnq.config.validate import validate
@@ -82,7 +82,7 @@ def _composition_message(exc: BaseException) -> str:
     if isinstance(cause, OmegaConfBaseException):
         key = getattr(cause, "full_key", None) or ""
         msg = _first_line(getattr(cause, "msg", None) or str(cause))
-        if isinstance(cause, ConfigKeyError) and key:
+        if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and key:
             allowed = _allowed_keys(key.rpartition(".")[0])
             if allowed:
                 return f"{key}: no such key; allowed keys there: {', '.join(allowed)}"

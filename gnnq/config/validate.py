@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from gnnq.errors import ConfigError
 
@@ -51,10 +51,28 @@ def _get(cfg: DictConfig, key: str):
     return node
 
 
+def check_known_keys(cfg: DictConfig, schema: DictConfig | None = None, prefix: str = "") -> None:
+    """Reject keys the schema does not have (``+key=value`` appends bypass struct mode)."""
+    if schema is None:
+        from gnnq.config.schema import Config
+
+        schema = OmegaConf.structured(Config)
+    for key in cfg.keys():
+        if key == "hydra" and not prefix:
+            continue
+        known = [str(k) for k in schema.keys()]  # `in` would treat MISSING values as absent
+        if key not in known:
+            allowed = ", ".join(known)
+            raise ConfigError(f"{prefix}{key}: no such key; allowed keys there: {allowed}")
+        if isinstance(cfg[key], DictConfig) and isinstance(schema._get_node(key), DictConfig):
+            check_known_keys(cfg[key], schema[key], f"{prefix}{key}.")
+
+
 def validate(cfg: DictConfig) -> None:
     """Raise ConfigError for the first value that is not allowed."""
     from gnnq.data.registry import dataset_names, expected_num_nodes
 
+    check_known_keys(cfg)
     names = dataset_names()
     if cfg.dataset.name not in names:
         raise ConfigError(f"dataset.name={cfg.dataset.name!r} is unknown; allowed: {', '.join(names)}")

@@ -26,7 +26,7 @@ def stratified_split(y: np.ndarray, train_frac: float, val_frac: float, seed: in
     """Boolean (train, val, test) masks that keep each class's share in every part.
 
     Within each class the nodes are shuffled with ``np.random.default_rng(seed)``; the first
-    ``round(n_c * train_frac)`` (at least one) go to train, the next ``round(n_c * val_frac)``
+    ``round(n_c * train_frac)`` (half up, at least one) go to train, the next ``round(n_c * val_frac)``
     to val and the rest to test. ``y`` is (N,) labels or (N, C) multi-hot rows.
     """
     check_fractions(train_frac, val_frac)
@@ -40,8 +40,8 @@ def stratified_split(y: np.ndarray, train_frac: float, val_frac: float, seed: in
     order = perm[np.argsort(s[perm], kind="stable")]  # grouped by class, shuffled within
     counts = np.bincount(s)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    n_train = np.where(counts > 0, np.maximum(1, np.round(counts * train_frac)), 0).astype(np.int64)
-    n_val = np.minimum(np.round(counts * val_frac).astype(np.int64), counts - n_train)
+    n_train = np.where(counts > 0, np.maximum(1, _round_half_up(counts * train_frac)), 0)
+    n_val = np.minimum(_round_half_up(counts * val_frac), counts - n_train)
     cls = s[order]
     rank = np.arange(n) - starts[cls]
     train = np.zeros(n, dtype=bool)
@@ -50,6 +50,10 @@ def stratified_split(y: np.ndarray, train_frac: float, val_frac: float, seed: in
     val[order] = (rank >= n_train[cls]) & (rank < n_train[cls] + n_val[cls])
     test = ~(train | val)
     return train, val, test
+
+
+def _round_half_up(a: np.ndarray) -> np.ndarray:
+    return np.floor(a + 0.5).astype(np.int64)
 
 
 def masks_from_ids(num_nodes: int, *id_lists: np.ndarray) -> tuple[np.ndarray, ...]:

@@ -146,7 +146,9 @@ def _read_with_ogb(lay: OgbLayout) -> dict[str, np.ndarray]:
     from ogb.nodeproppred import NodePropPredDataset
 
     # OGB's own cache is a protocol-4 pickle that torch>=2.6 will not load; let OGB rebuild it.
-    (lay.dataset_dir / "processed" / "data_processed").unlink(missing_ok=True)
+    processed = lay.dataset_dir / "processed"
+    (processed / "data_processed").unlink(missing_ok=True)
+    processed.mkdir(exist_ok=True)  # OGB saves into it without creating it
     try:
         with quiet_and_non_interactive():
             dataset = NodePropPredDataset(name=lay.name, root=str(lay.dataset_dir.parent))

@@ -1,0 +1,36 @@
+"""Run the real ``gnnq`` command line in a subprocess and read what it left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+TIME_KEYS = ("epoch_time_s", "comm_time_s", "compute_time_s")
+
+
+def run_gnnq(args: list[str], runs: Path, data: Path, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "GNNQ_RUNS": str(runs), "GNNQ_DATA": str(data), "WANDB_SILENT": "true"}
+    full_env.pop("GNNQ_FAULT_INJECT", None)
+    if env:
+        full_env.update(env)
+    cmd = [sys.executable, "-m", "gnnq.cli", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout)
+
+
+def run_dirs(runs: Path) -> list[Path]:
+    return sorted(p.parent for p in Path(runs).rglob("config.yaml") if p.parent.name != ".hydra")
+
+
+def read_record(run_dir: Path) -> dict:
+    return json.loads((run_dir / "record.json").read_text())
+
+
+def read_metrics(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def without_times(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k not in TIME_KEYS} for r in rows]
