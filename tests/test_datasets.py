@@ -134,7 +134,7 @@ def test_truncated_planetoid_file(planetoid_root, tmp_path, victim):
     with pytest.raises(DatasetError) as e:
         load_dataset(cfg("cora", root=str(tmp_path), download=False))
     msg = error_line(e)
-    assert msg.startswith("cora: ") and str(raw) in msg
+    assert msg.startswith("cora: ") and str(path) in msg
 
 
 def test_missing_saint_files_fail_fast(tmp_path):
@@ -334,7 +334,7 @@ def test_files_errors(tmp_path):
     (d / "edges.txt").write_text("0 x\n")
     fails(d, "edges.txt", "not a number")
     (d / "edges.txt").write_text("0 1\n")
-    np.save(d / "features.csv", np.zeros(3))
+    (d / "features.csv").write_text("1.0\n")
     fails(d, "features.npy and features.csv")
 
 

@@ -27,8 +27,8 @@ class DatasetConfig:
     avg_degree: float = 12.0
     num_classes: int = 8
     feature_dim: int = 64
-    homophily: float = 0.8  # fraction of edges inside the source's class
-    feature_noise: float = 2.0  # std of Gaussian noise around the class centroid
+    homophily: float = 0.5  # fraction of edges inside the source's class
+    feature_noise: float = 3.0  # std of Gaussian noise around the class centroid
     seed: int = 0
     # --- bring your own graph (dataset=files) ---
     path: Optional[str] = None

@@ -24,6 +24,9 @@ class GCNLayer(nn.Module):
     def __init__(self, in_dim: int, out_dim: int):
         super().__init__()
         self.linear = nn.Linear(in_dim, out_dim)
+        # Glorot weights and zero bias, as in Kipf & Welling (and PyG's GCNConv, DGL's GraphConv).
+        nn.init.xavier_uniform_(self.linear.weight)
+        nn.init.zeros_(self.linear.bias)
 
     def forward(self, h_full: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
         return self.linear(graph.aggregate(h_full))

@@ -8,6 +8,7 @@ line when files are missing or unreadable.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import io
 import socket
 import sys
@@ -91,3 +92,16 @@ def quiet_and_non_interactive() -> Iterator[None]:
             yield
     finally:
         sys.stdin = old_stdin
+
+
+@contextlib.contextmanager
+def dataset_lock(directory: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``directory`` so concurrent loads (ranks, sweep points) do not
+    download or process the same files at the same time."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".gnnq.lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)

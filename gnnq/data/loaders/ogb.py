@@ -14,6 +14,7 @@ OGB's loader has traps that this module keeps it away from:
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from gnnq.data.graph import Graph
 from gnnq.data.loaders import (
     bounded_network,
     canonical_edges,
+    dataset_lock,
     download_failed_hint,
     missing_files,
     missing_files_message,
@@ -92,9 +94,14 @@ def load_ogb(name: str, root: Path, download: bool) -> Graph:
     lay = layout(name, root)
     arrays = _read_cache(lay)
     if arrays is None:
-        _ensure_files(lay, download)
-        arrays = _read_with_ogb(lay)
-        _write_cache(lay, arrays)
+        if not download:
+            _ensure_files(lay, download)  # fail fast, without creating any folder
+        with dataset_lock(lay.dataset_dir):
+            arrays = _read_cache(lay)  # another process may have built it meanwhile
+            if arrays is None:
+                _ensure_files(lay, download)
+                arrays = _read_with_ogb(lay)
+                _write_cache(lay, arrays)
     return _to_graph(name, arrays)
 
 
@@ -198,7 +205,7 @@ def _read_cache(lay: OgbLayout) -> dict[str, np.ndarray] | None:
 def _write_cache(lay: OgbLayout, arrays: dict[str, np.ndarray]) -> None:
     cache = lay.cache_file
     cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_name(cache.name + ".tmp.npz")
+    tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp.npz")
     np.savez(tmp, **arrays)
     tmp.replace(cache)
 

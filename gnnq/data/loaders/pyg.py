@@ -6,6 +6,8 @@ cache next to them in ``<DirName>/processed``.
 
 from __future__ import annotations
 
+import json
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from gnnq.data.graph import Graph
 from gnnq.data.loaders import (
     bounded_network,
     canonical_edges,
+    dataset_lock,
     download_failed_hint,
     missing_files,
     missing_files_message,
@@ -65,6 +68,11 @@ def load_pyg(name: str, root: Path, download: bool) -> Graph:
     missing = missing_files(raw, spec.raw_files)
     if missing and not download:
         raise DatasetError(missing_files_message(name, raw, spec.raw_files, missing, no_download_hint()))
+    with dataset_lock(root / spec.dir_name):
+        return _load_locked(name, spec, root, raw, missing)
+
+
+def _load_locked(name: str, spec: PygSpec, root: Path, raw: Path, missing: list[str]) -> Graph:
     present_before = {p.name for p in raw.iterdir()} if raw.is_dir() else set()
     processed_before = (root / spec.dir_name / "processed").is_dir()
     try:
@@ -76,12 +84,51 @@ def load_pyg(name: str, root: Path, download: bool) -> Graph:
             raise DatasetError(
                 missing_files_message(name, raw, spec.raw_files, still_missing, download_failed_hint(one_line(exc)))
             ) from None
-        where = f"{raw} or {raw.parent / 'processed'}" if processed_before else str(raw)
+        raise DatasetError(_unreadable_message(name, spec, raw, processed_before, exc)) from None
+    if int(data.num_nodes) != spec.num_nodes:
         raise DatasetError(
-            f"{name}: cannot read the files in {where} ({one_line(exc)}); they look truncated or corrupt: "
-            f"replace them, or delete {raw.parent} to download again"
-        ) from None
+            f"{name}: the files in {raw} give {int(data.num_nodes)} nodes, not {spec.num_nodes}; they look truncated "
+            f"or from another dataset: replace them, or delete {raw.parent} to download again"
+        )
     return _to_graph(name, spec, data)
+
+
+def _unreadable_message(name: str, spec: PygSpec, raw: Path, processed_before: bool, exc: Exception) -> str:
+    culprit = _first_unreadable(raw, spec)
+    if culprit is not None:
+        what = f"{raw / culprit[0]} ({one_line(culprit[1])}); it looks truncated or corrupt: replace it"
+    else:
+        where = f"{raw} or {raw.parent / 'processed'}" if processed_before else str(raw)
+        what = f"the files in {where} ({one_line(exc)}); they look truncated or corrupt: replace them"
+    return f"{name}: cannot read {what}, or delete {raw.parent} to download again"
+
+
+def _first_unreadable(raw: Path, spec: PygSpec) -> tuple[str, Exception] | None:
+    """The first raw file that fails a standalone read, with its error (None: all read)."""
+    for file_name in spec.raw_files:
+        try:
+            _probe(raw / file_name, spec)
+        except Exception as exc:
+            return file_name, exc
+    return None
+
+
+def _probe(path: Path, spec: PygSpec) -> None:
+    if spec.cls_name == "Planetoid":
+        from torch_geometric.io.planetoid import read_file
+
+        prefix = spec.dir_name.lower()
+        read_file(str(path.parent), prefix, path.name[len(f"ind.{prefix}."):])
+    elif path.suffix == ".npz":
+        with zipfile.ZipFile(path) as z:
+            bad = z.testzip()
+        if bad is not None:
+            raise ValueError(f"member {bad} fails its CRC check")
+    elif path.suffix == ".npy":
+        np.load(path, mmap_mode="r", allow_pickle=False)
+    elif path.suffix == ".json":
+        with open(path, encoding="utf-8") as f:
+            json.load(f)
 
 
 def _construct(spec: PygSpec, root: Path):
