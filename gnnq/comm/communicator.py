@@ -10,6 +10,12 @@ import torch.distributed as dist
 from gnnq.comm.accounting import CommStats
 
 
+def _wait(tensor: torch.Tensor) -> None:
+    """CUDA collectives are asynchronous: wait so that the measured time is the real one."""
+    if tensor.is_cuda:
+        torch.cuda.synchronize(tensor.device)
+
+
 class Communicator:
     """Wraps the default process group (or none, for one rank without a group)."""
 
@@ -26,19 +32,23 @@ class Communicator:
         out = send.new_empty((sum(recv_counts),) + tuple(send.shape[1:]))
         row_bytes = send[0:1].numel() * send.element_size() if send.dim() > 1 else send.element_size()
         wire_rows = sum(c for q, c in enumerate(send_counts) if q != self.rank)
+        _wait(send)
         t0 = time.perf_counter()
         if self.world_size > 1:
             dist.all_to_all_single(out, send.contiguous(), recv_counts, send_counts)
         else:
             out.copy_(send)
+        _wait(out)
         self.stats.add(category, layer, direction, wire_rows * row_bytes, time.perf_counter() - t0)
         return out
 
     def all_reduce(self, tensor: torch.Tensor, *, category: str, op=dist.ReduceOp.SUM) -> torch.Tensor:
         """In-place all-reduce; counts the payload once per rank."""
+        _wait(tensor)
         t0 = time.perf_counter()
         if self.world_size > 1:
             dist.all_reduce(tensor, op=op)
+            _wait(tensor)
             self.stats.add(category, -1, "all", tensor.numel() * tensor.element_size(), time.perf_counter() - t0)
         return tensor
 

@@ -49,6 +49,10 @@ class Part:
     def num_halo(self) -> int:
         return int(self.halo_ids.numel())
 
+    def to(self, device) -> "Part":
+        """A copy whose tensors live on ``device``."""
+        return Part.from_dict({k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in self.to_dict().items()})
+
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 

@@ -72,11 +72,15 @@ class FaultInjector:
             raise RuntimeError(f"injected fault at epoch {epoch}")
 
 
-def train(cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochCallback | None = None) -> dict:
+def train(
+    cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochCallback | None = None, device=torch.device("cpu")
+) -> dict:
     """Train for cfg.trainer.epochs epochs; return the run summary (identical on every rank)."""
-    seed = int(comm.broadcast(torch.tensor([cfg.trainer.seed], dtype=torch.int64), category=CONTROL).item())
+    f64 = {"dtype": torch.float64, "device": device}
+    part = part.to(device)
+    seed = int(comm.broadcast(torch.tensor([cfg.trainer.seed], dtype=torch.int64, device=device), category=CONTROL).item())
     torch.manual_seed(seed)
-    model = build_model(cfg, part)
+    model = build_model(cfg, part).to(device)
     sync_parameters(model, comm)
     torch.manual_seed(seed + 1 + comm.rank)  # per-rank dropout streams, reproducible
     optimizer = make_optimizer(cfg, model.parameters())
@@ -85,9 +89,7 @@ def train(cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochCallba
     strategy = STRATEGIES[cfg.parallel.name](exchange, part.x)
     masks = [part.train_mask, part.val_mask, part.test_mask]
     num_train = comm.all_reduce(part.train_mask.sum().to(torch.float64), category=CONTROL).item()
-    setup_bytes = comm.all_reduce(
-        torch.tensor([float(comm.stats.total_bytes(HALO_SETUP))], dtype=torch.float64), category=CONTROL
-    ).item()
+    setup_bytes = comm.all_reduce(torch.tensor([float(comm.stats.total_bytes(HALO_SETUP))], **f64), category=CONTROL).item()
     fault = FaultInjector(os.environ.get("GNNQ_FAULT_INJECT"), comm.rank)
 
     history: list[dict] = []
@@ -101,10 +103,12 @@ def train(cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochCallba
         optimizer.zero_grad(set_to_none=True)
         loss = forward_backward(model, part, graph, strategy, num_train, comm)[1]
         optimizer.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
         epoch_time = time.perf_counter() - t0
         comm_time = comm.stats.total_seconds(HALO_TRAIN, GRAD_SYNC)
 
-        counts = torch.zeros(9, dtype=torch.float64)
+        counts = torch.zeros(9, **f64)
         evaluated = epoch % cfg.trainer.eval_every == 0 or epoch == cfg.trainer.epochs
         if evaluated:
             model.eval()
@@ -113,10 +117,10 @@ def train(cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochCallba
                 counts = split_counts(model(part.x, graph, strategy), part.y, masks, part.multilabel)
         sums = torch.cat([
             torch.tensor([loss.item(), comm.stats.total_bytes(HALO_TRAIN), comm.stats.total_bytes(GRAD_SYNC),
-                          comm.stats.total_bytes(HALO_EVAL)], dtype=torch.float64),
+                          comm.stats.total_bytes(HALO_EVAL)], **f64),
             counts,
         ])
-        maxes = torch.tensor([epoch_time, comm_time, epoch_time - comm_time], dtype=torch.float64)
+        maxes = torch.tensor([epoch_time, comm_time, epoch_time - comm_time], **f64)
         comm.all_reduce(sums, category=CONTROL)
         comm.all_reduce(maxes, category=CONTROL, op=torch.distributed.ReduceOp.MAX)
 
@@ -137,10 +141,16 @@ def train(cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochCallba
         if on_epoch is not None:
             on_epoch(row)
 
-    peak = torch.zeros(comm.world_size, dtype=torch.float64)
-    peak[comm.rank] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB -> MiB on Linux
+    peak = torch.zeros(2, comm.world_size, **f64)
+    peak[0, comm.rank] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB -> MiB on Linux
+    if device.type == "cuda":
+        peak[1, comm.rank] = torch.cuda.max_memory_allocated(device) / 2**20
     comm.all_reduce(peak, category=CONTROL)
-    return summarize(history, best, setup_bytes, peak.tolist(), comm.world_size, metric=part.metric)
+    summary = summarize(history, best, setup_bytes, peak[0].tolist(), comm.world_size, metric=part.metric)
+    summary["device"] = device.type
+    if device.type == "cuda":
+        summary["peak_gpu_memory_mib_per_rank"] = [round(m, 1) for m in peak[1].tolist()]
+    return summary
 
 
 def summarize(history: list[dict], best: dict, setup_bytes: float, peak_mib: list[float], world_size: int, metric: str) -> dict:

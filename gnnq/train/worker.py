@@ -48,7 +48,12 @@ def run(run_dir: Path, parts_dir: Path) -> None:
 
     cfg = OmegaConf.load(run_dir / CONFIG_FILE)
     torch.set_num_threads(_threads_per_rank(cfg))
-    dist.init_process_group(_backend(cfg), timeout=datetime.timedelta(seconds=cfg.cluster.timeout_s))
+    backend = _backend(cfg)
+    device = torch.device("cpu")
+    if backend == "nccl":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=cfg.cluster.timeout_s))
     rank = dist.get_rank()
     logger = NullLogger()
     exit_code = 1
@@ -66,7 +71,7 @@ def run(run_dir: Path, parts_dir: Path) -> None:
             logger.log_epoch(row)
             print(PROGRESS_PREFIX + json.dumps(row), flush=True)
 
-        summary = train(cfg, part, comm, on_epoch if rank == 0 else None)
+        summary = train(cfg, part, comm, on_epoch if rank == 0 else None, device=device)
         if rank == 0:
             metrics_file.close()
             logger.log_summary(summary)
