@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATASETS = Path(os.environ.get("GNNQ_SHARED_DATASETS", REPO.parent / "shared" / "datasets"))
+_CANDIDATES = [os.environ.get("GNNQ_SHARED_DATASETS"), REPO.parent / "shared" / "datasets", "/work/shared/datasets"]
+SHARED_DATASETS = next((Path(c) for c in _CANDIDATES if c and (Path(c) / "planetoid").is_dir()), Path(str(_CANDIDATES[1])))
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,1 @@
+"""Benchmarks whose outputs (with the exact command) are committed under results/."""

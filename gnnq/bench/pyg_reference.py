@@ -1,0 +1,95 @@
+"""A plain single-process PyG GCN, timed per training step, as the reference for gnnq's overhead.
+
+``python -m gnnq.bench.pyg_reference --dataset cora --root DIR --epochs 10 --adjacency edge_index``
+prints one JSON line: median epoch time and peak memory. The model matches gnnq's GCN
+(same layers, hidden size, LayerNorm, ReLU, dropout); normalization is cached as gnnq
+caches it, so both time the same training step: forward, backward, optimizer step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+from omegaconf import OmegaConf
+
+from gnnq.config.schema import DatasetConfig
+
+
+class PygGCN(torch.nn.Module):
+    def __init__(self, in_dim: int, hidden: int, out_dim: int, layers: int, dropout: float):
+        from torch_geometric.nn import GCNConv
+
+        super().__init__()
+        dims = [in_dim] + [hidden] * (layers - 1) + [out_dim]
+        self.convs = torch.nn.ModuleList(GCNConv(a, b, cached=True) for a, b in zip(dims[:-1], dims[1:]))
+        self.norms = torch.nn.ModuleList(torch.nn.LayerNorm(hidden) for _ in range(layers - 1))
+        self.dropout = dropout
+
+    def forward(self, x, adjacency):
+        for i, conv in enumerate(self.convs):
+            x = conv(x, adjacency)
+            if i < len(self.convs) - 1:
+                x = F.dropout(torch.relu(self.norms[i](x)), self.dropout, self.training)
+        return x
+
+
+def main(argv: list[str] | None = None) -> None:
+    from gnnq.data.registry import load_dataset
+
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--root", required=True)
+    p.add_argument("--num-nodes", type=int, default=None, help="synthetic only")
+    p.add_argument("--avg-degree", type=float, default=None, help="synthetic only")
+    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--layers", type=int, default=3)
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--dropout", type=float, default=0.5)
+    p.add_argument("--adjacency", choices=("edge_index", "sparse_csr"), default="edge_index")
+    args = p.parse_args(argv)
+
+    cfg = OmegaConf.structured(DatasetConfig(name=args.dataset, root=args.root, download=False))
+    if args.num_nodes:
+        cfg.num_nodes = args.num_nodes
+    if args.avg_degree:
+        cfg.avg_degree = args.avg_degree
+    g = load_dataset(cfg)
+    x, y = torch.from_numpy(g.x), torch.from_numpy(g.y)
+    train = torch.from_numpy(g.train_mask)
+    edge_index = torch.from_numpy(g.edge_index)
+    if args.adjacency == "sparse_csr":
+        from torch_geometric.utils import to_torch_csr_tensor
+
+        # PyG's convention for sparse inputs: adj_t[dst, src], i.e. the transposed adjacency.
+        adjacency = to_torch_csr_tensor(edge_index.flip(0), size=(g.num_nodes, g.num_nodes))
+    else:
+        adjacency = edge_index
+    torch.manual_seed(0)
+    model = PygGCN(g.num_features, args.hidden, g.num_classes, args.layers, args.dropout)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    times = []
+    for _ in range(args.epochs):
+        t0 = time.perf_counter()
+        model.train()
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x, adjacency)[train], y[train]).backward()
+        opt.step()
+        times.append(time.perf_counter() - t0)
+    print(json.dumps({
+        "epoch_time_s": statistics.median(times),
+        "epoch_times_s": times,
+        "peak_memory_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "threads": torch.get_num_threads(),
+        "num_nodes": g.num_nodes,
+        "num_edges": g.num_edges,
+    }))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
