@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
@@ -27,7 +28,15 @@ def _split_args(argv: list[str]) -> tuple[list[str], bool, str]:
     return overrides, multirun, config_name
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main() -> None:
+    # Ctrl-C and SIGTERM (e.g. from a scheduler) both stop all ranks and leave a failed record;
+    # installed explicitly because a background launch may inherit SIGINT as ignored.
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
     argv = sys.argv[1:]
     if not _NO_PREFLIGHT_FLAGS.intersection(argv):
         from gnnq.config.compose import preflight
@@ -39,7 +48,11 @@ def main() -> None:
         except GnnqError as exc:
             print(f"gnnq: error: {exc}", file=sys.stderr)
             sys.exit(2)
-    _hydra_entry()
+    try:
+        _hydra_entry()
+    except KeyboardInterrupt:
+        print("gnnq: interrupted; all ranks stopped, the run record is marked failed", file=sys.stderr)
+        sys.exit(130)
     if _FAILED_RUNS:
         if len(_FAILED_RUNS) > 1:
             print(f"gnnq: {len(_FAILED_RUNS)} runs failed: {', '.join(_FAILED_RUNS)}", file=sys.stderr)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -76,7 +78,7 @@ def _assert_one_clear_line(res: subprocess.CompletedProcess, *needles: str) -> s
         (["trainer.epochs=abc"], ["trainer.epochs", "Integer"]),
         (["trainer.epochs=-3"], ["trainer.epochs", ">= 1"]),
         (["cluster.nproc=0"], ["cluster.nproc", ">= 1"]),
-        (["cluster.nproc=9", "dataset.num_nodes=5"], ["cluster.nproc", "5 nodes"]),
+        (["cluster.nproc=9", "dataset.num_nodes=8"], ["cluster.nproc", "8 nodes"]),
         (["trainer.epoch=3"], ["trainer.epoch", "epochs"]),
         (["+trainer.extra=1"], ["trainer.extra", "no such key"]),
         (["model.norm=batch"], ["model.norm", "layer"]),
@@ -136,6 +138,34 @@ def test_multirun_dispatches_one_job_per_point(tmp_path, data_root):
     records = [read_record(d) for d in run_dirs(tmp_path)]
     assert sorted(r["config"]["trainer"]["seed"] for r in records) == [0, 1]
     assert all(r["status"] == "ok" for r in records)
+
+
+def test_multirun_goes_on_after_a_failed_point(tmp_path, data_root):
+    # cora has no files in this data root, so that point fails while loading; synthetic still runs.
+    res = run_gnnq(["-m", *SMALL, "dataset=cora,synthetic", "dataset.download=false"], tmp_path, data_root)
+    assert res.returncode == 1
+    records = {r["config"]["dataset"]["name"]: r for r in map(read_record, run_dirs(tmp_path))}
+    assert records["cora"]["status"] == "failed" and "ind.cora" in records["cora"]["error"]
+    assert records["synthetic"]["status"] == "ok"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_stops_all_ranks_and_records_failure(tmp_path, data_root, sig):
+    env = {**os.environ, "GNNQ_RUNS": str(tmp_path), "GNNQ_DATA": str(data_root)}
+    proc = subprocess.Popen([sys.executable, "-m", "gnnq.cli", *SMALL, "trainer.epochs=100000"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.rglob("metrics.jsonl")) or not next(tmp_path.rglob("metrics.jsonl")).read_text():
+        assert time.monotonic() < deadline and proc.poll() is None, "training never started"
+        time.sleep(0.2)  # wait until rank 0 has finished an epoch
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "Traceback" not in err and "interrupted" in err
+    record = read_record(run_dirs(tmp_path)[0])
+    assert record["status"] == "failed" and signal.Signals(sig).name in record["error"]
+    ps = subprocess.run(["pgrep", "-f", f"gnnq.train.worker --run-dir {tmp_path}"], capture_output=True, text=True)
+    assert ps.stdout.strip() == "", "no rank may outlive the job"
 
 
 def test_report_lists_runs(tmp_path, data_root):

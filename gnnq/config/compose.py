@@ -55,7 +55,10 @@ def compose_config(overrides: list[str], config_name: str = "config") -> DictCon
         raise ConfigError(_composition_message(exc)) from None
     finally:
         GlobalHydra.instance().clear()
-    validate(cfg)
+    try:
+        validate(cfg)  # reads every value: missing values and broken interpolations surface here
+    except OmegaConfBaseException as exc:
+        raise ConfigError(_composition_message(exc)) from None
     return cfg
 
 

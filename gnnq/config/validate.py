@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from omegaconf import DictConfig, OmegaConf
 
 from gnnq.errors import ConfigError
@@ -68,11 +70,22 @@ def check_known_keys(cfg: DictConfig, schema: DictConfig | None = None, prefix: 
             check_known_keys(cfg[key], schema[key], f"{prefix}{key}.")
 
 
+def check_finite(cfg: DictConfig, prefix: str = "") -> None:
+    """Reject NaN and infinite floats, which every bound check below would let through."""
+    for key in cfg.keys():
+        value = cfg[key]
+        if isinstance(value, DictConfig):
+            check_finite(value, f"{prefix}{key}.")
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{prefix}{key}={value} is not allowed; it must be a finite number")
+
+
 def validate(cfg: DictConfig) -> None:
     """Raise ConfigError for the first value that is not allowed."""
     from gnnq.data.registry import dataset_names, expected_num_nodes
 
     check_known_keys(cfg)
+    check_finite(cfg)
     names = dataset_names()
     if cfg.dataset.name not in names:
         raise ConfigError(f"dataset.name={cfg.dataset.name!r} is unknown; allowed: {', '.join(names)}")
@@ -91,6 +104,10 @@ def validate(cfg: DictConfig) -> None:
     if cfg.dataset.train_frac + cfg.dataset.val_frac >= 1.0:
         raise ConfigError(
             f"dataset.train_frac + dataset.val_frac = {cfg.dataset.train_frac + cfg.dataset.val_frac} leaves no test nodes; it must be < 1"
+        )
+    if cfg.dataset.name == "synthetic" and cfg.dataset.num_classes > cfg.dataset.num_nodes:
+        raise ConfigError(
+            f"dataset.num_classes={cfg.dataset.num_classes} is not allowed; it must be <= dataset.num_nodes={cfg.dataset.num_nodes}"
         )
     if cfg.cluster.name == "local" and cfg.cluster.hosts != 1:
         raise ConfigError(f"cluster.hosts={cfg.cluster.hosts} is not allowed with cluster=local; it must be 1")

@@ -42,7 +42,7 @@ def _metis_parts(edge_index: np.ndarray, num_nodes: int, nparts: int, seed: int)
     xadj = np.zeros(num_nodes + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=num_nodes), out=xadj[1:])
     options = pymetis.Options(seed=seed)
-    _, membership = pymetis.part_graph(nparts, xadj=xadj, adjncy=cols, options=options)
+    _, membership = pymetis.part_graph(nparts, adjacency=pymetis.CSRAdjacency(xadj, cols), options=options)
     parts = np.asarray(membership, dtype=np.int64)
     sizes = np.bincount(parts, minlength=nparts)
     if (sizes == 0).any():

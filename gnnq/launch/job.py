@@ -35,8 +35,9 @@ def run_job(cfg: DictConfig, run_dir: Path) -> dict:
         extra["partition"] = meta
         summary = launch(cfg, run_dir, parts_dir)
         record = build_record(config, "ok", summary, extra=extra)
-    except KeyboardInterrupt:
-        record = build_record(config, "failed", error="interrupted (Ctrl-C); all ranks were stopped", extra=extra)
+    except KeyboardInterrupt as exc:
+        reason = str(exc) or "SIGINT"
+        record = build_record(config, "failed", error=f"interrupted ({reason}); all ranks were stopped", extra=extra)
         write_record(run_dir, record)
         raise
     except GnnqError as exc:

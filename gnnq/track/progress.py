@@ -12,14 +12,14 @@ def _fmt(value, spec: str = ".4f") -> str:
 
 
 class ProgressLine:
-    """One line rewritten in place on a terminal; every ~10% of epochs otherwise (logs, CI)."""
+    """One line rewritten in place on a terminal; otherwise (logs, CI) every 10% of epochs or 10 s."""
 
     def __init__(self, total_epochs: int, stream: TextIO = sys.stdout):
         self.total = total_epochs
         self.stream = stream
         self.tty = stream.isatty()
         self.every = max(1, total_epochs // 10)
-        self.start = time.perf_counter()
+        self.start = self.last_print = time.perf_counter()
         self.best_val = None
         self.dirty = False
 
@@ -37,8 +37,9 @@ class ProgressLine:
         if self.tty:
             self.stream.write("\r\033[K" + line)
             self.dirty = True
-        elif epoch % self.every == 0 or epoch == self.total:
+        elif epoch % self.every == 0 or epoch == self.total or time.perf_counter() - self.last_print > 10:
             self.stream.write(line + "\n")
+            self.last_print = time.perf_counter()
         self.stream.flush()
 
     def close(self) -> None:

@@ -76,6 +76,9 @@ def run(run_dir: Path, parts_dir: Path) -> None:
             metrics_file.close()
             logger.log_summary(summary)
             write_json_atomic(run_dir / INTERNAL_DIR / RESULT_FILE, summary)
+        # Tear down together: a rank destroying its gloo group while a peer is still
+        # communicating can abort the peer ("terminate called without an active exception").
+        comm.barrier()
         exit_code = 0
     finally:
         logger.finish(exit_code)
