@@ -16,6 +16,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -72,13 +73,14 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", type=Path, required=True, help="data root holding Cora/raw (synthetic graphs are generated)")
     p.add_argument("--out", type=Path, default=Path("results/epoch_overhead"))
+    p.add_argument("--runs", type=Path, default=Path(tempfile.gettempdir()) / "gnnq-bench-runs", help="where gnnq's run dirs go")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--graphs", nargs="+", default=list(GRAPHS), choices=list(GRAPHS))
     p.add_argument("--scale-graph", default="synthetic-200k", choices=list(GRAPHS))
     p.add_argument("--scale-ranks", type=int, nargs="+", default=[1, 2, 4])
     args = p.parse_args(argv)
     command = "python -m gnnq.bench.epoch_overhead " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
-    runs = args.out / "runs"
+    runs = args.runs
 
     overhead_cases = [(g, kind) for g in args.graphs for kind in ("gnnq-1rank", "pyg-edge_index", "pyg-sparse_csr")]
     scale_cases = [(args.scale_graph, f"gnnq-{n}rank") for n in args.scale_ranks]
