@@ -10,9 +10,9 @@ _FAILED_RUNS: list[str] = []
 _NO_PREFLIGHT_FLAGS = {"-h", "--help", "--hydra-help", "-i", "--info", "-sc", "--shell-completion", "-p", "--package"}
 
 
-def _split_args(argv: list[str]) -> tuple[list[str], bool, str]:
-    """Return (overrides, multirun, config name) from gnnq's command line (Hydra's syntax)."""
-    overrides, multirun, config_name = [], False, "config"
+def _split_args(argv: list[str]) -> tuple[list[str], bool, str, str | None]:
+    """Return (overrides, multirun, config name, config dir) from gnnq's command line (Hydra's syntax)."""
+    overrides, multirun, config_name, config_dir = [], False, "config", None
     it = iter(argv)
     for arg in it:
         if arg in ("-m", "--multirun"):
@@ -21,11 +21,15 @@ def _split_args(argv: list[str]) -> tuple[list[str], bool, str]:
             config_name = next(it, config_name)
         elif arg.startswith("--config-name="):
             config_name = arg.split("=", 1)[1]
-        elif arg in ("-c", "--cfg", "-cp", "--config-path", "-cd", "--config-dir", "--experimental-rerun"):
+        elif arg in ("-cd", "--config-dir"):
+            config_dir = next(it, None)
+        elif arg.startswith("--config-dir="):
+            config_dir = arg.split("=", 1)[1]
+        elif arg in ("-c", "--cfg", "-cp", "--config-path", "--experimental-rerun"):
             next(it, None)
         elif not arg.startswith("-"):
             overrides.append(arg)
-    return overrides, multirun, config_name
+    return overrides, multirun, config_name, config_dir
 
 
 def _interrupt(signum, frame):
@@ -42,9 +46,9 @@ def main() -> None:
         from gnnq.config.compose import preflight
         from gnnq.errors import GnnqError
 
-        overrides, multirun, config_name = _split_args(argv)
+        overrides, multirun, config_name, config_dir = _split_args(argv)
         try:
-            preflight(overrides, multirun, config_name)
+            preflight(overrides, multirun, config_name, config_dir)
         except GnnqError as exc:
             print(f"gnnq: error: {exc}", file=sys.stderr)
             sys.exit(2)

@@ -18,7 +18,10 @@ def planetoid_root(tmp_path_factory) -> Path:
     """A writable data root holding the raw Cora and CiteSeer files (PyG Planetoid layout)."""
     src = SHARED_DATASETS / "planetoid"
     if not (src / "Cora" / "raw").is_dir():
-        pytest.skip(f"raw Planetoid files not found under {src} (set GNNQ_SHARED_DATASETS)")
+        message = f"raw Planetoid files not found under {src} (set GNNQ_SHARED_DATASETS)"
+        if os.environ.get("GNNQ_REQUIRE_SHARED_DATA"):
+            pytest.fail(message)
+        pytest.skip(message)
     root = tmp_path_factory.mktemp("data")
     for name in ("Cora", "CiteSeer"):
         shutil.copytree(src / name / "raw", root / name / "raw")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import REPO
 from tests.cli_helpers import read_metrics, read_record, run_dirs, run_gnnq, without_times
 
 SMALL = ["logger=none", "dataset.num_nodes=1500", "model.hidden=32", "trainer.epochs=6"]
@@ -138,6 +139,17 @@ def test_multirun_dispatches_one_job_per_point(tmp_path, data_root):
     records = [read_record(d) for d in run_dirs(tmp_path)]
     assert sorted(r["config"]["trainer"]["seed"] for r in records) == [0, 1]
     assert all(r["status"] == "ok" for r in records)
+
+
+def test_sweep_file_runs_its_points(tmp_path, data_root):
+    # sweeps/foundation_check.yaml sweeps model x partitioner x ranks; the command line pins two axes.
+    args = ["-m", "--config-dir", str(REPO / "sweeps"), "--config-name", "foundation_check", "model=sage",
+            "cluster.nproc=1", "dataset.num_nodes=1500", "model.hidden=16", "trainer.epochs=2"]  # fmt: skip
+    res = run_gnnq(args, tmp_path, data_root)
+    assert res.returncode == 0, res.stderr
+    records = [read_record(d) for d in run_dirs(tmp_path)]
+    assert sorted(r["config"]["partitioner"]["name"] for r in records) == ["metis", "random"]
+    assert all(r["config"]["model"]["name"] == "sage" and r["config"]["logger"]["name"] == "none" for r in records)
 
 
 def test_multirun_goes_on_after_a_failed_point(tmp_path, data_root):

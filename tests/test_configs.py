@@ -239,3 +239,13 @@ def test_non_finite_floats_are_rejected(override):
 ])  # fmt: skip
 def test_unresolvable_values_are_config_errors(overrides, key):
     assert key in error_line(overrides)
+
+
+def test_every_sweep_file_composes_at_every_point():
+    from gnnq.config.compose import CONF_DIR, preflight
+
+    sweeps = sorted((CONF_DIR.parent / "sweeps").glob("*.yaml"))
+    assert sweeps, "sweeps/ holds at least one sweep file"
+    for path in sweeps:
+        assert preflight([], True, path.stem, str(path.parent)) >= 1, path.name
+    assert preflight([], True, "foundation_check", str(CONF_DIR.parent / "sweeps")) == 12

@@ -1,6 +1,7 @@
 """A plain single-process PyG GCN, timed per training step, as the reference for gnnq's overhead.
 
 ``python -m gnnq.bench.pyg_reference --dataset cora --root DIR --epochs 10 --adjacency edge_index``
+(``--dataset`` is a choice of gnnq's dataset group, e.g. ``synthetic-large``, loaded as gnnq loads it)
 prints one JSON line: median epoch time and peak memory. The model matches gnnq's GCN
 (same layers, hidden size, LayerNorm, ReLU, dropout); normalization is cached as gnnq
 caches it, so both time the same training step: forward, backward, optimizer step.
@@ -16,9 +17,8 @@ import time
 
 import torch
 import torch.nn.functional as F
-from omegaconf import OmegaConf
 
-from gnnq.config.schema import DatasetConfig
+from gnnq.config.compose import compose_config
 
 
 class PygGCN(torch.nn.Module):
@@ -43,10 +43,8 @@ def main(argv: list[str] | None = None) -> None:
     from gnnq.data.registry import load_dataset
 
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--dataset", required=True)
+    p.add_argument("--dataset", required=True, help="a file of conf/dataset/, e.g. cora or synthetic-large")
     p.add_argument("--root", required=True)
-    p.add_argument("--num-nodes", type=int, default=None, help="synthetic only")
-    p.add_argument("--avg-degree", type=float, default=None, help="synthetic only")
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--layers", type=int, default=3)
     p.add_argument("--hidden", type=int, default=256)
@@ -54,12 +52,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--adjacency", choices=("edge_index", "sparse_csr"), default="edge_index")
     args = p.parse_args(argv)
 
-    cfg = OmegaConf.structured(DatasetConfig(name=args.dataset, root=args.root, download=False))
-    if args.num_nodes:
-        cfg.num_nodes = args.num_nodes
-    if args.avg_degree:
-        cfg.avg_degree = args.avg_degree
-    g = load_dataset(cfg)
+    cfg = compose_config([f"dataset={args.dataset}", f"dataset.root={args.root}", "dataset.download=false", "logger=none"])
+    g = load_dataset(cfg.dataset)
     x, y = torch.from_numpy(g.x), torch.from_numpy(g.y)
     train = torch.from_numpy(g.train_mask)
     edge_index = torch.from_numpy(g.edge_index)

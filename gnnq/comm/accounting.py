@@ -31,10 +31,6 @@ class CommStats:
     def total_seconds(self, *categories: str) -> float:
         return sum(v for (c, _, _), v in self.seconds.items() if c in categories)
 
-    def by_layer(self, category: str) -> dict[str, int]:
-        """Bytes of one category as {"<layer>.<direction>": bytes}."""
-        return {f"{l}.{d}": v for (c, l, d), v in sorted(self.bytes.items()) if c == category}
-
     def reset(self) -> None:
         self.bytes.clear()
         self.seconds.clear()

@@ -10,7 +10,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException, MissingConfigException
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from gnnq.config.schema import Config, register_configs
@@ -42,13 +42,30 @@ def expand_sweep(overrides: list[str]) -> list[list[str]]:
     return points
 
 
-def compose_config(overrides: list[str], config_name: str = "config") -> DictConfig:
-    """Compose like ``gnnq`` does and validate; raise ConfigError with a one-line message."""
+def check_conf_dir() -> None:
+    if not (CONF_DIR / "config.yaml").is_file():
+        raise ConfigError(f"gnnq's config directory {CONF_DIR} is missing: install gnnq from a source checkout (pip install -e .)")
+
+
+def compose_config(overrides: list[str], config_name: str = "config", config_dir: str | None = None) -> DictConfig:
+    """Compose like ``gnnq`` does and validate; raise ConfigError with a one-line message.
+
+    ``config_dir`` is Hydra's ``--config-dir`` (e.g. ``sweeps/``): its configs may build on
+    gnnq's own (``defaults: [config]``). Then the result also holds the ``hydra`` node.
+    """
+    check_conf_dir()
     register_configs()
     GlobalHydra.instance().clear()
+    primary, extra = CONF_DIR, []
+    if config_dir:
+        primary = Path(config_dir).resolve()
+        if not primary.is_dir():
+            raise ConfigError(f"--config-dir {config_dir}: no such directory")
+        extra = [f"hydra.searchpath=[file://{CONF_DIR}]"]
     try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            cfg = compose(config_name, overrides=[o for o in overrides if not o.lstrip("+~").startswith("hydra.")])
+        with initialize_config_dir(config_dir=str(primary), version_base="1.3"):
+            user = [o for o in overrides if not o.lstrip("+~").startswith("hydra.")]
+            cfg = compose(config_name, overrides=user + extra, return_hydra_config=bool(config_dir))
     except MissingConfigException as exc:
         raise ConfigError(_missing_option_message(exc, overrides)) from None
     except (HydraException, OmegaConfBaseException) as exc:
@@ -62,11 +79,21 @@ def compose_config(overrides: list[str], config_name: str = "config") -> DictCon
     return cfg
 
 
-def preflight(overrides: list[str], multirun: bool, config_name: str = "config") -> int:
+def preflight(overrides: list[str], multirun: bool, config_name: str = "config", config_dir: str | None = None) -> int:
     """Compose and validate every point of the run or sweep; return the number of points."""
-    points = expand_sweep(overrides) if multirun else [overrides]
+    if not multirun:
+        compose_config(overrides, config_name, config_dir)
+        return 1
+    base = compose_config(expand_sweep(overrides)[0], config_name, config_dir)
+    file_params = {}
+    if "hydra" in base:  # a sweep file's hydra.sweeper.params; the command line wins per key
+        params = OmegaConf.select(base, "hydra.sweeper.params") or {}
+        file_params = {str(k): str(v) for k, v in params.items()}
+    cli_keys = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
+    combined = [f"{k}={v}" for k, v in file_params.items() if k not in cli_keys] + overrides
+    points = expand_sweep(combined)
     for point in points:
-        compose_config(point, config_name)
+        compose_config(point, config_name, config_dir)
     return len(points)
 
 

@@ -73,6 +73,8 @@ def check_known_keys(cfg: DictConfig, schema: DictConfig | None = None, prefix: 
 def check_finite(cfg: DictConfig, prefix: str = "") -> None:
     """Reject NaN and infinite floats, which every bound check below would let through."""
     for key in cfg.keys():
+        if key == "hydra" and not prefix:
+            continue
         value = cfg[key]
         if isinstance(value, DictConfig):
             check_finite(value, f"{prefix}{key}.")

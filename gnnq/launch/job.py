@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import signal
 import sys
 import time
 import traceback
@@ -102,9 +104,15 @@ def describe_failure(run_dir: Path, code: int) -> str:
         except (OSError, ValueError):
             continue
     log = run_dir / "logs" / "torchrun.log"
-    if errors:
-        first = min(errors, key=lambda e: e["time"])
+    causes = [e for e in errors if not e.get("stopped")]  # ranks stopped by torchrun only report the stop
+    if causes:
+        first = min(causes, key=lambda e: e["time"])
         return f"rank {first['rank']} failed: {first['message']} (traceback in {log})"
-    tail = [line.strip() for line in log.read_text().splitlines() if line.strip()] if log.is_file() else []
-    last = tail[-1] if tail else "no output"
-    return f"torchrun exited with code {code}: {last} (full log: {log})"
+    text = log.read_text() if log.is_file() else ""
+    died = re.search(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)", text)
+    if died:
+        exit_code = int(died.group(1))
+        how = f"was killed by {signal.Signals(-exit_code).name}" if exit_code < 0 else f"exited with code {exit_code}"
+        return f"rank {died.group(2)} {how} without reporting an error (full log: {log})"
+    tail = [line.strip() for line in text.splitlines() if line.strip()]
+    return f"torchrun exited with code {code}: {tail[-1] if tail else 'no output'} (full log: {log})"

@@ -59,7 +59,8 @@ def run_torchrun(cmd: list[str], log_path: Path, on_progress: Callable[[dict], N
                 _terminate_group(proc)
 
 
-def _terminate_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
+def _terminate_group(proc: subprocess.Popen, grace_s: float = 40.0) -> None:
+    # torchrun gives its ranks up to 30 s after SIGTERM; ranks also die with torchrun (PDEATHSIG).
     try:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=grace_s)

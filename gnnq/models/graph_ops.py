@@ -38,11 +38,11 @@ class _SpMM(torch.autograd.Function):
 def gcn_graph(part: Part) -> LocalGraph:
     """D_out^-1/2 (A + I) D_in^-1/2 with global degrees (self loop counted in both)."""
     n = part.num_inner
-    counts = part.indptr.diff()
-    rows = torch.repeat_interleave(torch.arange(n), counts)
+    inner = torch.arange(n, device=part.indptr.device)
+    rows = torch.repeat_interleave(inner, part.indptr.diff())
     # Append one self loop per inner row, then rebuild the CSR in row order.
-    rows = torch.cat([rows, torch.arange(n)])
-    cols = torch.cat([part.indices, torch.arange(n)])
+    rows = torch.cat([rows, inner])
+    cols = torch.cat([part.indices, inner])
     deg_in = part.in_degree + 1.0
     deg_out = part.out_degree + 1.0
     weights = deg_out[cols].rsqrt() * deg_in[rows].rsqrt()
@@ -52,8 +52,7 @@ def gcn_graph(part: Part) -> LocalGraph:
 def mean_graph(part: Part) -> LocalGraph:
     """Mean over in-neighbours: 1 / deg_in(v) (nodes without in-edges aggregate to zero)."""
     n = part.num_inner
-    counts = part.indptr.diff()
-    rows = torch.repeat_interleave(torch.arange(n), counts)
+    rows = torch.repeat_interleave(torch.arange(n, device=part.indptr.device), part.indptr.diff())
     weights = part.in_degree.clamp(min=1.0).reciprocal()[rows]
     return _from_coo(rows, part.indices, weights, n, n + part.num_halo)
 
@@ -61,7 +60,7 @@ def mean_graph(part: Part) -> LocalGraph:
 def _from_coo(rows, cols, weights, num_rows, num_cols) -> LocalGraph:
     order = torch.argsort(rows * num_cols + cols)
     rows, cols, weights = rows[order], cols[order], weights[order].float()
-    indptr = torch.zeros(num_rows + 1, dtype=torch.int64)
+    indptr = torch.zeros(num_rows + 1, dtype=torch.int64, device=rows.device)
     indptr[1:] = torch.cumsum(torch.bincount(rows, minlength=num_rows), 0)
     return LocalGraph(indptr, cols, weights, num_cols)
 

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from gnnq.track.progress import markdown_table
+from gnnq.track.progress import fmt_value, markdown_table
 from gnnq.track.record import RECORD_FILE
 
 
@@ -25,18 +25,14 @@ def find_records(dirs: list[Path]) -> tuple[list[tuple[Path, dict]], list[str]]:
     return records, warnings
 
 
-def _f(v, spec=".4f"):
-    return "-" if v is None else format(v, spec)
-
-
 def records_table(records: list[tuple[Path, dict]]) -> str:
     rows = []
     for run_dir, r in records:
         c = r["config"]
         rows.append([
             run_dir.name, c["dataset"]["name"], c["model"]["name"], c["partitioner"]["name"], c["parallel"]["name"],
-            c["quantizer"]["name"], r.get("world_size") or c["cluster"]["nproc"], r["status"], _f(r.get("best_val")),
-            _f(r.get("test")), _f(r.get("epoch_time_s") and r["epoch_time_s"] * 1000, ".1f"),
+            c["quantizer"]["name"], r.get("world_size") or c["cluster"]["nproc"], r["status"], fmt_value(r.get("best_val")),
+            fmt_value(r.get("test")), fmt_value(r.get("epoch_time_s") and r["epoch_time_s"] * 1000, ".1f"),
             "-" if r.get("comm_bytes_per_epoch") is None else f"{r['comm_bytes_per_epoch']:,}",
         ])  # fmt: skip
     headers = ["run", "dataset", "model", "partitioner", "parallel", "quantizer", "ranks", "status",

@@ -7,7 +7,7 @@ import time
 from typing import TextIO
 
 
-def _fmt(value, spec: str = ".4f") -> str:
+def fmt_value(value, spec: str = ".4f") -> str:
     return "-" if value is None else format(value, spec)
 
 
@@ -30,8 +30,8 @@ class ProgressLine:
         width = 24
         filled = int(width * epoch / max(1, self.total))
         line = (
-            f"[{'#' * filled}{'.' * (width - filled)}] epoch {epoch}/{self.total}  loss {_fmt(row['loss'])}  "
-            f"val {_fmt(row.get('val'))} (best {_fmt(self.best_val)})  epoch {row['epoch_time_s'] * 1000:.1f} ms  "
+            f"[{'#' * filled}{'.' * (width - filled)}] epoch {epoch}/{self.total}  loss {fmt_value(row['loss'])}  "
+            f"val {fmt_value(row.get('val'))} (best {fmt_value(self.best_val)})  epoch {row['epoch_time_s'] * 1000:.1f} ms  "
             f"elapsed {time.perf_counter() - self.start:.0f}s"
         )
         if self.tty:
@@ -62,8 +62,8 @@ def summary_table(record: dict) -> str:
     metric = s.get("metric", "accuracy")
     rows = [
         ["status", record["status"]],
-        [f"best val {metric}", _fmt(record.get("best_val"))],
-        [f"test {metric} (at best val)", _fmt(record.get("test"))],
+        [f"best val {metric}", fmt_value(record.get("best_val"))],
+        [f"test {metric} (at best val)", fmt_value(record.get("test"))],
         ["best epoch", s.get("best_epoch", "-")],
         ["epoch time (median)", f"{record['epoch_time_s'] * 1000:.1f} ms" if record.get("epoch_time_s") else "-"],
         ["comm time (median)", f"{record['comm_time_s'] * 1000:.1f} ms" if record.get("comm_time_s") is not None else "-"],

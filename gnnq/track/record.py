@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import platform
 import subprocess
 import time
@@ -50,7 +49,7 @@ def build_record(config: dict, status: str, summary: dict | None = None, error: 
         "epoch_time_s": summary.get("epoch_time_s"),
         "comm_time_s": summary.get("comm_time_s"),
         "comm_bytes_per_epoch": summary.get("comm_bytes_per_epoch"),
-        "world_size": summary.get("world_size"),
+        "world_size": summary.get("world_size") or _planned_world_size(config),
         "summary": summary,
         "versions": versions(),
         "git_commit": git_commit(),
@@ -61,14 +60,13 @@ def build_record(config: dict, status: str, summary: dict | None = None, error: 
     return record
 
 
+def _planned_world_size(config: dict) -> int | None:
+    cluster = config.get("cluster") or {}
+    return cluster["nproc"] * cluster["hosts"] if "nproc" in cluster and "hosts" in cluster else None
+
+
 def write_record(run_dir: Path, record: dict) -> Path:
     path = Path(run_dir) / RECORD_FILE
     write_json_atomic(path, record)
     return path
 
-
-def read_metrics(run_dir: Path) -> list[dict]:
-    path = Path(run_dir) / METRICS_FILE
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

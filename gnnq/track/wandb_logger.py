@@ -40,7 +40,6 @@ class WandbLogger(NullLogger):
             group=f"{choices['dataset']}-{choices['model']}-{choices['parallel']}-{choices['quantizer']}",
             tags=[f"{k}:{v}" for k, v in choices.items()] + [f"ranks:{world}"] + list(cfg.logger.tags),
             config=OmegaConf.to_container(cfg, resolve=True),
-            reinit="finish_previous",
         )
 
     def log_epoch(self, row: dict) -> None:

@@ -41,14 +41,15 @@ def sync_parameters(model: torch.nn.Module, comm: Communicator) -> None:
 
 def all_reduce_gradients(model: torch.nn.Module, comm: Communicator) -> None:
     """Sum parameter gradients over ranks (each rank's loss is already divided by the global count)."""
+    if comm.world_size == 1:
+        return
     params = list(model.parameters())
     flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params])
     comm.all_reduce(flat, category=GRAD_SYNC)
     offset = 0
     for p in params:
-        n = p.numel()
-        p.grad = flat[offset : offset + n].view_as(p).clone()
-        offset += n
+        p.grad = flat[offset : offset + p.numel()].view_as(p)
+        offset += p.numel()
 
 
 def forward_backward(model: GNN, part: Part, graph, strategy, num_train: float, comm: Communicator):
@@ -92,6 +93,8 @@ def train(
     setup_bytes = comm.all_reduce(torch.tensor([float(comm.stats.total_bytes(HALO_SETUP))], **f64), category=CONTROL).item()
     fault = FaultInjector(os.environ.get("GNNQ_FAULT_INJECT"), comm.rank)
 
+    layer_keys = [(layer, d) for layer in range(1, cfg.model.layers) for d in ("fwd", "bwd")]
+    layer_bytes = torch.zeros(len(layer_keys), **f64)  # halo bytes of training steps, summed over epochs
     history: list[dict] = []
     best = {"val": None, "test": None, "epoch": None}
     for epoch in range(1, cfg.trainer.epochs + 1):
@@ -107,6 +110,8 @@ def train(
             torch.cuda.synchronize(device)
         epoch_time = time.perf_counter() - t0
         comm_time = comm.stats.total_seconds(HALO_TRAIN, GRAD_SYNC)
+        for i, key in enumerate(layer_keys):
+            layer_bytes[i] += comm.stats.bytes.get((HALO_TRAIN,) + key, 0)
 
         counts = torch.zeros(9, **f64)
         evaluated = epoch % cfg.trainer.eval_every == 0 or epoch == cfg.trainer.epochs
@@ -146,7 +151,11 @@ def train(
     if device.type == "cuda":
         peak[1, comm.rank] = torch.cuda.max_memory_allocated(device) / 2**20
     comm.all_reduce(peak, category=CONTROL)
+    comm.all_reduce(layer_bytes, category=CONTROL)
     summary = summarize(history, best, setup_bytes, peak[0].tolist(), comm.world_size, metric=part.metric)
+    summary["comm_bytes_per_epoch_by_layer"] = {
+        f"{layer}.{d}": int(b) // max(1, len(history)) for (layer, d), b in zip(layer_keys, layer_bytes.tolist())
+    }
     summary["device"] = device.type
     if device.type == "cuda":
         summary["peak_gpu_memory_mib_per_rank"] = [round(m, 1) for m in peak[1].tolist()]
@@ -157,6 +166,9 @@ def summarize(history: list[dict], best: dict, setup_bytes: float, peak_mib: lis
     def median(key):
         vals = [r[key] for r in history]
         return statistics.median(vals) if vals else None
+
+    def mean_int(key):  # bytes may vary by epoch under later strategies: total / epochs
+        return sum(r[key] for r in history) // len(history) if history else 0
 
     last = history[-1] if history else {}
     return {
@@ -170,8 +182,8 @@ def summarize(history: list[dict], best: dict, setup_bytes: float, peak_mib: lis
         "epoch_time_s": median("epoch_time_s"),
         "comm_time_s": median("comm_time_s"),
         "compute_time_s": median("compute_time_s"),
-        "comm_bytes_per_epoch": int(median("comm_bytes")) if history else 0,
-        "grad_sync_bytes_per_epoch": int(median("grad_sync_bytes")) if history else 0,
+        "comm_bytes_per_epoch": mean_int("comm_bytes"),
+        "grad_sync_bytes_per_epoch": mean_int("grad_sync_bytes"),
         "setup_comm_bytes": int(setup_bytes),
         "peak_memory_mib_per_rank": [round(m, 1) for m in peak_mib],
         "world_size": world_size,

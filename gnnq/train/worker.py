@@ -11,12 +11,37 @@ import argparse
 import datetime
 import json
 import os
+import signal
 import sys
 import time
 import traceback
 from pathlib import Path
 
 PROGRESS_PREFIX = "@@gnnq-progress "
+
+
+class StoppedBySignal(SystemExit):
+    """This rank was told to stop; the cause of the failure lies elsewhere."""
+
+
+def _die_with_parent() -> None:
+    """Linux: get SIGKILL if torchrun dies, so no rank outlives a killed launcher."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _stop_on_sigterm() -> None:
+    """torchrun stops surviving ranks with SIGTERM: unwind so W&B's finish() and error files still run."""
+
+    def handler(signum, frame):
+        raise StoppedBySignal(f"stopped by {signal.Signals(signum).name} (another rank failed or the job was stopped)")
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 def _threads_per_rank(cfg) -> int:
@@ -91,6 +116,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--parts", type=Path, required=True)
     args = parser.parse_args(argv)
     rank = int(os.environ.get("RANK", "0"))
+    _die_with_parent()
+    _stop_on_sigterm()
     try:
         run(args.run_dir, args.parts)
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the launcher
@@ -100,7 +127,8 @@ def main(argv: list[str] | None = None) -> None:
         message = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
         write_json_atomic(
             args.run_dir / INTERNAL_DIR / f"error-rank{rank}.json",
-            {"rank": rank, "message": message, "traceback": traceback.format_exc(), "time": time.time()},
+            {"rank": rank, "message": message, "traceback": traceback.format_exc(), "time": time.time(),
+             "stopped": isinstance(exc, StoppedBySignal)},  # fmt: skip
         )
         traceback.print_exc()
         sys.stderr.flush()
