@@ -120,6 +120,12 @@ def main(argv: list[str] | None = None) -> None:
     _stop_on_sigterm()
     try:
         run(args.run_dir, args.parts)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # Everything is written and the group destroyed. Skip interpreter teardown: gloo threads
+        # still being destructed there intermittently abort the process
+        # ("terminate called without an active exception"), failing a finished run.
+        os._exit(0)
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the launcher
         from gnnq.track.files import write_json_atomic
         from gnnq.track.record import INTERNAL_DIR
