@@ -206,3 +206,17 @@ def test_wandb_offline_logs_and_never_writes_the_key(tmp_path, data_root):
     summary = json.loads(next(run_dir.rglob("wandb-summary.json")).read_text()) if list(run_dir.rglob("wandb-summary.json")) else None
     if summary is not None:
         assert summary.get("best_val") == read_record(run_dir)["best_val"]
+
+
+@pytest.mark.slow
+def test_scale_run_on_200k_node_graph_with_4_ranks(tmp_path, data_root):
+    """The synthetic_large preset (200k nodes, 5.2M edges) end to end on 4 ranks."""
+    res = run_gnnq(["experiment=synthetic_large", "cluster.nproc=4", "trainer.epochs=2", "trainer.eval_every=2"],
+                   tmp_path, data_root, timeout=1200)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    record = read_record(run_dirs(tmp_path)[0])
+    assert record["status"] == "ok" and record["world_size"] == 4
+    assert record["partition"]["num_nodes"] == 200_000 and record["partition"]["num_edges"] > 5_000_000
+    by_layer = record["summary"]["comm_bytes_per_epoch_by_layer"]
+    assert sum(by_layer.values()) == record["comm_bytes_per_epoch"] > 0
+    assert len(record["summary"]["peak_memory_mib_per_rank"]) == 4
