@@ -1,0 +1,1 @@
+"""Quantization kernels: a vectorized torch path (CPU and reference) and Triton kernels (GPU)."""
