@@ -54,7 +54,12 @@ class ModelConfig:
 
 @dataclass
 class QuantizerConfig:
-    name: str = "fp32"
+    name: str = "fp32"  # fp32 | uniform
+    bits: int = 32  # forward messages (embeddings): 32 with fp32; 1, 2, 4 or 8 with uniform
+    grad_bits: Optional[int] = None  # backward messages (gradients): null = same as bits; 32 = exact fp32
+    param_dtype: str = "fp16"  # per-row zero point and step on the wire: fp16 (4 bytes/row) | fp32 (8)
+    quantize_input: bool = False  # layer-0 features: default sent once in fp32 and cached
+    nonfinite: str = "error"  # NaN/inf in a message: error | zero (zeroed and counted)
 
 
 @dataclass

@@ -12,7 +12,9 @@ ALLOWED = {
     "partitioner.name": ("metis", "random"),
     "model.name": ("gcn", "sage"),
     "model.norm": ("layer", "none"),
-    "quantizer.name": ("fp32",),
+    "quantizer.name": ("fp32", "uniform"),
+    "quantizer.param_dtype": ("fp16", "fp32"),
+    "quantizer.nonfinite": ("error", "zero"),
     "parallel.name": ("sync",),
     "cluster.name": ("local",),
     "cluster.backend": ("auto", "gloo", "nccl"),
@@ -82,6 +84,20 @@ def check_finite(cfg: DictConfig, prefix: str = "") -> None:
             raise ConfigError(f"{prefix}{key}={value} is not allowed; it must be a finite number")
 
 
+QUANT_BITS = (1, 2, 4, 8)
+
+
+def _check_quantizer(q: DictConfig) -> None:
+    if q.name == "fp32":
+        if q.bits != 32:
+            raise ConfigError(f"quantizer.bits={q.bits} needs quantizer=uniform; with quantizer=fp32 it must be 32")
+        return
+    if q.bits not in QUANT_BITS:
+        raise ConfigError(f"quantizer.bits={q.bits} is not allowed; allowed: {', '.join(map(str, QUANT_BITS))}")
+    if q.grad_bits is not None and q.grad_bits not in QUANT_BITS + (32,):
+        raise ConfigError(f"quantizer.grad_bits={q.grad_bits} is not allowed; allowed: null, 1, 2, 4, 8, 32")
+
+
 def validate(cfg: DictConfig) -> None:
     """Raise ConfigError for the first value that is not allowed."""
     from gnnq.data.registry import dataset_names, expected_num_nodes
@@ -111,6 +127,7 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(
             f"dataset.num_classes={cfg.dataset.num_classes} is not allowed; it must be <= dataset.num_nodes={cfg.dataset.num_nodes}"
         )
+    _check_quantizer(cfg.quantizer)
     if cfg.cluster.name == "local" and cfg.cluster.hosts != 1:
         raise ConfigError(f"cluster.hosts={cfg.cluster.hosts} is not allowed with cluster=local; it must be 1")
     if cfg.dataset.name == "files" and not cfg.dataset.path:

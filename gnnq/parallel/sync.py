@@ -16,8 +16,10 @@ class SyncStrategy:
         self.x_halo = exchange.fetch_static(x_inner)
         self.category = HALO_TRAIN
 
-    def train(self) -> None:
+    def train(self, epoch: int = 0) -> None:
         self.category = HALO_TRAIN
+        if self.exchange.quant is not None:
+            self.exchange.quant.epoch = epoch  # seeds this epoch's quantization draws
 
     def eval(self) -> None:
         self.category = HALO_EVAL

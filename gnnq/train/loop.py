@@ -12,6 +12,7 @@ import torch
 from omegaconf import DictConfig
 
 from gnnq.comm import Communicator, HaloExchange
+from gnnq.comm.codec import message_quantization
 from gnnq.comm.accounting import CONTROL, GRAD_SYNC, HALO_EVAL, HALO_SETUP, HALO_TRAIN
 from gnnq.data.halo import Part
 from gnnq.models import GNN, local_graph_for
@@ -86,7 +87,8 @@ def train(
     torch.manual_seed(seed + 1 + comm.rank)  # per-rank dropout streams, reproducible
     optimizer = make_optimizer(cfg, model.parameters())
     graph = local_graph_for(cfg.model.name, part)
-    exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts)
+    quant = message_quantization(cfg.quantizer, seed, comm.rank)
+    exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, quant)
     strategy = STRATEGIES[cfg.parallel.name](exchange, part.x)
     masks = [part.train_mask, part.val_mask, part.test_mask]
     num_train = comm.all_reduce(part.train_mask.sum().to(torch.float64), category=CONTROL).item()
@@ -102,7 +104,7 @@ def train(
         comm.stats.reset()
         t0 = time.perf_counter()
         model.train()
-        strategy.train()
+        strategy.train(epoch)
         optimizer.zero_grad(set_to_none=True)
         loss = forward_backward(model, part, graph, strategy, num_train, comm)[1]
         optimizer.step()
@@ -157,6 +159,10 @@ def train(
         f"{layer}.{d}": int(b) // max(1, len(history)) for (layer, d), b in zip(layer_keys, layer_bytes.tolist())
     }
     summary["device"] = device.type
+    summary["quantization"] = quant.describe() if quant is not None else None
+    summary["codec_backend"] = exchange.codec_backend  # torch | triton (None: nothing quantized)
+    zeroed = torch.tensor([float(exchange.nonfinite_zeroed)], **f64)
+    summary["nonfinite_values_zeroed"] = int(comm.all_reduce(zeroed, category=CONTROL).item())
     if device.type == "cuda":
         summary["peak_gpu_memory_mib_per_rank"] = [round(m, 1) for m in peak[1].tolist()]
     return summary

@@ -1,0 +1,105 @@
+"""Message quantization for the exchange layer: codecs, their seeded draws, and the config mapping."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import torch
+
+from gnnq.comm.kernels import torch_codec
+from gnnq.comm.kernels import triton_codec
+from gnnq.errors import GnnqError
+
+PARAM_DTYPES = torch_codec.PARAM_DTYPES
+
+
+class NonFiniteMessageError(GnnqError):
+    """A message to be quantized holds NaN or inf."""
+
+
+@dataclass(frozen=True)
+class UniformCodec:
+    """Stochastic rounding to ``bits`` per value with per-row zero point and step (see torch_codec)."""
+
+    bits: int
+    param_dtype: torch.dtype
+    nonfinite: str = "error"  # error | zero
+
+    def row_bytes(self, dim: int) -> int:
+        return torch_codec.row_bytes(dim, self.bits, self.param_dtype)
+
+    @staticmethod
+    def backend(t: torch.Tensor) -> str:
+        return "triton" if t.is_cuda and triton_codec.triton_available() else "torch"
+
+    def encode(self, src: torch.Tensor, row_idx: torch.Tensor, noise: torch.Tensor, what: str) -> tuple[torch.Tensor, int]:
+        """Wire rows for ``src[row_idx]``; returns them and the number of non-finite values zeroed."""
+        zeroed = 0
+        if not bool(torch.isfinite(src).all()):
+            if self.nonfinite == "error":
+                raise NonFiniteMessageError(
+                    f"non-finite values (NaN/inf) in the {what} message; set quantizer.nonfinite=zero to zero and count them"
+                )
+            zeroed = int((~torch.isfinite(src)).sum())
+            src = torch.nan_to_num(src, nan=0.0, posinf=0.0, neginf=0.0)
+        src = src.float()
+        if self.backend(src) == "triton":
+            return triton_codec.quantize_pack(src, row_idx, noise, self.bits, self.param_dtype), zeroed
+        return torch_codec.quantize_pack(src.index_select(0, row_idx), noise, self.bits, self.param_dtype), zeroed
+
+    def decode(self, wire: torch.Tensor, dim: int) -> torch.Tensor:
+        if self.backend(wire) == "triton":
+            return triton_codec.unpack_dequantize(wire, dim, self.bits, self.param_dtype)
+        return torch_codec.unpack_dequantize(wire, dim, self.bits, self.param_dtype)
+
+
+def _stream_seed(*key) -> int:
+    return int.from_bytes(hashlib.blake2b(repr(key).encode(), digest_size=8).digest(), "little") >> 1
+
+
+@dataclass
+class MessageQuantization:
+    """Which messages are quantized, and the seeded uniform draws for each of them.
+
+    Draws come from a generator per (seed, epoch, layer, direction, sender, receiver), so a
+    run is reproducible and two ranks' messages are independent.
+    """
+
+    forward: UniformCodec | None
+    backward: UniformCodec | None
+    inputs: UniformCodec | None
+    seed: int
+    rank: int = 0
+    epoch: int = 0
+
+    def codec(self, direction: str) -> UniformCodec | None:
+        return {"fwd": self.forward, "bwd": self.backward, "input": self.inputs}[direction]
+
+    def noise(self, counts: list[int], dim: int, layer: int, direction: str, device: torch.device) -> torch.Tensor:
+        """Uniform [0, 1) draws for a send buffer whose rows go to peers in ``counts`` order."""
+        parts = []
+        for peer, rows in enumerate(counts):
+            if rows:
+                gen = torch.Generator(device=device)
+                gen.manual_seed(_stream_seed(self.seed, self.epoch, layer, direction, self.rank, peer))
+                parts.append(torch.rand((rows, dim), generator=gen, device=device))
+        return torch.cat(parts) if parts else torch.empty((0, dim), device=device)
+
+    def describe(self) -> dict:
+        def bits(c):
+            return c.bits if c is not None else 32
+
+        return {"forward_bits": bits(self.forward), "backward_bits": bits(self.backward), "input_bits": bits(self.inputs)}
+
+
+def message_quantization(qcfg, seed: int, rank: int) -> MessageQuantization | None:
+    """Map ``quantizer.*`` to a MessageQuantization (None for exact fp32 messages)."""
+    if qcfg.name == "fp32":
+        return None
+    param_dtype = PARAM_DTYPES[qcfg.param_dtype]
+    fwd = UniformCodec(qcfg.bits, param_dtype, qcfg.nonfinite)
+    grad_bits = qcfg.bits if qcfg.grad_bits is None else qcfg.grad_bits
+    bwd = None if grad_bits == 32 else UniformCodec(grad_bits, param_dtype, qcfg.nonfinite)
+    inputs = fwd if qcfg.quantize_input else None
+    return MessageQuantization(fwd, bwd, inputs, seed, rank)
