@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+# Triton kernels run on CPU tensors in the interpreter (CI has no GPU); set before triton is imported.
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
 REPO = Path(__file__).resolve().parents[1]
 _CANDIDATES = [os.environ.get("GNNQ_SHARED_DATASETS"), REPO.parent / "shared" / "datasets", "/work/shared/datasets"]
 SHARED_DATASETS = next((Path(c) for c in _CANDIDATES if c and (Path(c) / "planetoid").is_dir()), Path(str(_CANDIDATES[1])))

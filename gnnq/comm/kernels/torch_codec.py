@@ -81,7 +81,9 @@ def unpack_dequantize(wire: torch.Tensor, dim: int, bits: int, param_dtype: torc
     pbytes = 2 * torch.finfo(param_dtype).bits // 8
     if rows == 0:
         return torch.empty((0, dim), dtype=torch.float32, device=wire.device)
-    params = wire[:, :pbytes].contiguous().view(param_dtype).float()
+    # A fresh row-major copy: views of a 1-row slice keep the wire's stride, which .view() rejects.
+    params = torch.empty((rows, pbytes), dtype=torch.uint8, device=wire.device).copy_(wire[:, :pbytes])
+    params = params.view(param_dtype).float()
     per_byte = 8 // bits
     shifts = torch.arange(per_byte, device=wire.device, dtype=torch.int32) * bits
     codes = (wire[:, pbytes:].to(torch.int32)[:, :, None] >> shifts) & ((1 << bits) - 1)
