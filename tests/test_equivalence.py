@@ -114,3 +114,45 @@ def test_distributed_step_equals_full_graph(world_size):
             assert got["train_bytes"] == (rows + halo) * HIDDEN * 4 * (LAYERS - 1)
         if world_size > 1:
             assert sum(r[(partitioner, model_name)]["sent_rows"] for r in results) > 0
+
+
+def _quantized_step(world_size: int):
+    """One step with 4-bit forward / 8-bit backward messages, twice with the same seed."""
+    from omegaconf import OmegaConf as OC
+
+    from gnnq.comm.codec import message_quantization
+
+    comm = Communicator()
+    graph = random_graph()
+    assignment = partition_nodes(graph.edge_index, graph.num_nodes, world_size, "metis", seed=1)
+    part = build_parts(graph, assignment, world_size)[comm.rank]
+    qcfg = OC.create({"name": "uniform", "bits": 4, "grad_bits": 8, "param_dtype": "fp16",
+                      "quantize_input": False, "nonfinite": "error"})  # fmt: skip
+    out = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        model = build_model(_cfg("gcn"), part)
+        comm.stats.reset()
+        exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(qcfg, 5, comm.rank))
+        strategy = SyncStrategy(exchange, part.x)
+        strategy.train(epoch=3)
+        logits, _ = forward_backward(model, part, local_graph_for("gcn", part), strategy, float(graph.train_mask.sum()), comm)
+        out.append({"logits": logits.detach(), "grads": [p.grad.clone() for p in model.parameters()],
+                    "train_bytes": comm.stats.total_bytes(HALO_TRAIN), "setup_bytes": comm.stats.total_bytes(HALO_SETUP),
+                    "sent_rows": int(part.send_idx.numel()), "halo_rows": part.num_halo})  # fmt: skip
+    return out
+
+
+def test_quantized_exchange_counts_exact_wire_bytes_and_is_reproducible():
+    from gnnq.comm.kernels.torch_codec import row_bytes
+
+    graph = random_graph()
+    for rank_result in run_distributed(3, _quantized_step, 3):
+        first, second = rank_result
+        assert torch.equal(first["logits"], second["logits"]), "same seed and epoch, same draws"
+        assert all(torch.equal(a, b) for a, b in zip(first["grads"], second["grads"]))
+        fwd, bwd = row_bytes(HIDDEN, 4, torch.float16), row_bytes(HIDDEN, 8, torch.float16)
+        assert (fwd, bwd) == (HIDDEN * 4 // 8 + 4, HIDDEN + 4)
+        expected = (first["sent_rows"] * fwd + first["halo_rows"] * bwd) * (LAYERS - 1)
+        assert first["train_bytes"] == expected
+        assert first["setup_bytes"] == first["sent_rows"] * graph.num_features * 4, "layer-0 features stay fp32"
