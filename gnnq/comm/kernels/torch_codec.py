@@ -42,8 +42,7 @@ def _fp16_step_toward(h: torch.Tensor, up: bool) -> torch.Tensor:
 def row_params(x: torch.Tensor, bits: int, param_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-row (zero point, step) as sent: zero rounded down, step rounded up to ``param_dtype``."""
     levels = (1 << bits) - 1
-    mn = x.amin(dim=1)
-    mx = x.amax(dim=1)
+    mn, mx = torch.aminmax(x, dim=1)
     if param_dtype == torch.float32:
         return mn, (mx - mn) / levels
     zero = mn.to(torch.float16)
@@ -58,21 +57,28 @@ def quantize_pack(x: torch.Tensor, noise: torch.Tensor, bits: int, param_dtype: 
     """Encode rows of ``x`` (R, D) fp32 with uniform draws ``noise`` (R, D) into wire rows (R, row_bytes)."""
     rows, dim = x.shape
     levels = (1 << bits) - 1
+    pbytes = 2 * torch.finfo(param_dtype).bits // 8
+    wire = torch.empty((rows, row_bytes(dim, bits, param_dtype)), dtype=torch.uint8, device=x.device)
     if rows == 0:
-        return torch.empty((0, row_bytes(dim, bits, param_dtype)), dtype=torch.uint8, device=x.device)
+        return wire
     zero, step = row_params(x, bits, param_dtype)
     z, s = zero.float()[:, None], step.float()[:, None]
-    scaled = (x - z) / torch.where(s > 0, s, torch.ones_like(s))
-    codes = torch.floor(scaled + noise).clamp_(0, levels).to(torch.uint8)
+    scaled = torch.sub(x, z).div_(torch.where(s > 0, s, torch.ones_like(s))).add_(noise).floor_().clamp_(0, levels)
+    codes = scaled.to(torch.uint8)
+    wire[:, :pbytes] = torch.stack([zero, step], dim=1).contiguous().view(torch.uint8).view(rows, pbytes)
     per_byte = 8 // bits
+    if per_byte == 1:
+        wire[:, pbytes:] = codes
+        return wire
     pad = (-dim) % per_byte
     if pad:
         codes = torch.nn.functional.pad(codes, (0, pad))
-    codes = codes.view(rows, -1, per_byte).to(torch.int32)
-    shifts = torch.arange(per_byte, device=x.device, dtype=torch.int32) * bits
-    packed = (codes << shifts).sum(dim=2).to(torch.uint8)
-    params = torch.stack([zero, step], dim=1).contiguous().view(torch.uint8).view(rows, -1)
-    return torch.cat([params, packed], dim=1)
+    codes = codes.view(rows, -1, per_byte)
+    packed = codes[:, :, 0].clone()
+    for j in range(1, per_byte):
+        packed |= codes[:, :, j] << (j * bits)
+    wire[:, pbytes:] = packed
+    return wire
 
 
 def unpack_dequantize(wire: torch.Tensor, dim: int, bits: int, param_dtype: torch.dtype) -> torch.Tensor:
@@ -85,7 +91,11 @@ def unpack_dequantize(wire: torch.Tensor, dim: int, bits: int, param_dtype: torc
     params = torch.empty((rows, pbytes), dtype=torch.uint8, device=wire.device).copy_(wire[:, :pbytes])
     params = params.view(param_dtype).float()
     per_byte = 8 // bits
-    shifts = torch.arange(per_byte, device=wire.device, dtype=torch.int32) * bits
-    codes = (wire[:, pbytes:].to(torch.int32)[:, :, None] >> shifts) & ((1 << bits) - 1)
-    codes = codes.reshape(rows, -1)[:, :dim].float()
-    return params[:, :1] + codes * params[:, 1:2]
+    packed = wire[:, pbytes:]
+    if per_byte == 1:
+        codes = packed.float()
+    else:
+        mask = (1 << bits) - 1
+        codes = torch.stack([(packed >> (j * bits)) & mask for j in range(per_byte)], dim=2)
+        codes = codes.view(rows, -1)[:, :dim].float()
+    return codes.mul_(params[:, 1:2]).add_(params[:, :1])  # not addcmul: a fused multiply-add rounds differently
