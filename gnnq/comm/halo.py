@@ -43,17 +43,18 @@ class HaloExchange:
         return self._send(h_inner, self.send_idx, self.send_counts, self.recv_counts, layer, "fwd", category)
 
     def _backward(self, grad_halo: torch.Tensor, num_inner: int, layer: int, category: str) -> torch.Tensor:
-        rows = torch.arange(self.num_halo, device=grad_halo.device)
-        grad_sent = self._send(grad_halo.contiguous(), rows, self.recv_counts, self.send_counts, layer, "bwd", category)
+        grad_sent = self._send(grad_halo.contiguous(), None, self.recv_counts, self.send_counts, layer, "bwd", category)
         grad_inner = grad_halo.new_zeros((num_inner,) + tuple(grad_halo.shape[1:]))
         return grad_inner.index_add_(0, self.send_idx, grad_sent)
 
     def _send(self, src, rows, send_counts, recv_counts, layer: int, direction: str, category: str) -> torch.Tensor:
-        """Send ``src[rows]`` (grouped by destination) and return what arrives, quantized or exact."""
+        """Send ``src[rows]`` (all of ``src`` when rows is None; grouped by destination) and return what arrives."""
         codec = self.quant.codec(direction) if self.quant is not None and category != HALO_EVAL else None
         kw = {"category": category, "layer": layer, "direction": direction if direction != "input" else "fwd"}
         if codec is None:
-            return self.comm.all_to_all(src.index_select(0, rows), send_counts, recv_counts, **kw)
+            return self.comm.all_to_all(src if rows is None else src.index_select(0, rows), send_counts, recv_counts, **kw)
+        if rows is None:
+            rows = torch.arange(src.shape[0], device=src.device)
         dim = src.shape[1]
         noise = self.quant.noise(send_counts, dim, layer, direction, src.device)
         what = f"layer {layer} {'forward' if direction != 'bwd' else 'backward'}"
