@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import time
 
 import torch
@@ -59,6 +60,27 @@ class Communicator:
             if self.rank == src:
                 self.stats.add(category, -1, "all", tensor.numel() * tensor.element_size(), time.perf_counter() - t0)
         return tensor
+
+    def all_gather_object(self, obj, *, category: str) -> list:
+        """Every rank's ``obj`` (picklable), in rank order; counts this rank's pickled size."""
+        if self.world_size == 1:
+            return [obj]
+        t0 = time.perf_counter()
+        out = [None] * self.world_size
+        dist.all_gather_object(out, obj)
+        self.stats.add(category, -1, "all", len(pickle.dumps(obj)), time.perf_counter() - t0)
+        return out
+
+    def broadcast_object(self, obj, *, src: int = 0, category: str):
+        """``obj`` as held by rank ``src``, on every rank."""
+        if self.world_size == 1:
+            return obj
+        t0 = time.perf_counter()
+        box = [obj if self.rank == src else None]
+        dist.broadcast_object_list(box, src=src)
+        if self.rank == src:
+            self.stats.add(category, -1, "all", len(pickle.dumps(obj)), time.perf_counter() - t0)
+        return box[0]
 
     def barrier(self) -> None:
         if self.world_size > 1:
