@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
 from tests.cli_helpers import read_metrics, read_record, run_dirs, run_gnnq, without_times
+from tests.conftest import REPO
 
 SMALL = ["logger=none", "dataset.num_nodes=1500", "model.hidden=32", "trainer.epochs=6"]
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from gnnq.config.compose import compose_config, expand_sweep, preflight
 from gnnq.data.registry import dataset_names, expected_num_nodes

@@ -13,7 +13,7 @@ from gnnq.comm.accounting import HALO_SETUP, HALO_TRAIN
 from gnnq.data.halo import build_parts
 from gnnq.data.partition import partition_nodes
 from gnnq.models import local_graph_for
-from gnnq.parallel import SyncStrategy
+from gnnq.parallel import STRATEGIES, SyncStrategy
 from gnnq.train.loop import build_model, forward_backward
 from tests.helpers import random_graph, run_distributed
 
@@ -50,7 +50,7 @@ def _dense_reference(graph, model_name: str, model: torch.nn.Module):
     return h
 
 
-def _one_step(world_size: int):
+def _one_step(world_size: int, strategy_name: str = "sync"):
     """On every rank: one forward/backward for each (partitioner, model); rank results gathered."""
     comm = Communicator()
     graph = random_graph()
@@ -62,9 +62,9 @@ def _one_step(world_size: int):
         model = build_model(_cfg(model_name), part)
         comm.stats.reset()
         exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts)
-        strategy = SyncStrategy(exchange, part.x)
+        strategy = STRATEGIES[strategy_name](exchange, local_graph_for(model_name, part), part.x)
         num_train = float(graph.train_mask.sum())
-        logits, _ = forward_backward(model, part, local_graph_for(model_name, part), strategy, num_train, comm)
+        logits, _ = forward_backward(model, part, strategy, num_train, comm)
         full = torch.zeros(graph.num_nodes, graph.num_classes)
         full[part.inner_ids] = logits.detach()
         if dist.is_initialized():
@@ -88,9 +88,11 @@ def _assert_close(got: torch.Tensor, ref: torch.Tensor, what: str) -> None:
 
 
 @pytest.mark.parametrize("world_size", [1, 2, 3, 4])
-def test_distributed_step_equals_full_graph(world_size):
+@pytest.mark.parametrize("strategy_name", ["sync", "overlap"])
+def test_distributed_step_equals_full_graph(world_size, strategy_name):
+    """Sync and overlap both equal the whole-graph float64 reference (so overlap equals sync)."""
     graph = random_graph()
-    results = run_distributed(world_size, _one_step, world_size)
+    results = run_distributed(world_size, _one_step, world_size, strategy_name)
     for partitioner, model_name in COMBOS:
         # Reference: the same initial parameters on the whole graph, in float64.
         torch.manual_seed(0)
@@ -103,7 +105,7 @@ def test_distributed_step_equals_full_graph(world_size):
         names = [k for k, _ in model.named_parameters()]
         for rank, res in enumerate(results):
             got = res[(partitioner, model_name)]
-            where = f"{world_size} ranks, {partitioner}, {model_name}, rank {rank}"
+            where = f"{strategy_name}, {world_size} ranks, {partitioner}, {model_name}, rank {rank}"
             _assert_close(got["logits"], logits, f"{where}: logits")
             for name, ref in zip(names, grads):
                 _assert_close(got["grads"][name], ref, f"{where}: gradient of {name}")
@@ -114,6 +116,23 @@ def test_distributed_step_equals_full_graph(world_size):
             assert got["train_bytes"] == (rows + halo) * HIDDEN * 4 * (LAYERS - 1)
         if world_size > 1:
             assert sum(r[(partitioner, model_name)]["sent_rows"] for r in results) > 0
+
+
+def _sync_and_overlap(world_size: int):
+    return {name: _one_step(world_size, name) for name in ("sync", "overlap")}
+
+
+@pytest.mark.parametrize("world_size", [2, 3, 4])
+def test_overlap_equals_sync(world_size):
+    """The central/marginal reordering changes only fp32 rounding: logits and gradients within 1e-5 relative."""
+    for rank, res in enumerate(run_distributed(world_size, _sync_and_overlap, world_size)):
+        for combo in COMBOS:
+            sync, overlap = res["sync"][combo], res["overlap"][combo]
+            where = f"{world_size} ranks, {combo}, rank {rank}"
+            _assert_close(overlap["logits"], sync["logits"], f"{where}: logits")
+            for name, ref in sync["grads"].items():
+                _assert_close(overlap["grads"][name], ref, f"{where}: gradient of {name}")
+            assert overlap["train_bytes"] == sync["train_bytes"]
 
 
 def _quantized_step(world_size: int):
@@ -134,9 +153,9 @@ def _quantized_step(world_size: int):
         model = build_model(_cfg("gcn"), part)
         comm.stats.reset()
         exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(qcfg, 5, comm.rank))
-        strategy = SyncStrategy(exchange, part.x)
+        strategy = SyncStrategy(exchange, local_graph_for("gcn", part), part.x)
         strategy.train(epoch=3)
-        logits, _ = forward_backward(model, part, local_graph_for("gcn", part), strategy, float(graph.train_mask.sum()), comm)
+        logits, _ = forward_backward(model, part, strategy, float(graph.train_mask.sum()), comm)
         out.append({"logits": logits.detach(), "grads": [p.grad.clone() for p in model.parameters()],
                     "train_bytes": comm.stats.total_bytes(HALO_TRAIN), "setup_bytes": comm.stats.total_bytes(HALO_SETUP),
                     "sent_rows": int(part.send_idx.numel()), "halo_rows": part.num_halo})  # fmt: skip

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-from gnnq.comm.kernels import torch_codec
-from gnnq.comm.kernels import triton_codec
+from gnnq.comm.kernels import torch_codec, triton_codec
 from gnnq.errors import GnnqError
 
 PARAM_DTYPES = torch_codec.PARAM_DTYPES
@@ -63,7 +62,9 @@ class MessageQuantization:
     """Which messages are quantized, and the seeded uniform draws for each of them.
 
     Draws come from a generator per (seed, epoch, layer, direction, sender, receiver), so a
-    run is reproducible and two ranks' messages are independent.
+    run is reproducible and two ranks' messages are independent. An adaptive assignment
+    sets ``layouts``: per-row widths of each (layer, direction) message; while ``tracing``
+    is on, the per-row ranges (max - min) of the training messages sent are kept in ``ranges``.
     """
 
     forward: UniformCodec | None
@@ -72,9 +73,21 @@ class MessageQuantization:
     seed: int
     rank: int = 0
     epoch: int = 0
+    layouts: dict = field(default_factory=dict)
+    tracing: bool = False
+    ranges: dict = field(default_factory=dict)
 
     def codec(self, direction: str) -> UniformCodec | None:
         return {"fwd": self.forward, "bwd": self.backward, "input": self.inputs}[direction]
+
+    def layout(self, layer: int, direction: str):
+        return self.layouts.get((layer, direction))
+
+    def observe(self, layer: int, direction: str, src: torch.Tensor, rows: torch.Tensor) -> None:
+        """Keep the row ranges of a training message (only while tracing)."""
+        if self.tracing and rows.numel():
+            mn, mx = torch.aminmax(src.detach().index_select(0, rows).float(), dim=1)
+            self.ranges[(layer, direction)] = (mx - mn).nan_to_num(0.0, 0.0, 0.0).cpu()
 
     def noise(self, counts: list[int], dim: int, layer: int, direction: str, device: torch.device) -> torch.Tensor:
         """Uniform [0, 1) draws for a send buffer whose rows go to peers in ``counts`` order."""

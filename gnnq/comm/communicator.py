@@ -30,18 +30,29 @@ class Communicator:
         self, send: torch.Tensor, send_counts: list[int], recv_counts: list[int], *, category: str, layer: int, direction: str
     ) -> torch.Tensor:
         """Uneven all-to-all along dim 0: ``send_counts[q]`` rows go to rank q, ``recv_counts[q]`` come from q."""
+        return self.all_to_all_start(send, send_counts, recv_counts, category=category, layer=layer, direction=direction).wait()
+
+    def all_to_all_start(
+        self, send: torch.Tensor, send_counts: list[int], recv_counts: list[int], *, category: str, layer: int, direction: str
+    ) -> "PendingAllToAll":
+        """Post an all-to-all and return at once; ``.wait()`` gives the received rows.
+
+        The time counted is the time this rank spends inside the calls (posting and waiting),
+        i.e. communication not hidden behind computation.
+        """
         out = send.new_empty((sum(recv_counts),) + tuple(send.shape[1:]))
         row_bytes = send[0:1].numel() * send.element_size() if send.dim() > 1 else send.element_size()
         wire_rows = sum(c for q, c in enumerate(send_counts) if q != self.rank)
+        key = (category, layer, direction)
         _wait(send)
         t0 = time.perf_counter()
+        work = None
         if self.world_size > 1:
-            dist.all_to_all_single(out, send.contiguous(), recv_counts, send_counts)
+            work = dist.all_to_all_single(out, send.contiguous(), recv_counts, send_counts, async_op=True)
         else:
             out.copy_(send)
-        _wait(out)
-        self.stats.add(category, layer, direction, wire_rows * row_bytes, time.perf_counter() - t0)
-        return out
+        self.stats.add(*key, wire_rows * row_bytes, time.perf_counter() - t0)
+        return PendingAllToAll(self.stats, key, work, out)
 
     def all_reduce(self, tensor: torch.Tensor, *, category: str, op=dist.ReduceOp.SUM) -> torch.Tensor:
         """In-place all-reduce; counts the payload once per rank."""
@@ -85,3 +96,19 @@ class Communicator:
     def barrier(self) -> None:
         if self.world_size > 1:
             dist.barrier()
+
+
+class PendingAllToAll:
+    """An all-to-all in flight."""
+
+    def __init__(self, stats: CommStats, key: tuple, work, out: torch.Tensor):
+        self.stats, self.key, self.work, self.out = stats, key, work, out
+
+    def wait(self) -> torch.Tensor:
+        t0 = time.perf_counter()
+        if self.work is not None:
+            self.work.wait()
+            self.work = None
+        _wait(self.out)
+        self.stats.add(*self.key, 0, time.perf_counter() - t0)
+        return self.out

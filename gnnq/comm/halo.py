@@ -28,49 +28,105 @@ class HaloExchange:
         self.quant = quant
         self.nonfinite_zeroed = 0
         self.codec_backend: str | None = None
+        self.side_streams = False  # on GPU: encode, send and decode on a stream of their own
+
+    def use_side_stream(self) -> None:
+        """Run messages on a separate CUDA stream (for overlap); no effect on CPU."""
+        self.side_streams = True
 
     def fetch(self, h_inner: torch.Tensor, layer: int, category: str = HALO_TRAIN) -> torch.Tensor:
         """Halo rows of ``h_inner`` from their owners; differentiable (gradients flow back to owners)."""
         if torch.is_grad_enabled() and h_inner.requires_grad:
             return _HaloFunction.apply(h_inner, self, layer, category)
-        return self._forward(h_inner, layer, category)
+        return self.start(h_inner, layer, "fwd", category).wait()
 
     def fetch_static(self, x_inner: torch.Tensor) -> torch.Tensor:
         """Halo rows of data that never changes (input features): call once and keep the result."""
-        return self._send(x_inner, self.send_idx, self.send_counts, self.recv_counts, 0, "input", HALO_SETUP)
+        return self.start(x_inner, 0, "input", HALO_SETUP).wait()
 
-    def _forward(self, h_inner: torch.Tensor, layer: int, category: str) -> torch.Tensor:
-        return self._send(h_inner, self.send_idx, self.send_counts, self.recv_counts, layer, "fwd", category)
+    def start(self, src: torch.Tensor, layer: int, direction: str, category: str) -> "PendingHalo":
+        """Post one message and return at once; ``.wait()`` gives the rows that arrive.
 
-    def _backward(self, grad_halo: torch.Tensor, num_inner: int, layer: int, category: str) -> torch.Tensor:
-        grad_sent = self._send(grad_halo.contiguous(), None, self.recv_counts, self.send_counts, layer, "bwd", category)
-        grad_inner = grad_halo.new_zeros((num_inner,) + tuple(grad_halo.shape[1:]))
-        return grad_inner.index_add_(0, self.send_idx, grad_sent)
+        ``direction`` "fwd" / "input": ``src`` holds inner rows and the peers' halo rows arrive
+        (in halo order). "bwd": ``src`` holds one row per halo row (gradients) and each peer's
+        rows come back in this rank's send order (add them with :meth:`add_returned`).
+        """
+        if not (self.side_streams and src.is_cuda):
+            return self._start(src, layer, direction, category)
+        stream = torch.cuda.Stream(device=src.device)
+        stream.wait_stream(torch.cuda.current_stream(src.device))  # src is ready before the codec reads it
+        with torch.cuda.stream(stream):
+            pending = self._start(src, layer, direction, category)
+        src.record_stream(stream)
+        pending.stream = stream
+        return pending
 
-    def _send(self, src, rows, send_counts, recv_counts, layer: int, direction: str, category: str) -> torch.Tensor:
-        """Send ``src[rows]`` (all of ``src`` when rows is None; grouped by destination) and return what arrives."""
-        codec = self.quant.codec(direction) if self.quant is not None and category != HALO_EVAL else None
-        kw = {"category": category, "layer": layer, "direction": direction if direction != "input" else "fwd"}
+    def _start(self, src: torch.Tensor, layer: int, direction: str, category: str) -> "PendingHalo":
+        if direction == "bwd":
+            rows, send_counts, recv_counts = None, self.recv_counts, self.send_counts
+        else:
+            rows, send_counts, recv_counts = self.send_idx, self.send_counts, self.recv_counts
+        kw = {"category": category, "layer": layer, "direction": "bwd" if direction == "bwd" else "fwd"}
+        quant = self.quant if category != HALO_EVAL else None
+        codec = quant.codec(direction) if quant is not None else None
         if codec is None:
-            return self.comm.all_to_all(src if rows is None else src.index_select(0, rows), send_counts, recv_counts, **kw)
+            send = src if rows is None else src.index_select(0, rows)
+            return PendingHalo(self.comm.all_to_all_start(send, send_counts, recv_counts, **kw), None)
         if rows is None:
             rows = torch.arange(src.shape[0], device=src.device)
         dim = src.shape[1]
-        noise = self.quant.noise(send_counts, dim, layer, direction, src.device)
+        if category == HALO_TRAIN:
+            quant.observe(layer, direction, src, rows)
+        noise = quant.noise(send_counts, dim, layer, direction, src.device)
         what = f"layer {layer} {'forward' if direction != 'bwd' else 'backward'}"
-        wire, zeroed = codec.encode(src, rows, noise, what)
-        self.nonfinite_zeroed += zeroed
         self.codec_backend = codec.backend(src)
-        return codec.decode(self.comm.all_to_all(wire, send_counts, recv_counts, **kw), dim)
+        layout = quant.layout(layer, direction)
+        if layout is None:
+            wire, zeroed = codec.encode(src, rows, noise, what)
+            self.nonfinite_zeroed += zeroed
+            pending = self.comm.all_to_all_start(wire, send_counts, recv_counts, **kw)
+            return PendingHalo(pending, lambda w: codec.decode(w, dim))
+        flat, send_bytes, zeroed = layout.encode(codec, src, rows, noise, what)
+        self.nonfinite_zeroed += zeroed
+        pending = self.comm.all_to_all_start(flat, send_bytes, layout.recv_bytes(codec, dim), **kw)
+        return PendingHalo(pending, lambda w: layout.decode(codec, w, dim))
+
+    def add_returned(self, grad_inner: torch.Tensor, returned: torch.Tensor) -> torch.Tensor:
+        """Add the gradient rows peers returned for the rows this rank sent them."""
+        return grad_inner.index_add_(0, self.send_idx, returned)
+
+
+class PendingHalo:
+    """A halo message in flight; ``wait()`` returns its decoded rows."""
+
+    def __init__(self, pending, decode, stream=None):
+        self.pending, self.decode, self.stream = pending, decode, stream
+
+    def wait(self) -> torch.Tensor:
+        if self.stream is None:
+            return self._finish()
+        with torch.cuda.stream(self.stream):
+            out = self._finish()
+            done = torch.cuda.Event()
+            done.record(self.stream)
+        current = torch.cuda.current_stream(out.device)
+        current.wait_event(done)  # the consumer's stream reads the rows only after decoding finished
+        out.record_stream(current)
+        return out
+
+    def _finish(self) -> torch.Tensor:
+        out = self.pending.wait()
+        return out if self.decode is None else self.decode(out)
 
 
 class _HaloFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, h_inner, exchange: HaloExchange, layer: int, category: str):
         ctx.exchange, ctx.layer, ctx.category, ctx.num_inner = exchange, layer, category, h_inner.shape[0]
-        return exchange._forward(h_inner, layer, category)
+        return exchange.start(h_inner, layer, "fwd", category).wait()
 
     @staticmethod
     def backward(ctx, grad_halo):
-        grad = ctx.exchange._backward(grad_halo, ctx.num_inner, ctx.layer, ctx.category)
-        return grad, None, None, None
+        returned = ctx.exchange.start(grad_halo.contiguous(), ctx.layer, "bwd", ctx.category).wait()
+        grad_inner = grad_halo.new_zeros((ctx.num_inner,) + tuple(grad_halo.shape[1:]))
+        return ctx.exchange.add_returned(grad_inner, returned), None, None, None

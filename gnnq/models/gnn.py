@@ -1,8 +1,9 @@
 """GCN and GraphSAGE (mean) for one partition.
 
-The model never talks to other ranks: it asks ``halo(layer, h_inner)`` for the halo
-rows of its input at each layer, and whoever supplies that callable (a parallel
-strategy) decides how and when they move.
+The model never talks to other ranks: at each layer it asks ``propagate(layer, h_inner)``
+for the normalized neighbourhood aggregate of its inner rows, A @ [h_inner; h_halo], and
+whoever supplies that callable (a parallel strategy) decides how and when halo rows move
+and in which order the aggregation runs.
 """
 
 from __future__ import annotations
@@ -12,12 +13,10 @@ from typing import Callable
 import torch
 from torch import nn
 
-from gnnq.models.graph_ops import LocalGraph
-
 MODELS = ("gcn", "sage")
 NORMS = ("layer", "none")
 
-HaloFn = Callable[[int, torch.Tensor], torch.Tensor]
+Propagate = Callable[[int, torch.Tensor], torch.Tensor]
 
 
 class GCNLayer(nn.Module):
@@ -28,8 +27,8 @@ class GCNLayer(nn.Module):
         nn.init.xavier_uniform_(self.linear.weight)
         nn.init.zeros_(self.linear.bias)
 
-    def forward(self, h_full: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
-        return self.linear(graph.aggregate(h_full))
+    def forward(self, h_inner: torch.Tensor, aggregated: torch.Tensor) -> torch.Tensor:
+        return self.linear(aggregated)
 
 
 class SAGELayer(nn.Module):
@@ -38,8 +37,8 @@ class SAGELayer(nn.Module):
         self.neigh = nn.Linear(in_dim, out_dim)
         self.root = nn.Linear(in_dim, out_dim, bias=False)
 
-    def forward(self, h_full: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
-        return self.neigh(graph.aggregate(h_full)) + self.root(h_full[: graph.num_rows])
+    def forward(self, h_inner: torch.Tensor, aggregated: torch.Tensor) -> torch.Tensor:
+        return self.neigh(aggregated) + self.root(h_inner)
 
 
 class GNN(nn.Module):
@@ -53,11 +52,11 @@ class GNN(nn.Module):
         self.norms = nn.ModuleList(nn.LayerNorm(hidden) if norm == "layer" else nn.Identity() for _ in range(layers - 1))
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x_inner: torch.Tensor, graph: LocalGraph, halo: HaloFn) -> torch.Tensor:
+    def forward(self, x_inner: torch.Tensor, propagate: Propagate) -> torch.Tensor:
         h = x_inner
         last = len(self.convs) - 1
         for i, conv in enumerate(self.convs):
-            h = conv(torch.cat([h, halo(i, h)], dim=0), graph)
+            h = conv(h, propagate(i, h))
             if i < last:
                 h = self.dropout(torch.relu(self.norms[i](h)))
         return h

@@ -1,5 +1,6 @@
+from gnnq.parallel.overlap import OverlapStrategy
 from gnnq.parallel.sync import SyncStrategy
 
-STRATEGIES = {"sync": SyncStrategy}
+STRATEGIES = {"sync": SyncStrategy, "overlap": OverlapStrategy}
 
-__all__ = ["STRATEGIES", "SyncStrategy"]
+__all__ = ["STRATEGIES", "OverlapStrategy", "SyncStrategy"]

@@ -6,13 +6,15 @@ import torch
 
 from gnnq.comm.accounting import HALO_EVAL, HALO_TRAIN
 from gnnq.comm.halo import HaloExchange
+from gnnq.models.graph_ops import LocalGraph
 
 
 class SyncStrategy:
-    """Supplies the model's halo rows. Layer-0 inputs never change: fetched once and cached."""
+    """Supplies the model's aggregates A @ [h_inner; h_halo]. Layer-0 inputs never change: fetched once."""
 
-    def __init__(self, exchange: HaloExchange, x_inner: torch.Tensor):
+    def __init__(self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor):
         self.exchange = exchange
+        self.graph = graph
         self.x_halo = exchange.fetch_static(x_inner)
         self.category = HALO_TRAIN
 
@@ -26,5 +28,8 @@ class SyncStrategy:
 
     def __call__(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
         if layer == 0:
-            return self.x_halo
-        return self.exchange.fetch(h_inner, layer, self.category)
+            return self.graph.aggregate(torch.cat([h_inner, self.x_halo]))
+        return self.aggregate_hidden(layer, h_inner)
+
+    def aggregate_hidden(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
+        return self.graph.aggregate(torch.cat([h_inner, self.exchange.fetch(h_inner, layer, self.category)]))

@@ -12,8 +12,8 @@ import torch
 from omegaconf import DictConfig
 
 from gnnq.comm import Communicator, HaloExchange
-from gnnq.comm.codec import message_quantization
 from gnnq.comm.accounting import CONTROL, GRAD_SYNC, HALO_EVAL, HALO_SETUP, HALO_TRAIN
+from gnnq.comm.codec import message_quantization
 from gnnq.data.halo import Part
 from gnnq.models import GNN, local_graph_for
 from gnnq.parallel import STRATEGIES
@@ -53,9 +53,9 @@ def all_reduce_gradients(model: torch.nn.Module, comm: Communicator) -> None:
         offset += p.numel()
 
 
-def forward_backward(model: GNN, part: Part, graph, strategy, num_train: float, comm: Communicator):
+def forward_backward(model: GNN, part: Part, strategy, num_train: float, comm: Communicator):
     """One full-graph forward and backward; leaves the global (all-reduced) gradients in ``.grad``."""
-    logits = model(part.x, graph, strategy)
+    logits = model(part.x, strategy)
     loss = loss_sum(logits[part.train_mask], part.y[part.train_mask], part.multilabel) / num_train
     loss.backward()
     all_reduce_gradients(model, comm)
@@ -89,7 +89,7 @@ def train(
     graph = local_graph_for(cfg.model.name, part)
     quant = message_quantization(cfg.quantizer, seed, comm.rank)
     exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, quant)
-    strategy = STRATEGIES[cfg.parallel.name](exchange, part.x)
+    strategy = STRATEGIES[cfg.parallel.name](exchange, graph, part.x)
     masks = [part.train_mask, part.val_mask, part.test_mask]
     num_train = comm.all_reduce(part.train_mask.sum().to(torch.float64), category=CONTROL).item()
     setup_bytes = comm.all_reduce(torch.tensor([float(comm.stats.total_bytes(HALO_SETUP))], **f64), category=CONTROL).item()
@@ -106,7 +106,7 @@ def train(
         model.train()
         strategy.train(epoch)
         optimizer.zero_grad(set_to_none=True)
-        loss = forward_backward(model, part, graph, strategy, num_train, comm)[1]
+        loss = forward_backward(model, part, strategy, num_train, comm)[1]
         optimizer.step()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
@@ -121,7 +121,7 @@ def train(
             model.eval()
             strategy.eval()
             with torch.no_grad():
-                counts = split_counts(model(part.x, graph, strategy), part.y, masks, part.multilabel)
+                counts = split_counts(model(part.x, strategy), part.y, masks, part.multilabel)
         sums = torch.cat([
             torch.tensor([loss.item(), comm.stats.total_bytes(HALO_TRAIN), comm.stats.total_bytes(GRAD_SYNC),
                           comm.stats.total_bytes(HALO_EVAL)], **f64),

@@ -1,0 +1,90 @@
+"""Messages whose rows travel at different bit-widths (AdaQP's adaptive assignment).
+
+A message's send buffer lists rows grouped by destination rank. With mixed widths each
+rank's segment is sent as one byte string: first its rows at the lowest width, then the
+next width, and so on, each row a wire row of the uniform codec at that width. Both sides
+hold the same per-row widths (the receiver's are delivered at assignment time), so the
+receiver can cut the byte strings apart and put every decoded row back in its place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from gnnq.comm.codec import UniformCodec
+
+
+class WireLayout:
+    """Per-row widths of one message (one layer and direction) on this rank, both sides."""
+
+    def __init__(self, send_bits: torch.Tensor, send_counts: list[int], recv_bits: torch.Tensor, recv_counts: list[int]):
+        if send_bits.numel() != sum(send_counts) or recv_bits.numel() != sum(recv_counts):
+            raise ValueError("per-row widths do not match the message's row counts")
+        self.send_bits, self.recv_bits = send_bits.to(torch.int64).cpu(), recv_bits.to(torch.int64).cpu()
+        self.widths = sorted({int(b) for b in torch.cat([self.send_bits, self.recv_bits]).unique().tolist()})
+        self.send = _Side(self.send_bits, send_counts, self.widths)
+        self.recv = _Side(self.recv_bits, recv_counts, self.widths)
+
+    def histogram(self) -> dict[int, int]:
+        """Rows sent at each width."""
+        return {b: int((self.send_bits == b).sum()) for b in self.widths}
+
+    def encode(self, codec: UniformCodec, src: torch.Tensor, rows: torch.Tensor, noise: torch.Tensor, what: str):
+        """(flat uint8 send buffer, bytes per destination, non-finite values zeroed)."""
+        dim = src.shape[1]
+        wires, zeroed = {}, 0
+        for b in self.widths:
+            pos = self.send.positions[b].to(src.device)
+            wires[b], z = _at(codec, b).encode(src, rows.index_select(0, pos), noise.index_select(0, pos), what)
+            zeroed += z
+        pieces = [
+            wires[b][self.send.offsets[b][q] : self.send.offsets[b][q + 1]].reshape(-1)
+            for q in range(len(self.send.counts))
+            for b in self.widths
+        ]
+        flat = torch.cat(pieces) if pieces else torch.empty(0, dtype=torch.uint8, device=src.device)
+        return flat, self.send.bytes_per_peer(codec, dim), zeroed
+
+    def recv_bytes(self, codec: UniformCodec, dim: int) -> list[int]:
+        return self.recv.bytes_per_peer(codec, dim)
+
+    def decode(self, codec: UniformCodec, flat: torch.Tensor, dim: int) -> torch.Tensor:
+        out = torch.empty((int(self.recv_bits.numel()), dim), dtype=torch.float32, device=flat.device)
+        sizes = {b: _at(codec, b).row_bytes(dim) for b in self.widths}
+        chunks = {b: [] for b in self.widths}
+        start = 0
+        for q in range(len(self.recv.counts)):
+            for b in self.widths:
+                n = (self.recv.offsets[b][q + 1] - self.recv.offsets[b][q]) * sizes[b]
+                chunks[b].append(flat[start : start + n])
+                start += n
+        for b in self.widths:
+            wire = torch.cat(chunks[b]).view(-1, sizes[b])
+            out.index_copy_(0, self.recv.positions[b].to(flat.device), _at(codec, b).decode(wire, dim))
+        return out
+
+
+class _Side:
+    """Where each width's rows sit in one side's buffer, and how many go to / come from each peer."""
+
+    def __init__(self, bits: torch.Tensor, counts: list[int], widths: list[int]):
+        self.counts = [int(c) for c in counts]
+        peer = torch.repeat_interleave(torch.arange(len(self.counts)), torch.tensor(self.counts, dtype=torch.int64))
+        self.positions, self.offsets = {}, {}
+        for b in widths:
+            pos = torch.nonzero(bits == b).flatten()  # ascending, so grouped by peer
+            self.positions[b] = pos
+            per_peer = torch.bincount(peer[pos], minlength=len(self.counts))
+            self.offsets[b] = [0] + torch.cumsum(per_peer, 0).tolist()
+
+    def bytes_per_peer(self, codec: UniformCodec, dim: int) -> list[int]:
+        return [
+            sum((self.offsets[b][q + 1] - self.offsets[b][q]) * _at(codec, b).row_bytes(dim) for b in self.positions)
+            for q in range(len(self.counts))
+        ]
+
+
+def _at(codec: UniformCodec, bits: int) -> UniformCodec:
+    return codec if codec.bits == bits else dataclasses.replace(codec, bits=bits)
