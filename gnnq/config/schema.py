@@ -54,12 +54,22 @@ class ModelConfig:
 
 @dataclass
 class QuantizerConfig:
-    name: str = "fp32"  # fp32 | uniform
-    bits: int = 32  # forward messages (embeddings): 32 with fp32; 1, 2, 4 or 8 with uniform
+    name: str = "fp32"  # fp32 | uniform | adaptive
+    # Forward messages (embeddings): 32 with fp32; 1, 2, 4 or 8 with uniform; with adaptive,
+    # the width of every message until the first assignment.
+    bits: int = 32
     grad_bits: Optional[int] = None  # backward messages (gradients): null = same as bits; 32 = exact fp32
     param_dtype: str = "fp16"  # per-row zero point and step on the wire: fp16 (4 bytes/row) | fp32 (8)
     quantize_input: bool = False  # layer-0 features: default sent once in fp32 and cached
     nonfinite: str = "error"  # NaN/inf in a message: error | zero (zeroed and counted)
+    # --- adaptive (AdaQP) only ---
+    bit_choices: List[int] = field(default_factory=lambda: [2, 4, 8])  # widths the solver may pick
+    group_size: int = 100  # rows per group; one width per group
+    variance_weight: float = 0.5  # lambda: 1 = minimize variance only, 0 = exchange time only
+    assign_cycle: int = 50  # epochs between reassignments
+    solver: str = "greedy"  # greedy (Lagrangian heuristic) | milp (exact, scipy HiGHS)
+    profile_repeats: int = 3  # repeats of each size in the startup time-model profile
+    refit_time_model: bool = False  # re-profile the channels at every reassignment
 
 
 @dataclass

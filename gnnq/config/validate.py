@@ -12,10 +12,11 @@ ALLOWED = {
     "partitioner.name": ("metis", "random"),
     "model.name": ("gcn", "sage"),
     "model.norm": ("layer", "none"),
-    "quantizer.name": ("fp32", "uniform"),
+    "quantizer.name": ("fp32", "uniform", "adaptive"),
+    "quantizer.solver": ("greedy", "milp"),
     "quantizer.param_dtype": ("fp16", "fp32"),
     "quantizer.nonfinite": ("error", "zero"),
-    "parallel.name": ("sync",),
+    "parallel.name": ("sync", "overlap"),
     "cluster.name": ("local",),
     "cluster.backend": ("auto", "gloo", "nccl"),
     "logger.name": ("wandb", "none"),
@@ -96,6 +97,23 @@ def _check_quantizer(q: DictConfig) -> None:
         raise ConfigError(f"quantizer.bits={q.bits} is not allowed; allowed: {', '.join(map(str, QUANT_BITS))}")
     if q.grad_bits is not None and q.grad_bits not in QUANT_BITS + (32,):
         raise ConfigError(f"quantizer.grad_bits={q.grad_bits} is not allowed; allowed: null, 1, 2, 4, 8, 32")
+    if q.name == "adaptive":
+        _check_adaptive(q)
+
+
+def _check_adaptive(q: DictConfig) -> None:
+    choices = list(q.bit_choices)
+    if not choices or any(b not in QUANT_BITS for b in choices) or len(set(choices)) != len(choices):
+        raise ConfigError(
+            f"quantizer.bit_choices={choices} is not allowed; give distinct widths from {', '.join(map(str, QUANT_BITS))}"
+        )
+    if q.grad_bits is not None:
+        raise ConfigError(f"quantizer.grad_bits={q.grad_bits} is not allowed with quantizer=adaptive (gradients are assigned too); use null")
+    for key, low in (("group_size", 1), ("assign_cycle", 1), ("profile_repeats", 1)):
+        if q[key] < low:
+            raise ConfigError(f"quantizer.{key}={q[key]} is not allowed; it must be >= {low}")
+    if not 0.0 <= q.variance_weight <= 1.0:
+        raise ConfigError(f"quantizer.variance_weight={q.variance_weight} is not allowed; it must be in [0, 1]")
 
 
 def validate(cfg: DictConfig) -> None:

@@ -7,8 +7,18 @@ import os
 import tempfile
 from pathlib import Path
 
+import torch
+
 
 def write_text_atomic(path: Path, text: str) -> None:
+    _write_atomic(path, lambda f: f.write(text.encode()))
+
+
+def write_torch_atomic(path: Path, obj) -> None:
+    _write_atomic(path, lambda f: torch.save(obj, f))
+
+
+def _write_atomic(path: Path, write) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
@@ -16,8 +26,8 @@ def write_text_atomic(path: Path, text: str) -> None:
     os.umask(umask)
     try:
         os.fchmod(fd, 0o666 & ~umask)  # mkstemp creates 0600; records are meant to be shared
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -6,11 +6,13 @@ import os
 import resource
 import statistics
 import time
+from pathlib import Path
 from typing import Callable
 
 import torch
 from omegaconf import DictConfig
 
+from gnnq.adaptive.assigner import AdaptiveAssigner
 from gnnq.comm import Communicator, HaloExchange
 from gnnq.comm.accounting import CONTROL, GRAD_SYNC, HALO_EVAL, HALO_SETUP, HALO_TRAIN
 from gnnq.comm.codec import message_quantization
@@ -75,9 +77,17 @@ class FaultInjector:
 
 
 def train(
-    cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochCallback | None = None, device=torch.device("cpu")
+    cfg: DictConfig,
+    part: Part,
+    comm: Communicator,
+    on_epoch: EpochCallback | None = None,
+    device=torch.device("cpu"),
+    cache_dir: Path | None = None,
 ) -> dict:
-    """Train for cfg.trainer.epochs epochs; return the run summary (identical on every rank)."""
+    """Train for cfg.trainer.epochs epochs; return the run summary (identical on every rank).
+
+    ``cache_dir`` (the partition's cache entry) keeps per-model data derived from the part.
+    """
     f64 = {"dtype": torch.float64, "device": device}
     part = part.to(device)
     seed = int(comm.broadcast(torch.tensor([cfg.trainer.seed], dtype=torch.int64, device=device), category=CONTROL).item())
@@ -90,6 +100,10 @@ def train(
     quant = message_quantization(cfg.quantizer, seed, comm.rank)
     exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, quant)
     strategy = STRATEGIES[cfg.parallel.name](exchange, graph, part.x)
+    assigner = None
+    if cfg.quantizer.name == "adaptive":
+        m = cfg.model
+        assigner = AdaptiveAssigner(cfg.quantizer, comm, exchange, graph, m.name, m.hidden, m.layers, cache_dir)
     masks = [part.train_mask, part.val_mask, part.test_mask]
     num_train = comm.all_reduce(part.train_mask.sum().to(torch.float64), category=CONTROL).item()
     setup_bytes = comm.all_reduce(torch.tensor([float(comm.stats.total_bytes(HALO_SETUP))], **f64), category=CONTROL).item()
@@ -101,6 +115,7 @@ def train(
     best = {"val": None, "test": None, "epoch": None}
     for epoch in range(1, cfg.trainer.epochs + 1):
         fault.check(epoch)
+        assignment = assigner.before_epoch(epoch) if assigner is not None else None
         comm.stats.reset()
         t0 = time.perf_counter()
         model.train()
@@ -142,6 +157,8 @@ def train(
             "grad_sync_bytes": int(sums[2].item()),
             "eval_comm_bytes": int(sums[3].item()),
         }
+        if assignment is not None:
+            row["assignment"] = {k: assignment[k] for k in ("solve_time_s", "assign_time_s", "bits_histogram")}
         if row["val"] is not None and (best["val"] is None or row["val"] > best["val"]):
             best = {"val": row["val"], "test": row["test"], "epoch": epoch}
         history.append(row)
@@ -163,6 +180,8 @@ def train(
     summary["codec_backend"] = exchange.codec_backend  # torch | triton (None: nothing quantized)
     zeroed = torch.tensor([float(exchange.nonfinite_zeroed)], **f64)
     summary["nonfinite_values_zeroed"] = int(comm.all_reduce(zeroed, category=CONTROL).item())
+    if assigner is not None:
+        summary["adaptive"] = assigner.describe()
     if device.type == "cuda":
         summary["peak_gpu_memory_mib_per_rank"] = [round(m, 1) for m in peak[1].tolist()]
     return summary

@@ -96,7 +96,7 @@ def run(run_dir: Path, parts_dir: Path) -> None:
             logger.log_epoch(row)
             print(PROGRESS_PREFIX + json.dumps(row), flush=True)
 
-        summary = train(cfg, part, comm, on_epoch if rank == 0 else None, device=device)
+        summary = train(cfg, part, comm, on_epoch if rank == 0 else None, device=device, cache_dir=parts_dir)
         if rank == 0:
             metrics_file.close()
             logger.log_summary(summary)

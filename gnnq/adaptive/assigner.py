@@ -1,0 +1,158 @@
+"""AdaQP's adaptive bit-widths during training: trace, solve on rank 0, broadcast, lay out.
+
+Every ``assign_cycle`` epochs the row ranges of the last training epoch's messages (traced
+in that epoch only, never in evaluation) and the row influences α give each message row a
+variance weight α² · D · range² / 6 (the stochastic-rounding variance at b bits is that
+weight / (2^b - 1)²). Each rank sorts the rows it sends to each peer by weight and cuts
+them into groups of ``group_size``; rank 0 gathers the groups, solves one bit-width per
+group for every (layer, direction) message with the per-channel time model, and broadcasts
+the widths. Senders expand them to per-row widths and send those to the receivers, so
+both ends of every channel hold the same layout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from gnnq.adaptive.influence import message_influence
+from gnnq.adaptive.solver import SOLVERS, BitProblem, Channel
+from gnnq.adaptive.time_model import TimeModel, fit_time_model
+from gnnq.comm.accounting import CONTROL
+from gnnq.comm.communicator import Communicator
+from gnnq.comm.halo import HaloExchange
+from gnnq.comm.wire_layout import WireLayout
+from gnnq.models.graph_ops import LocalGraph
+
+DIRECTIONS = ("fwd", "bwd")
+
+
+class AdaptiveAssigner:
+    def __init__(self, qcfg, comm: Communicator, exchange: HaloExchange, graph: LocalGraph, model_name: str,
+                 dim: int, layers: int, cache_dir: Path | None = None):  # fmt: skip
+        self.cfg, self.comm, self.exchange, self.dim = qcfg, comm, exchange, dim
+        self.quant = exchange.quant
+        self.keys = [(layer, d) for layer in range(1, layers) for d in DIRECTIONS]
+        self.bit_choices = tuple(sorted(int(b) for b in qcfg.bit_choices))
+        self.row_bytes = {b: dataclasses.replace(self.quant.forward, bits=b).row_bytes(dim) for b in self.bit_choices}
+        self.influence = message_influence(comm, exchange, graph, model_name, cache_dir)
+        self.time_model = self._fit_time_model()
+        self.assignments: list[dict] = []
+
+    def _fit_time_model(self) -> TimeModel:
+        """Profile around one full-precision message each way (what this rank sends to each peer)."""
+        ex = self.exchange
+        most_rows = [max(s, r) for s, r in zip(ex.send_counts, ex.recv_counts)]
+        return fit_time_model(self.comm, [n * self.dim * 4 for n in most_rows], repeats=self.cfg.profile_repeats)
+
+    def before_epoch(self, epoch: int) -> dict | None:
+        """Reassign at the start of each new cycle; trace in the last epoch of a cycle. Returns metrics when it reassigned."""
+        cycle = self.cfg.assign_cycle
+        result = None
+        if epoch > 1 and (epoch - 1) % cycle == 0:
+            result = self.reassign(epoch)
+        self.quant.tracing = epoch % cycle == 0
+        return result
+
+    def reassign(self, epoch: int) -> dict:
+        started = time.perf_counter()
+        if self.cfg.refit_time_model:
+            self.time_model = self._fit_time_model()
+        groups, orders = {}, {}
+        for key in self.keys:
+            groups[key], orders[key] = self._local_groups(key)
+        everything = self.comm.all_gather_object(groups, category=CONTROL)
+        decided = self._solve(everything) if self.comm.rank == 0 else None
+        decided = self.comm.broadcast_object(decided, src=0, category=CONTROL)
+        for key in self.keys:
+            self._install_layout(key, decided["bits"][key], orders[key])
+        self.quant.ranges.clear()
+        entry = {
+            "epoch": epoch,
+            "solver": self.cfg.solver,
+            "solve_time_s": decided["solve_time_s"],
+            "assign_time_s": time.perf_counter() - started,
+            "objective": decided["objective"],
+            "bits_histogram": decided["histogram"],
+        }
+        self.assignments.append(entry)
+        return entry
+
+    def _counts(self, direction: str) -> tuple[list[int], list[int]]:
+        ex = self.exchange
+        return (ex.send_counts, ex.recv_counts) if direction == "fwd" else (ex.recv_counts, ex.send_counts)
+
+    def _local_groups(self, key) -> tuple[dict, dict]:
+        """Per peer: the group weights and sizes of this rank's rows to it, and each group's rows."""
+        layer, direction = key
+        send_counts, _ = self._counts(direction)
+        alpha = self.influence[direction].double().cpu()
+        ranges = self.quant.ranges.get(key)
+        ranges = torch.zeros_like(alpha) if ranges is None else ranges.double()
+        weight = (alpha * alpha * ranges * ranges * (self.dim / 6.0)).numpy()
+        size = int(self.cfg.group_size)
+        groups, orders = {}, {}
+        start = 0
+        for peer, count in enumerate(send_counts):
+            if count and peer != self.comm.rank:
+                order = start + np.argsort(-weight[start : start + count], kind="stable")
+                cuts = list(range(0, count, size))
+                groups[peer] = (
+                    np.array([weight[order[c : c + size]].sum() for c in cuts]),
+                    np.array([len(order[c : c + size]) for c in cuts], dtype=np.int64),
+                )
+                orders[peer] = [order[c : c + size] for c in cuts]
+            start += count
+        return groups, orders
+
+    def _solve(self, everything: list[dict]) -> dict:
+        """Rank 0: one problem per (layer, direction) message."""
+        solve = SOLVERS[self.cfg.solver]
+        bits, histogram, seconds, objective = {}, {b: 0 for b in self.bit_choices}, 0.0, {}
+        for key in self.keys:
+            channels = []
+            for src, groups in enumerate(everything):
+                for dst, (weights, rows) in sorted(groups[key].items()):
+                    fit = self.time_model.channel(src, dst)
+                    channels.append(Channel(src, dst, weights, rows, fit.a, fit.c))
+            problem = BitProblem(tuple(channels), self.bit_choices, self.row_bytes, float(self.cfg.variance_weight))
+            solution = solve(problem)
+            seconds += solution.solve_time_s
+            objective[f"{key[0]}.{key[1]}"] = solution.objective
+            bits[key] = {(ch.src, ch.dst): b for ch, b in zip(channels, solution.bits)}
+            for ch, b in zip(channels, solution.bits):
+                for width in self.bit_choices:
+                    histogram[width] += int(ch.group_rows[b == width].sum())
+        return {"bits": bits, "histogram": {str(b): n for b, n in histogram.items()}, "solve_time_s": seconds,
+                "objective": objective}  # fmt: skip
+
+    def _install_layout(self, key, bits: dict, orders: dict) -> None:
+        layer, direction = key
+        send_counts, recv_counts = self._counts(direction)
+        send_bits = torch.zeros(sum(send_counts), dtype=torch.int64)
+        for peer, group_rows in orders.items():
+            for rows, width in zip(group_rows, bits[(self.comm.rank, peer)]):
+                send_bits[torch.from_numpy(rows)] = int(width)
+        device = self.exchange.send_idx.device
+        recv_bits = self.comm.all_to_all(
+            send_bits.to(torch.uint8, copy=True).to(device)[:, None], send_counts, recv_counts,
+            category=CONTROL, layer=layer, direction=direction,
+        ).flatten()  # fmt: skip
+        self.quant.layouts[key] = WireLayout(send_bits, send_counts, recv_bits.cpu(), recv_counts)
+
+    def describe(self) -> dict:
+        return {
+            "solver": self.cfg.solver,
+            "bit_choices": list(self.bit_choices),
+            "group_size": int(self.cfg.group_size),
+            "variance_weight": float(self.cfg.variance_weight),
+            "assign_cycle": int(self.cfg.assign_cycle),
+            "first_cycle_bits": int(self.quant.forward.bits),
+            "time_model": self.time_model.to_record(),
+            "assignments": self.assignments,
+            "solve_time_s_total": sum(a["solve_time_s"] for a in self.assignments),
+        }

@@ -1,0 +1,141 @@
+"""Adaptive bit-widths on real gloo groups: layouts agree across ranks, bytes match widths, λ extremes, caching."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from gnnq.adaptive.assigner import AdaptiveAssigner
+from gnnq.adaptive.influence import cache_path, cached_local_sums
+from gnnq.comm import Communicator, HaloExchange
+from gnnq.comm.accounting import HALO_TRAIN
+from gnnq.comm.codec import UniformCodec, message_quantization
+from gnnq.comm.kernels.torch_codec import row_bytes
+from gnnq.comm.wire_layout import WireLayout
+from gnnq.data.halo import build_parts
+from gnnq.data.partition import partition_nodes
+from gnnq.models import local_graph_for
+from gnnq.parallel import SyncStrategy
+from gnnq.train.loop import build_model, forward_backward
+from tests.helpers import random_graph, run_distributed
+
+HIDDEN, LAYERS, WIDTHS = 16, 3, (2, 4, 8)
+
+
+def _cfg(model: str, lam: float, solver: str):
+    return OmegaConf.create({
+        "model": {"name": model, "layers": LAYERS, "hidden": HIDDEN, "dropout": 0.0, "norm": "layer"},
+        "quantizer": {"name": "adaptive", "bits": 8, "grad_bits": None, "param_dtype": "fp16", "quantize_input": False,
+                      "nonfinite": "error", "bit_choices": list(WIDTHS), "group_size": 7, "variance_weight": lam,
+                      "assign_cycle": 1, "solver": solver, "profile_repeats": 1, "refit_time_model": False},
+    })  # fmt: skip
+
+
+def _assign_and_step(world_size: int, model_name: str, lam: float, solver: str):
+    """Trace one training step, reassign, then take a step with the new layouts; report what each rank holds."""
+    comm = Communicator()
+    graph = random_graph(num_nodes=240, num_edges=2400, seed=3)
+    part = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, world_size, "metis", 1), world_size)[comm.rank]
+    cfg = _cfg(model_name, lam, solver)
+    torch.manual_seed(0)
+    model = build_model(cfg, part)
+    op = local_graph_for(model_name, part)
+    exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(cfg.quantizer, 0, comm.rank))
+    strategy = SyncStrategy(exchange, op, part.x)
+    assigner = AdaptiveAssigner(cfg.quantizer, comm, exchange, op, model_name, HIDDEN, LAYERS)
+    num_train = float(graph.train_mask.sum())
+    assert assigner.before_epoch(1) is None and exchange.quant.tracing
+    strategy.eval()
+    with torch.no_grad():
+        model(part.x, strategy)
+    traced_in_eval = len(exchange.quant.ranges)
+    strategy.train(1)
+    forward_backward(model, part, strategy, num_train, comm)
+    entry = assigner.before_epoch(2)
+    comm.stats.reset()
+    strategy.train(2)
+    forward_backward(model, part, strategy, num_train, comm)
+    quant = exchange.quant
+    return {
+        "traced_in_eval": traced_in_eval,
+        "entry": entry,
+        "layouts": {k: (v.send_bits, v.recv_bits) for k, v in quant.layouts.items()},
+        "send_counts": exchange.send_counts,
+        "recv_counts": exchange.recv_counts,
+        "bytes": {k[1:]: v for k, v in comm.stats.bytes.items() if k[0] == HALO_TRAIN},
+        "time_model": assigner.describe()["time_model"],
+        "rank": comm.rank,
+    }
+
+
+def _segment(bits: torch.Tensor, counts: list[int], peer: int) -> torch.Tensor:
+    start = sum(counts[:peer])
+    return bits[start : start + counts[peer]]
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+@pytest.mark.parametrize("solver", ["greedy", "milp"])
+def test_layouts_agree_and_bytes_match_widths(world_size, solver):
+    results = run_distributed(world_size, _assign_and_step, world_size, "gcn", 0.5, solver)
+    keys = {(layer, d) for layer in range(1, LAYERS) for d in ("fwd", "bwd")}
+    for res in results:
+        assert res["traced_in_eval"] == 0, "evaluation messages must not be traced"
+        assert set(res["layouts"]) == keys
+        assert res["time_model"] == results[0]["time_model"], "every rank uses the same time model"
+        assert res["entry"]["bits_histogram"] == results[0]["entry"]["bits_histogram"]
+    for key in keys:
+        direction = key[1]
+        for r in results:
+            send_bits, _ = r["layouts"][key]
+            assert set(send_bits.unique().tolist()) <= set(WIDTHS)
+            send_counts = r["send_counts"] if direction == "fwd" else r["recv_counts"]
+            for q in results:
+                if q["rank"] == r["rank"]:
+                    continue
+                recv_counts = q["recv_counts"] if direction == "fwd" else q["send_counts"]
+                sent = _segment(send_bits, send_counts, q["rank"])
+                got = _segment(q["layouts"][key][1], recv_counts, r["rank"])
+                assert torch.equal(sent, got), f"{key}: rank {r['rank']} -> {q['rank']} layouts differ"
+            expected = sum(int(row_bytes(HIDDEN, int(b), torch.float16)) for b in send_bits.tolist())
+            assert r["bytes"][key] == expected, f"{key} rank {r['rank']}: wire bytes follow the widths"
+    hist = results[0]["entry"]["bits_histogram"]
+    total_rows = sum(int(r["layouts"][k][0].numel()) for r in results for k in keys)
+    assert sum(hist.values()) == total_rows
+
+
+@pytest.mark.parametrize("lam, width", [(1.0, 8), (0.0, 2)])
+@pytest.mark.parametrize("model_name", ["gcn", "sage"])
+def test_variance_weight_extremes(lam, width, model_name):
+    for res in run_distributed(3, _assign_and_step, 3, model_name, lam, "greedy"):
+        for key, (send_bits, recv_bits) in res["layouts"].items():
+            assert set(send_bits.tolist()) <= {width} and set(recv_bits.tolist()) <= {width}, (lam, key)
+
+
+def test_wire_layout_round_trip_and_sizes():
+    """Mixed widths in one message: each row decodes within its own step, bytes are the sum of its rows."""
+    gen = torch.Generator().manual_seed(0)
+    counts = [5, 0, 9]
+    rows = sum(counts)
+    bits = torch.tensor(WIDTHS)[torch.randint(0, 3, (rows,), generator=gen)]
+    layout = WireLayout(bits, counts, bits, counts)
+    codec = UniformCodec(8, torch.float16)
+    src = torch.randn(rows, 33, generator=gen)
+    flat, per_peer, zeroed = layout.encode(codec, src, torch.arange(rows), torch.rand(rows, 33, generator=gen), "test")
+    assert zeroed == 0 and flat.numel() == sum(per_peer) == sum(row_bytes(33, int(b), torch.float16) for b in bits)
+    assert per_peer[1] == 0
+    out = layout.decode(codec, flat, 33)
+    spread = (src.amax(1) - src.amin(1)) / (2.0 ** bits.double() - 1)
+    assert ((out - src).abs().amax(1) <= spread.float() * 1.01 + 1e-3).all()
+    assert layout.histogram() == {b: int((bits == b).sum()) for b in WIDTHS}
+
+
+def test_influence_cache_is_keyed_by_model(tmp_path):
+    graph = random_graph()
+    part = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, 2, "metis", 1), 2)[0]
+    gcn = cached_local_sums(local_graph_for("gcn", part), "gcn", 0, tmp_path)
+    sage = cached_local_sums(local_graph_for("sage", part), "sage", 0, tmp_path)
+    assert cache_path(tmp_path, "gcn", 0).is_file() and cache_path(tmp_path, "sage", 0).is_file()
+    assert not torch.allclose(gcn["halo_col_sums"], sage["halo_col_sums"]), "SAGE must not reuse GCN's influence"
+    again = cached_local_sums(local_graph_for("sage", part), "sage", 0, tmp_path)
+    assert torch.equal(again["halo_col_sums"], sage["halo_col_sums"])
