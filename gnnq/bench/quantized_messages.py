@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shlex
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
 
+from gnnq.bench.gnnq_runs import command_line, run_gnnq
 from gnnq.bench.machine import describe_machine
 from gnnq.comm.kernels import torch_codec
 from gnnq.track.progress import markdown_table
@@ -32,20 +29,12 @@ HIDDEN = 256
 PARAM_BYTES = 4  # fp16 zero point + step
 
 
-def _gnnq(args: list[str], data: Path, runs: Path) -> list[dict]:
-    env = {**os.environ, "GNNQ_DATA": str(data), "GNNQ_RUNS": str(runs)}
-    res = subprocess.run([sys.executable, "-m", "gnnq.cli", *args], capture_output=True, text=True, env=env)
-    if res.returncode != 0:
-        raise RuntimeError(f"gnnq {' '.join(args)} failed: {res.stderr.strip()}")
-    return [json.loads(p.read_text()) for p in sorted(runs.rglob("record.json"))]
-
-
 def wire_bytes(data: Path, runs: Path) -> list[dict]:
     common = ["logger=none", "cluster.nproc=2", f"model.hidden={HIDDEN}", "trainer.epochs=3", "trainer.eval_every=3"]
-    fp32 = _gnnq(common, data, runs / "fp32")[0]["comm_bytes_per_epoch"]
+    fp32 = run_gnnq(common, data, runs / "fp32")[0]["comm_bytes_per_epoch"]
     rows = []
     for bits in BITS:
-        q = _gnnq([*common, "quantizer=uniform", f"quantizer.bits={bits}"], data, runs / f"b{bits}")[0]["comm_bytes_per_epoch"]
+        q = run_gnnq([*common, "quantizer=uniform", f"quantizer.bits={bits}"], data, runs / f"b{bits}")[0]["comm_bytes_per_epoch"]
         limit = 4 * HIDDEN / (torch_codec.code_bytes(HIDDEN, bits) + PARAM_BYTES)
         rows.append({"bits": bits, "fp32_bytes": fp32, "bytes": q, "reduction": fp32 / q, "limit": limit,
                      "target": BYTE_TARGETS.get(bits)})  # fmt: skip
@@ -80,8 +69,8 @@ def accuracy(data: Path, runs: Path) -> list[dict]:
                     "model.hidden=64", "model.norm=none", "trainer.weight_decay=0.0005", "trainer.epochs=150",
                     "dataset.download=false", "trainer.seed=0,1,2"]  # fmt: skip
             out = runs / f"acc-{dataset}-{model}"
-            _gnnq(["-m", *base], data, out / "fp32")
-            _gnnq(["-m", *base, "quantizer=uniform", "quantizer.bits=8,4,2,1"], data, out / "q")
+            run_gnnq(["-m", *base], data, out / "fp32")
+            run_gnnq(["-m", *base, "quantizer=uniform", "quantizer.bits=8,4,2,1"], data, out / "q")
             by_bits: dict[int, list[float]] = {}
             for p in out.rglob("record.json"):
                 rec = json.loads(p.read_text())
@@ -100,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--accuracy", action="store_true", help="also run the 4-rank Cora/CiteSeer accuracy sweep (~15 min)")
     p.add_argument("--repeats", type=int, default=7)
     args = p.parse_args(argv)
-    command = "python -m gnnq.bench.quantized_messages " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+    command = command_line("gnnq.bench.quantized_messages", argv)
     runs = Path(tempfile.mkdtemp(prefix="gnnq-qbench-"))
     byte_rows = wire_bytes(args.data, runs)
     codec_rows = codec_throughput(65536, HIDDEN, args.repeats)
