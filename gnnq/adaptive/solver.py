@@ -1,0 +1,385 @@
+"""AdaQP bit-width assignment: one width per row group of every channel of an exchange round.
+
+A channel is one directed rank pair (sender -> receiver). Its rows are grouped, and each group g
+gets one width b_g from ``bit_choices``. With lam = ``variance_weight``, every solver minimizes
+
+    V   = sum over channels and groups of w_g / (2^b_g - 1)^2
+    t_c = a_c * sum_g rows_g * row_bytes[b_g] + c_c        (channels with at least one group)
+    T   = max_c t_c
+    J   = lam * V / Vn + (1 - lam) * (T / Tn + EPS * mean_c(t_c) / Tn),   EPS = 1e-4
+
+where Vn is V with every group at the lowest width and Tn is T with every group at the highest
+width (each replaced by 1 when it is 0). The EPS term is a tie-break: channels that are not the
+slowest still prefer fewer bytes; it vanishes at lam = 1. Channels without groups are ignored, and
+a problem without groups has J = 0 and empty assignments.
+
+``solve_milp`` is exact up to a relative gap of MIP_REL_GAP (HiGHS through scipy.optimize.milp);
+with a time limit it returns the incumbent and HiGHS's lower bound (``Solution.bound``).
+``solve_greedy`` is a fast heuristic: a sweep over a common per-channel time cap along each
+group's convex downgrade path, then a local fill. ``brute_force`` is an exhaustive reference for
+problems of at most BRUTE_FORCE_LIMIT combinations.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+EPS = 1e-4
+ALLOWED_BITS = (1, 2, 4, 8)
+BRUTE_FORCE_LIMIT = 2**18  # 262,144: nine groups at four widths
+MIP_REL_GAP = 1e-6
+# HiGHS also stops at an absolute gap of 1e-6; J is O(1), so the costs are scaled up until only MIP_REL_GAP binds.
+_COST_SCALE = 1e4
+_FILL_ROUNDS = 16
+
+
+@dataclass(frozen=True, eq=False)
+class Channel:
+    """One directed rank pair (sender src -> receiver dst) of one exchange round."""
+
+    src: int
+    dst: int
+    group_weights: np.ndarray  # (G,) >= 0; variance of group g at b bits = group_weights[g] / (2**b - 1)**2
+    group_rows: np.ndarray  # (G,) int64 > 0: rows in the group
+    a: float  # seconds per byte (time model t = a * bytes + c)
+    c: float  # seconds, fixed cost of a non-empty channel
+
+    def __post_init__(self) -> None:
+        name = f"Channel {self.src}->{self.dst}:"
+        weights = _vector(self.group_weights, f"{name} group_weights")
+        rows = _vector(self.group_rows, f"{name} group_rows")
+        _require(bool(np.isfinite(weights).all() and (weights >= 0).all()), f"{name} group_weights", "must be finite and >= 0")
+        _require(bool((rows > 0).all() and (rows == np.round(rows)).all()), f"{name} group_rows", "must be integers > 0")
+        _require(len(weights) == len(rows), f"{name} group_weights/group_rows", f"lengths differ ({len(weights)} vs {len(rows)})")
+        for field in ("a", "c"):
+            value = float(getattr(self, field))
+            _require(bool(np.isfinite(value) and value >= 0), f"{name} {field}", f"must be finite and >= 0, got {value}")
+            object.__setattr__(self, field, value)
+        object.__setattr__(self, "group_weights", _readonly(weights))
+        object.__setattr__(self, "group_rows", _readonly(rows.astype(np.int64)))
+
+
+@dataclass(frozen=True, eq=False)
+class BitProblem:
+    """One exchange round: its channels, the allowed widths, the wire bytes of a row and lam."""
+
+    channels: tuple[Channel, ...]
+    bit_choices: tuple[int, ...]  # allowed widths, ascending, subset of ALLOWED_BITS
+    row_bytes: dict[int, int]  # wire bytes of one row at each width
+    variance_weight: float  # lam in [0, 1]
+
+    def __post_init__(self) -> None:
+        channels = tuple(self.channels)
+        _require(all(isinstance(ch, Channel) for ch in channels), "BitProblem.channels", "must hold Channel objects")
+        bits = tuple(int(b) for b in self.bit_choices)
+        _require(len(bits) > 0, "BitProblem.bit_choices", "must not be empty")
+        _require(list(bits) == sorted(set(bits)), "BitProblem.bit_choices", f"must be strictly ascending, got {bits}")
+        _require(set(bits) <= set(ALLOWED_BITS), "BitProblem.bit_choices", f"must be a subset of {ALLOWED_BITS}, got {bits}")
+        missing = [b for b in bits if b not in self.row_bytes]
+        _require(not missing, "BitProblem.row_bytes", f"has no entry for widths {missing}")
+        row_bytes = {int(b): int(n) for b, n in self.row_bytes.items()}
+        _require(all(row_bytes[b] > 0 for b in bits), "BitProblem.row_bytes", f"must be > 0, got {row_bytes}")
+        lam = float(self.variance_weight)
+        _require(0.0 <= lam <= 1.0, "BitProblem.variance_weight", f"must be in [0, 1], got {self.variance_weight}")
+        object.__setattr__(self, "channels", channels)
+        object.__setattr__(self, "bit_choices", bits)
+        object.__setattr__(self, "row_bytes", row_bytes)
+        object.__setattr__(self, "variance_weight", lam)
+
+
+@dataclass
+class Solution:
+    bits: list[np.ndarray]  # per channel (problem order), per group: the chosen width
+    objective: float
+    solve_time_s: float
+    solver: str
+    status: str = ""  # "optimal", "time_limit" (MILP incumbent, optimality not proven) or "heuristic"
+    bound: float | None = None  # proven lower bound on J (MILP dual bound, brute force: the optimum)
+
+
+def _require(ok: bool, field: str, message: str) -> None:
+    if not ok:
+        raise ValueError(f"{field} {message}")
+
+
+def _vector(values: object, field: str) -> np.ndarray:
+    arr = np.array(values, dtype=np.float64)
+    _require(arr.ndim == 1, field, f"must be one-dimensional, got shape {arr.shape}")
+    return arr
+
+
+def _readonly(arr: np.ndarray) -> np.ndarray:
+    arr.flags.writeable = False
+    return arr
+
+
+@dataclass
+class _Model:
+    """The problem flattened over the groups of all non-empty channels (contiguous per channel)."""
+
+    lam: float
+    widths: np.ndarray  # (B,) bit_choices
+    unit_bytes: np.ndarray  # (B,) row_bytes per width
+    unit_var: np.ndarray  # (B,) 1 / (2^b - 1)^2
+    var: np.ndarray  # (G, B) variance of each group at each width
+    nbytes: np.ndarray  # (G, B) bytes of each group at each width
+    chan: np.ndarray  # (G,) index of the group's channel among the non-empty ones
+    starts: np.ndarray  # (C,) first group of each non-empty channel
+    a: np.ndarray  # (C,)
+    c: np.ndarray  # (C,)
+    sizes: np.ndarray  # group count of every channel of the problem, empty ones included
+    vn: float = 1.0
+    tn: float = 1.0
+
+    @property
+    def num_groups(self) -> int:
+        return len(self.chan)
+
+    def channel_times(self, idx: np.ndarray) -> np.ndarray:
+        """(N, C) channel times for (N, G) width indices."""
+        return self.a * np.add.reduceat(self.nbytes[np.arange(self.num_groups), idx], self.starts, axis=-1) + self.c
+
+    def evaluate(self, idx: np.ndarray) -> np.ndarray:
+        """J of each row of ``idx`` (N, G), the width index of every group."""
+        v = self.var[np.arange(self.num_groups), idx].sum(axis=-1)
+        t = self.channel_times(idx)
+        return self.lam * v / self.vn + (1 - self.lam) * (t.max(axis=-1) + EPS * t.mean(axis=-1)) / self.tn
+
+
+def _model(problem: BitProblem) -> _Model:
+    sizes = np.array([len(ch.group_rows) for ch in problem.channels], dtype=np.int64)
+    used = [ch for ch in problem.channels if len(ch.group_rows)]
+    widths = np.array(problem.bit_choices, dtype=np.int64)
+    unit_bytes = np.array([problem.row_bytes[b] for b in problem.bit_choices], dtype=np.float64)
+    unit_var = 1.0 / (2.0**widths - 1) ** 2
+    weights = np.concatenate([ch.group_weights for ch in used]) if used else np.zeros(0)
+    rows = np.concatenate([ch.group_rows for ch in used]).astype(np.float64) if used else np.zeros(0)
+    counts = sizes[sizes > 0]
+    m = _Model(
+        lam=problem.variance_weight,
+        widths=widths,
+        unit_bytes=unit_bytes,
+        unit_var=unit_var,
+        var=weights[:, None] * unit_var,
+        nbytes=rows[:, None] * unit_bytes,
+        chan=np.repeat(np.arange(len(used)), counts),
+        starts=np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64),
+        a=np.array([ch.a for ch in used]),
+        c=np.array([ch.c for ch in used]),
+        sizes=sizes,
+    )
+    if m.num_groups:
+        lowest = np.zeros(m.num_groups, dtype=np.int64)
+        m.vn = float(m.var[:, 0].sum()) or 1.0
+        m.tn = float(m.channel_times(lowest + len(widths) - 1).max()) or 1.0
+    return m
+
+
+def _indices(problem: BitProblem, m: _Model, bits: list[np.ndarray]) -> np.ndarray:
+    """Width indices (G,) of an assignment given per channel, validated against the problem."""
+    _require(len(bits) == len(problem.channels), "bits", f"has {len(bits)} entries for {len(problem.channels)} channels")
+    for i, (b, n) in enumerate(zip(bits, m.sizes)):
+        _require(np.shape(b) == (n,), f"bits[{i}]", f"has shape {np.shape(b)}, expected ({n},)")
+        _require(bool(np.isin(b, m.widths).all()), f"bits[{i}]", f"holds widths outside bit_choices {problem.bit_choices}")
+    flat = np.concatenate([np.asarray(b, dtype=np.int64) for b in bits]) if bits else np.zeros(0, dtype=np.int64)
+    return np.searchsorted(m.widths, flat)
+
+
+def _solution(m: _Model, idx: np.ndarray, solver: str, started: float, status: str, bound: float | None = None) -> Solution:
+    widths = m.widths[idx] if m.num_groups else np.zeros(0, dtype=np.int64)
+    bits = np.split(widths, np.cumsum(m.sizes)[:-1]) if len(m.sizes) else []
+    value = float(m.evaluate(idx)) if m.num_groups else 0.0
+    if bound is not None or status == "optimal":
+        bound = value if bound is None else min(bound, value)
+    return Solution(bits, value, time.perf_counter() - started, solver, status, bound)
+
+
+def objective(problem: BitProblem, bits: list[np.ndarray]) -> float:
+    """J of an assignment (see the module docstring)."""
+    m = _model(problem)
+    idx = _indices(problem, m, bits)
+    return float(m.evaluate(idx)) if m.num_groups else 0.0
+
+
+def brute_force(problem: BitProblem) -> Solution:
+    """Exhaustive minimum; raises ValueError above BRUTE_FORCE_LIMIT combinations."""
+    started = time.perf_counter()
+    m = _model(problem)
+    num_widths = len(m.widths)
+    combos = num_widths**m.num_groups
+    _require(combos <= BRUTE_FORCE_LIMIT, "brute_force:", f"{combos} combinations exceed the limit of {BRUTE_FORCE_LIMIT}")
+    if not m.num_groups:
+        return _solution(m, np.zeros(0, dtype=np.int64), "brute_force", started, "optimal")
+    idx = np.indices((num_widths,) * m.num_groups).reshape(m.num_groups, -1).T
+    return _solution(m, idx[np.argmin(m.evaluate(idx))], "brute_force", started, "optimal")
+
+
+def solve_milp(problem: BitProblem, time_limit_s: float | None = None) -> Solution:
+    """Exact minimum of J: binaries x[g, b] (one width per group) and Z >= t_c / Tn for every channel."""
+    started = time.perf_counter()
+    m = _model(problem)
+    if not m.num_groups:
+        return _solution(m, np.zeros(0, dtype=np.int64), "milp", started, "optimal")
+    num_groups, num_widths = m.var.shape
+    num_x = num_groups * num_widths
+    # Time in units of Tn keeps the coefficients O(1 / groups per channel).
+    norm_time = (m.a[m.chan] / m.tn)[:, None] * m.nbytes
+    cost = np.append(m.lam / m.vn * m.var + (1 - m.lam) * EPS / len(m.a) * norm_time, 1 - m.lam)
+    one_hot = sparse.csr_array(
+        (np.ones(num_x), (np.repeat(np.arange(num_groups), num_widths), np.arange(num_x))), shape=(num_groups, num_x + 1)
+    )
+    time_rows = np.concatenate([np.repeat(m.chan, num_widths), np.arange(len(m.a))])
+    time_cols = np.concatenate([np.arange(num_x), np.full(len(m.a), num_x)])
+    time_vals = np.concatenate([norm_time.ravel(), -np.ones(len(m.a))])
+    timing = sparse.csr_array((time_vals, (time_rows, time_cols)), shape=(len(m.a), num_x + 1))
+    constraints = [LinearConstraint(one_hot, 1, 1), LinearConstraint(timing, -np.inf, -m.c / m.tn)]
+    integrality = np.append(np.ones(num_x), 0)
+    bounds = Bounds(np.zeros(num_x + 1), np.append(np.ones(num_x), np.inf))
+    options: dict[str, float] = {"mip_rel_gap": MIP_REL_GAP}
+    if time_limit_s is not None:
+        options["time_limit"] = float(time_limit_s)
+    res = milp(_COST_SCALE * cost, integrality=integrality, bounds=bounds, constraints=constraints, options=options)
+    if res.x is None:
+        # No incumbent within the time limit; any assignment is feasible, so fall back to the heuristic.
+        fallback = solve_greedy(problem)
+        return Solution(fallback.bits, fallback.objective, time.perf_counter() - started, "milp", f"no incumbent ({res.message})")
+    idx = res.x[:num_x].reshape(num_groups, num_widths).argmax(axis=1)
+    status = {0: "optimal", 1: "time_limit"}.get(res.status, res.message)
+    bound = None
+    if res.mip_dual_bound is not None:
+        # The MILP objective leaves out the constant part of the mean term.
+        bound = float(res.mip_dual_bound / _COST_SCALE + (1 - m.lam) * EPS * m.c.sum() / (len(m.a) * m.tn))
+    return _solution(m, idx, "milp", started, status, bound)
+
+
+def _downgrade_path(unit_bytes: np.ndarray, unit_var: np.ndarray) -> np.ndarray:
+    """Width indices along the lower convex hull in (bytes, variance), from the highest width to the fewest bytes.
+
+    Every group's points are the same points scaled by (rows, weight), so one path serves all groups."""
+    top = len(unit_bytes) - 1  # the highest width has the least variance
+    points = [i for i in range(len(unit_bytes)) if unit_bytes[i] < unit_bytes[top]] + [top]
+    points.sort(key=lambda i: (unit_bytes[i], unit_var[i]))
+    hull: list[int] = []
+    for p in points:
+        if hull and unit_bytes[hull[-1]] == unit_bytes[p]:
+            continue  # same bytes, more variance
+        while len(hull) >= 2 and _cross(unit_bytes, unit_var, hull[-2], hull[-1], p) < 0:
+            hull.pop()
+        hull.append(p)
+    return np.array(hull[::-1], dtype=np.int64)
+
+
+def _cross(x: np.ndarray, y: np.ndarray, o: int, p: int, q: int) -> float:
+    return float((x[p] - x[o]) * (y[q] - y[o]) - (y[p] - y[o]) * (x[q] - x[o]))
+
+
+@dataclass
+class _Steps:
+    """Every group's downgrade steps, per channel in order of increasing variance added per byte saved."""
+
+    group: np.ndarray  # (S,) group of each step
+    saved: np.ndarray  # (S,) bytes saved
+    added: np.ndarray  # (S,) variance added
+    chan: np.ndarray  # (S,) channel
+    before: np.ndarray  # (S,) channel time before the step, given all earlier steps of the channel
+    after: np.ndarray  # (S,) channel time after it
+    top_bytes: np.ndarray  # (C,) channel bytes with every group at the start of the path
+    top_var: float  # V with every group at the start of the path
+    end_time: np.ndarray  # (C,) channel time with every group at the end of the path
+
+
+def _steps(m: _Model, path: np.ndarray) -> _Steps:
+    num_steps = len(path) - 1
+    saved = (m.nbytes[:, path[:-1]] - m.nbytes[:, path[1:]]).ravel()
+    added = (m.var[:, path[1:]] - m.var[:, path[:-1]]).ravel()
+    group = np.repeat(np.arange(m.num_groups), num_steps)
+    chan = m.chan[group]
+    rank = np.tile(np.arange(num_steps), m.num_groups)  # keeps a group's steps in path order on ties
+    order = np.lexsort((rank, added / saved, chan))
+    group, saved, added, chan = group[order], saved[order], added[order], chan[order]
+    done = np.cumsum(saved)  # bytes are integers, so the running sums are exact
+    first = m.starts * num_steps
+    saved_in_chan = done - (done[first] - saved[first])[chan]
+    top_bytes = np.add.reduceat(m.nbytes[:, path[0]], m.starts)
+    after = m.a[chan] * (top_bytes[chan] - saved_in_chan) + m.c[chan]
+    before = after + m.a[chan] * saved
+    end_time = m.a * np.add.reduceat(m.nbytes[:, path[-1]], m.starts) + m.c
+    top_var = float(m.var[:, path[0]].sum())
+    return _Steps(group, saved, added, chan, before, after, top_bytes, top_var, end_time)
+
+
+def _cap_sweep(m: _Model, st: _Steps) -> np.ndarray:
+    """Mask of the steps taken under the best common time cap tau.
+
+    Each channel takes the steps that pay for themselves through the EPS term, then the shortest
+    prefix whose time is <= tau. J is evaluated for every breakpoint tau at once: with the steps
+    sorted by the channel time they start from, V and sum(t_c) at a cap are prefix sums."""
+    num_chan = len(m.a)
+    free = m.lam * st.added / m.vn < (1 - m.lam) * EPS * m.a[st.chan] * st.saved / (num_chan * m.tn)
+    capped = ~free
+    free_time = m.a * (st.top_bytes - np.bincount(st.chan[free], st.saved[free], minlength=num_chan)) + m.c
+    base_var = st.top_var + st.added[free].sum()
+    order = np.argsort(-st.before[capped], kind="stable")
+    starts = -st.before[capped][order]
+    cum_var = np.concatenate([[0.0], np.cumsum(st.added[capped][order])])
+    cum_time = np.concatenate([[0.0], np.cumsum((st.after - st.before)[capped][order])])
+    caps = np.concatenate([st.before[capped], free_time])
+    caps = caps[caps >= st.end_time.max()]
+    taken = np.searchsorted(starts, -caps, side="left")  # steps starting above the cap
+    value = m.lam * (base_var + cum_var[taken]) / m.vn
+    value += (1 - m.lam) * (caps + EPS * (free_time.sum() + cum_time[taken]) / num_chan) / m.tn
+    return free | (st.before > caps[np.argmin(value)])
+
+
+def _fill(m: _Model, path: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """Undo downgrades while they lower J and fit in their channel's slack below the slowest channel."""
+    pos = pos.copy()
+    num_chan = len(m.a)
+    for _ in range(_FILL_ROUNDS):
+        times = m.channel_times(path[pos])
+        g = np.flatnonzero(pos > 0)
+        up, cur, chan = path[pos[g] - 1], path[pos[g]], m.chan[g]
+        extra = m.nbytes[g, up] - m.nbytes[g, cur]
+        dt = m.a[chan] * extra
+        gain = m.lam * (m.var[g, cur] - m.var[g, up]) / m.vn - (1 - m.lam) * EPS * dt / (num_chan * m.tn)
+        slack = times.max() - times
+        ok = (gain > 0) & (dt <= slack[chan])
+        if not ok.any():
+            break
+        g, dt, chan = g[ok], dt[ok], chan[ok]
+        order = np.lexsort((-gain[ok] / extra[ok], chan))  # per channel, most variance saved per byte first
+        g, dt, chan = g[order], dt[order], chan[order]
+        pos[g[_segment_cumsum(dt, chan) <= slack[chan]]] -= 1
+    return pos
+
+
+def _segment_cumsum(values: np.ndarray, segment: np.ndarray) -> np.ndarray:
+    """Inclusive running sums restarting where the (sorted) segment id changes."""
+    total = np.cumsum(values)
+    first = np.flatnonzero(np.diff(segment, prepend=-1))
+    offset = total[first] - values[first]
+    return total - np.repeat(offset, np.diff(np.append(first, len(values))))
+
+
+def solve_greedy(problem: BitProblem) -> Solution:
+    """Fast heuristic: common time-cap sweep along convex downgrade paths, then a local fill."""
+    started = time.perf_counter()
+    m = _model(problem)
+    if not m.num_groups:
+        return _solution(m, np.zeros(0, dtype=np.int64), "greedy", started, "heuristic")
+    path = _downgrade_path(m.unit_bytes, m.unit_var)
+    pos = np.zeros(m.num_groups, dtype=np.int64)
+    if len(path) > 1:
+        st = _steps(m, path)
+        pos = np.bincount(st.group[_cap_sweep(m, st)], minlength=m.num_groups)
+        pos = _fill(m, path, pos)
+    return _solution(m, path[pos], "greedy", started, "heuristic")
+
+
+SOLVERS: dict[str, Callable[[BitProblem], Solution]] = {"milp": solve_milp, "greedy": solve_greedy}

@@ -1,0 +1,164 @@
+"""AdaQP bit-width solvers: the MILP is exact, the greedy heuristic is close, extremes, shapes and validation."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import numpy as np
+import pytest
+
+from gnnq.adaptive.solver import (
+    BRUTE_FORCE_LIMIT,
+    EPS,
+    SOLVERS,
+    BitProblem,
+    Channel,
+    brute_force,
+    objective,
+    solve_greedy,
+    solve_milp,
+)
+from gnnq.bench.solver_gap import gap_percent, realistic_problem, row_bytes
+
+BIT_SETS = ((2, 4, 8), (1, 2, 4, 8))
+MILP_LIMIT_S = 5.0
+
+
+def _small_problem(rng: np.random.Generator, bits: tuple[int, ...]) -> BitProblem:
+    """2-3 channels with 1-3 groups each; fixed costs comparable to the byte costs."""
+    channels = []
+    for i in range(int(rng.integers(2, 4))):
+        count = int(rng.integers(1, 4))
+        rows = rng.integers(1, 50, count)
+        channels.append(
+            Channel(i, i + 1, rows * rng.lognormal(0, 2, count), rows, a=rng.uniform(0.5, 3) * 1e-9, c=rng.uniform(0, 5e-6))
+        )
+    return BitProblem(tuple(channels), bits, row_bytes(), float(rng.uniform()))
+
+
+def _by_definition(problem: BitProblem, bits: list[np.ndarray]) -> float:
+    """J written out channel by channel, independently of the solver module's vectorized form."""
+    used = [(ch, b) for ch, b in zip(problem.channels, bits) if len(ch.group_rows)]
+
+    def variance_and_times(widths_of) -> tuple[float, list[float]]:
+        v = sum(float(w) / (2 ** int(x) - 1) ** 2 for ch, b in used for w, x in zip(ch.group_weights, widths_of(b)))
+        t = [ch.a * sum(int(r) * problem.row_bytes[int(x)] for r, x in zip(ch.group_rows, widths_of(b))) + ch.c for ch, b in used]
+        return v, t
+
+    lam, lo, hi = problem.variance_weight, problem.bit_choices[0], problem.bit_choices[-1]
+    v, t = variance_and_times(lambda b: b)
+    vn = variance_and_times(lambda b: [lo] * len(b))[0] or 1.0
+    tn = max(variance_and_times(lambda b: [hi] * len(b))[1]) or 1.0
+    return lam * v / vn + (1 - lam) * (max(t) / tn + EPS * sum(t) / len(t) / tn)
+
+
+@pytest.mark.parametrize("bits", BIT_SETS)
+def test_milp_equals_brute_force_and_greedy_never_beats_it(bits):
+    for seed in range(60):
+        problem = _small_problem(np.random.default_rng(seed), bits)
+        best = brute_force(problem)
+        exact = solve_milp(problem)
+        greedy = solve_greedy(problem)
+        assert exact.objective == pytest.approx(best.objective, rel=1e-9, abs=0), seed
+        assert exact.bound <= best.objective * (1 + 1e-9), seed
+        assert greedy.objective >= best.objective * (1 - 1e-12), seed
+        assert objective(problem, best.bits) == pytest.approx(_by_definition(problem, best.bits), rel=1e-12)
+
+
+def test_objective_matches_its_definition_with_an_empty_channel():
+    rng = np.random.default_rng(3)
+    problem = _small_problem(rng, (1, 2, 4, 8))
+    problem = BitProblem((*problem.channels, Channel(7, 8, [], [], a=1.0, c=5.0)), problem.bit_choices, problem.row_bytes, 0.4)
+    for _ in range(5):
+        bits = [rng.choice(problem.bit_choices, len(ch.group_rows)) for ch in problem.channels]
+        assert objective(problem, bits) == pytest.approx(_by_definition(problem, bits), rel=1e-12)
+
+
+@pytest.mark.parametrize(("ranks", "groups"), [(4, (20, 300)), (8, (20, 300))])
+def test_greedy_within_two_percent_of_milp(ranks, groups):
+    for lam in (0.3, 0.7):
+        problem = realistic_problem(np.random.default_rng(ranks), ranks, groups, lam)
+        exact = solve_milp(problem, time_limit_s=MILP_LIMIT_S)
+        greedy = solve_greedy(problem)
+        gap, gap_to_bound = gap_percent(greedy.objective, exact.objective), gap_percent(greedy.objective, exact.bound)
+        print(f"{ranks} ranks, lam {lam}: greedy {gap:+.4f}% vs MILP ({exact.status}), {gap_to_bound:.4f}% vs its bound; "
+              f"MILP {exact.solve_time_s:.2f} s, greedy {greedy.solve_time_s * 1e3:.2f} ms")  # fmt: skip
+        assert gap <= 2.0
+        assert gap_to_bound <= 2.0  # the bound is below the optimum, so this holds against the optimum
+
+
+def test_greedy_is_fast_on_ten_thousand_groups():
+    problem = realistic_problem(np.random.default_rng(0), 8, (150, 210), 0.5)
+    solve_greedy(problem)
+    started = time.perf_counter()
+    solution = solve_greedy(problem)
+    assert time.perf_counter() - started < 0.5
+    assert sum(len(b) for b in solution.bits) > 9000
+
+
+@pytest.mark.parametrize("bits", BIT_SETS)
+@pytest.mark.parametrize("solver", sorted(SOLVERS))
+def test_extreme_lambdas_pick_extreme_widths(solver, bits):
+    for lam, expected in ((1.0, bits[-1]), (0.0, bits[0])):
+        problem = realistic_problem(np.random.default_rng(1), 4, (20, 60), lam, bits)
+        solution = SOLVERS[solver](problem)
+        assert all((b == expected).all() for b in solution.bits), (lam, [np.unique(b) for b in solution.bits])
+
+
+@pytest.mark.parametrize("solver", [*sorted(SOLVERS), "brute_force"])
+def test_assignments_have_the_problem_shape_and_allowed_widths(solver):
+    rng = np.random.default_rng(5)
+    problem = _small_problem(rng, (2, 4, 8))
+    problem = BitProblem((Channel(0, 1, [], [], a=1e-9, c=0.0), *problem.channels), (2, 4, 8), row_bytes(), 0.5)
+    solution = {"brute_force": brute_force, **SOLVERS}[solver](problem)
+    assert len(solution.bits) == len(problem.channels)
+    for ch, b in zip(problem.channels, solution.bits):
+        assert b.shape == ch.group_rows.shape and b.dtype == np.int64 and np.isin(b, (2, 4, 8)).all()
+    assert solution.objective == pytest.approx(objective(problem, solution.bits), rel=1e-12)
+
+
+@pytest.mark.parametrize("solver", [*sorted(SOLVERS), "brute_force"])
+def test_problem_without_groups(solver):
+    problem = BitProblem((Channel(0, 1, [], [], a=1.0, c=1.0), Channel(1, 0, [], [], a=1.0, c=1.0)), (2, 8), row_bytes(), 0.5)
+    solution = {"brute_force": brute_force, **SOLVERS}[solver](problem)
+    assert solution.objective == 0.0 and [len(b) for b in solution.bits] == [0, 0]
+    assert objective(BitProblem((), (2, 8), row_bytes(), 0.5), []) == 0.0
+
+
+def _problem(**changes) -> BitProblem:
+    fields = {"channels": (Channel(0, 1, [1.0, 2.0], [3, 4], a=1e-9, c=0.0),), "bit_choices": (2, 4, 8),
+              "row_bytes": row_bytes(), "variance_weight": 0.5, **changes}  # fmt: skip
+    return BitProblem(**fields)
+
+
+@pytest.mark.parametrize(
+    ("build", "field"),
+    [
+        (lambda: _problem(variance_weight=1.5), "variance_weight"),
+        (lambda: _problem(variance_weight=-0.1), "variance_weight"),
+        (lambda: _problem(bit_choices=()), "bit_choices"),
+        (lambda: _problem(bit_choices=(4, 2)), "bit_choices"),
+        (lambda: _problem(bit_choices=(2, 3)), "bit_choices"),
+        (lambda: _problem(row_bytes={2: 68, 4: 132}), "row_bytes"),
+        (lambda: Channel(0, 1, [-1.0], [3], a=1e-9, c=0.0), "group_weights"),
+        (lambda: Channel(0, 1, [1.0], [0], a=1e-9, c=0.0), "group_rows"),
+        (lambda: Channel(0, 1, [1.0, 2.0], [3], a=1e-9, c=0.0), "group_weights/group_rows"),
+        (lambda: Channel(0, 1, [1.0], [3], a=-1e-9, c=0.0), "a"),
+        (lambda: Channel(0, 1, [1.0], [3], a=1e-9, c=-1.0), "c"),
+        (lambda: objective(_problem(), [np.array([2, 3])]), "bits[0]"),
+        (lambda: objective(_problem(), [np.array([2])]), "bits[0]"),
+        (lambda: objective(_problem(), []), "bits"),
+    ],
+)
+def test_validation_names_the_field(build, field):
+    with pytest.raises(ValueError, match=rf"(^|[\s.]){re.escape(field)} "):
+        build()
+
+
+def test_brute_force_refuses_large_problems():
+    rows = np.full(12, 10)
+    problem = _problem(channels=(Channel(0, 1, np.ones(12), rows, a=1e-9, c=0.0),), bit_choices=(1, 2, 4, 8))
+    assert 4**12 > BRUTE_FORCE_LIMIT
+    with pytest.raises(ValueError, match="brute_force"):
+        brute_force(problem)
