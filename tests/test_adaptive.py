@@ -28,7 +28,8 @@ def _cfg(model: str, lam: float, solver: str):
         "model": {"name": model, "layers": LAYERS, "hidden": HIDDEN, "dropout": 0.0, "norm": "layer"},
         "quantizer": {"name": "adaptive", "bits": 8, "grad_bits": None, "param_dtype": "fp16", "quantize_input": False,
                       "nonfinite": "error", "bit_choices": list(WIDTHS), "group_size": 7, "variance_weight": lam,
-                      "assign_cycle": 1, "solver": solver, "profile_repeats": 1, "refit_time_model": False},
+                      "assign_cycle": 1, "solver": solver, "milp_time_limit_s": 10.0, "profile_repeats": 1,
+                      "refit_time_model": False},
     })  # fmt: skip
 
 

@@ -46,11 +46,16 @@ def _by_definition(problem: BitProblem, bits: list[np.ndarray]) -> float:
         t = [ch.a * sum(int(r) * problem.row_bytes[int(x)] for r, x in zip(ch.group_rows, widths_of(b))) + ch.c for ch, b in used]
         return v, t
 
+    def spread(times: list[float]) -> float:
+        return max(times) + EPS * sum(times) / len(times)
+
     lam, lo, hi = problem.variance_weight, problem.bit_choices[0], problem.bit_choices[-1]
     v, t = variance_and_times(lambda b: b)
-    vn = variance_and_times(lambda b: [lo] * len(b))[0] or 1.0
-    tn = max(variance_and_times(lambda b: [hi] * len(b))[1]) or 1.0
-    return lam * v / vn + (1 - lam) * (max(t) / tn + EPS * sum(t) / len(t) / tn)
+    v_lo, t_lo = variance_and_times(lambda b: [lo] * len(b))
+    v_hi, t_hi = variance_and_times(lambda b: [hi] * len(b))
+    vn = (v_lo - v_hi) or 1.0
+    tn = (max(t_hi) - max(t_lo)) or 1.0
+    return lam * (v - v_hi) / vn + (1 - lam) * (spread(t) - spread(t_lo)) / tn
 
 
 @pytest.mark.parametrize("bits", BIT_SETS)

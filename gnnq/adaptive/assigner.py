@@ -112,6 +112,7 @@ class AdaptiveAssigner:
     def _solve(self, everything: list[dict]) -> dict:
         """Rank 0: one problem per (layer, direction) message."""
         solve = SOLVERS[self.cfg.solver]
+        options = {"time_limit_s": float(self.cfg.milp_time_limit_s)} if self.cfg.solver == "milp" else {}
         bits, histogram, seconds, objective = {}, {b: 0 for b in self.bit_choices}, 0.0, {}
         for key in self.keys:
             channels = []
@@ -120,7 +121,7 @@ class AdaptiveAssigner:
                     fit = self.time_model.channel(src, dst)
                     channels.append(Channel(src, dst, weights, rows, fit.a, fit.c))
             problem = BitProblem(tuple(channels), self.bit_choices, self.row_bytes, float(self.cfg.variance_weight))
-            solution = solve(problem)
+            solution = solve(problem, **options)
             seconds += solution.solve_time_s
             objective[f"{key[0]}.{key[1]}"] = solution.objective
             bits[key] = {(ch.src, ch.dst): b for ch, b in zip(channels, solution.bits)}

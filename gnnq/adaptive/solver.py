@@ -6,12 +6,16 @@ gets one width b_g from ``bit_choices``. With lam = ``variance_weight``, every s
     V   = sum over channels and groups of w_g / (2^b_g - 1)^2
     t_c = a_c * sum_g rows_g * row_bytes[b_g] + c_c        (channels with at least one group)
     T   = max_c t_c
-    J   = lam * V / Vn + (1 - lam) * (T / Tn + EPS * mean_c(t_c) / Tn),   EPS = 1e-4
+    S   = T + EPS * mean_c(t_c),   EPS = 1e-4
+    J   = lam * (V - V_hi) / (V_lo - V_hi) + (1 - lam) * (S - S_lo) / (T_hi - T_lo)
 
-where Vn is V with every group at the lowest width and Tn is T with every group at the highest
-width (each replaced by 1 when it is 0). The EPS term is a tie-break: channels that are not the
-slowest still prefer fewer bytes; it vanishes at lam = 1. Channels without groups are ignored, and
-a problem without groups has J = 0 and empty assignments.
+where _hi means every group at the highest width and _lo every group at the lowest (a zero
+denominator is replaced by 1). Both terms are normalized to the range the widths can move them
+over, so a fixed per-message latency c does not dilute the time term and lam keeps its meaning
+on fast and slow links alike; each term runs from 0 (its best) to about 1 (its worst). The EPS
+term is a tie-break: channels that are not the slowest still prefer fewer bytes; it vanishes at
+lam = 1. Channels without groups are ignored, and a problem without groups has J = 0 and empty
+assignments.
 
 ``solve_milp`` is exact up to a relative gap of MIP_REL_GAP (HiGHS through scipy.optimize.milp);
 with a time limit it returns the incumbent and HiGHS's lower bound (``Solution.bound``).
@@ -134,8 +138,10 @@ class _Model:
     a: np.ndarray  # (C,)
     c: np.ndarray  # (C,)
     sizes: np.ndarray  # group count of every channel of the problem, empty ones included
-    vn: float = 1.0
-    tn: float = 1.0
+    vn: float = 1.0  # V_lo - V_hi
+    tn: float = 1.0  # T_hi - T_lo
+    v0: float = 0.0  # V_hi
+    s0: float = 0.0  # S_lo
 
     @property
     def num_groups(self) -> int:
@@ -149,7 +155,12 @@ class _Model:
         """J of each row of ``idx`` (N, G), the width index of every group."""
         v = self.var[np.arange(self.num_groups), idx].sum(axis=-1)
         t = self.channel_times(idx)
-        return self.lam * v / self.vn + (1 - self.lam) * (t.max(axis=-1) + EPS * t.mean(axis=-1)) / self.tn
+        return self.lam * (v - self.v0) / self.vn + (1 - self.lam) * (self.spread(t) - self.s0) / self.tn
+
+    @staticmethod
+    def spread(t: np.ndarray) -> np.ndarray:
+        """S: the slowest channel's time plus the EPS tie-break on the mean."""
+        return t.max(axis=-1) + EPS * t.mean(axis=-1)
 
 
 def _model(problem: BitProblem) -> _Model:
@@ -176,8 +187,12 @@ def _model(problem: BitProblem) -> _Model:
     )
     if m.num_groups:
         lowest = np.zeros(m.num_groups, dtype=np.int64)
-        m.vn = float(m.var[:, 0].sum()) or 1.0
-        m.tn = float(m.channel_times(lowest + len(widths) - 1).max()) or 1.0
+        highest = lowest + len(widths) - 1
+        m.v0 = float(m.var[:, -1].sum())
+        m.vn = (float(m.var[:, 0].sum()) - m.v0) or 1.0
+        t_lo, t_hi = m.channel_times(lowest), m.channel_times(highest)
+        m.s0 = float(_Model.spread(t_lo))
+        m.tn = (float(t_hi.max()) - float(t_lo.max())) or 1.0
     return m
 
 
@@ -253,8 +268,9 @@ def solve_milp(problem: BitProblem, time_limit_s: float | None = None) -> Soluti
     status = {0: "optimal", 1: "time_limit"}.get(res.status, res.message)
     bound = None
     if res.mip_dual_bound is not None:
-        # The MILP objective leaves out the constant part of the mean term.
-        bound = float(res.mip_dual_bound / _COST_SCALE + (1 - m.lam) * EPS * m.c.sum() / (len(m.a) * m.tn))
+        # The MILP objective leaves out the constant part of the mean term and the normalization offsets.
+        constant = (1 - m.lam) * (EPS * m.c.sum() / len(m.a) - m.s0) / m.tn - m.lam * m.v0 / m.vn
+        bound = float(res.mip_dual_bound / _COST_SCALE + constant)
     return _solution(m, idx, "milp", started, status, bound)
 
 

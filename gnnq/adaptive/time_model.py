@@ -19,7 +19,7 @@ from gnnq.comm.communicator import Communicator
 
 # Messages below this size are latency-bound; the profile scales this floor instead, so small
 # channels still get several distinct sizes and a meaningful slope.
-MIN_PROFILE_BYTES = 64 * 1024
+MIN_PROFILE_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)

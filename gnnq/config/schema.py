@@ -68,6 +68,7 @@ class QuantizerConfig:
     variance_weight: float = 0.5  # lambda: 1 = minimize variance only, 0 = exchange time only
     assign_cycle: int = 50  # epochs between reassignments
     solver: str = "greedy"  # greedy (Lagrangian heuristic) | milp (exact, scipy HiGHS)
+    milp_time_limit_s: float = 10.0  # per message; the best assignment found so far is used after it
     profile_repeats: int = 3  # repeats of each size in the startup time-model profile
     refit_time_model: bool = False  # re-profile the channels at every reassignment
 

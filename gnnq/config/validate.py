@@ -112,6 +112,8 @@ def _check_adaptive(q: DictConfig) -> None:
     for key, low in (("group_size", 1), ("assign_cycle", 1), ("profile_repeats", 1)):
         if q[key] < low:
             raise ConfigError(f"quantizer.{key}={q[key]} is not allowed; it must be >= {low}")
+    if q.milp_time_limit_s <= 0:
+        raise ConfigError(f"quantizer.milp_time_limit_s={q.milp_time_limit_s} is not allowed; it must be > 0")
     if not 0.0 <= q.variance_weight <= 1.0:
         raise ConfigError(f"quantizer.variance_weight={q.variance_weight} is not allowed; it must be in [0, 1]")
 
