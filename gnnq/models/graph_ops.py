@@ -62,7 +62,7 @@ class CentralMarginal:
 def _csr(rows, cols, weights, shape) -> torch.Tensor:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        coo = torch.sparse_coo_tensor(torch.stack([rows, cols]), weights, shape).coalesce()
+        coo = torch.sparse_coo_tensor(torch.stack([rows, cols]), weights, shape, check_invariants=False).coalesce()
         return coo.to_sparse_csr()
 
 
