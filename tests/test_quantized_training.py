@@ -38,6 +38,7 @@ def _by_setting(runs_dir) -> dict[str, dict[str, float]]:
     }
 
 
+@pytest.mark.slow  # about 14 minutes on 2 cores
 @pytest.mark.parametrize("dataset", ["cora", "citeseer"])
 @pytest.mark.parametrize("model", ["gcn", "sage"])
 def test_quantized_accuracy_close_to_fp32(tmp_path, planetoid_root, dataset, model):

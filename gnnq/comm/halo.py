@@ -29,6 +29,7 @@ class HaloExchange:
         self.nonfinite_zeroed = 0
         self.codec_backend: str | None = None
         self.side_streams = False  # on GPU: encode, send and decode on a stream of their own
+        self._stream = None
 
     def use_side_stream(self) -> None:
         """Run messages on a separate CUDA stream (for overlap); no effect on CPU."""
@@ -53,7 +54,9 @@ class HaloExchange:
         """
         if not (self.side_streams and src.is_cuda):
             return self._start(src, layer, direction, category)
-        stream = torch.cuda.Stream(device=src.device)
+        if self._stream is None:
+            self._stream = torch.cuda.Stream(device=src.device)
+        stream = self._stream
         stream.wait_stream(torch.cuda.current_stream(src.device))  # src is ready before the codec reads it
         with torch.cuda.stream(stream):
             pending = self._start(src, layer, direction, category)
