@@ -198,6 +198,18 @@ BAD = {
     "train+val = 1 on files": (["dataset=files", "dataset.path=/tmp/x", "dataset.train_frac=0.5", "dataset.val_frac=0.5"],
                                ["dataset.train_frac"]),  # fmt: skip
     "train frac 0": (["dataset.train_frac=0"], ["dataset.train_frac"]),
+    # adaptive quantization and overlap
+    "bad parallel": (["parallel.name=pipeline"], ["parallel.name", "overlap"]),
+    "bad solver": (["quantizer=adaptive", "quantizer.solver=gurobi"], ["quantizer.solver", "greedy", "milp"]),
+    "bad bit choice": (["quantizer=adaptive", "quantizer.bit_choices=[2,3]"], ["quantizer.bit_choices", "1, 2, 4, 8"]),
+    "empty bit choices": (["quantizer=adaptive", "quantizer.bit_choices=[]"], ["quantizer.bit_choices"]),
+    "repeated bit choice": (["quantizer=adaptive", "quantizer.bit_choices=[4,4]"], ["quantizer.bit_choices"]),
+    "grad bits with adaptive": (["quantizer=adaptive", "quantizer.grad_bits=8"], ["quantizer.grad_bits", "null"]),
+    "lambda above 1": (["quantizer=adaptive", "quantizer.variance_weight=1.5"], ["quantizer.variance_weight", "[0, 1]"]),
+    "group size 0": (["quantizer=adaptive", "quantizer.group_size=0"], ["quantizer.group_size", ">= 1"]),
+    "assign cycle 0": (["quantizer=adaptive", "quantizer.assign_cycle=0"], ["quantizer.assign_cycle", ">= 1"]),
+    "milp limit 0": (["quantizer=adaptive", "quantizer.milp_time_limit_s=0"], ["quantizer.milp_time_limit_s", "> 0"]),
+    "adaptive first-cycle bits": (["quantizer=adaptive", "quantizer.bits=3"], ["quantizer.bits=3", "1, 2, 4, 8"]),
 }
 
 
