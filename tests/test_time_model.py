@@ -8,7 +8,7 @@ import statistics
 import numpy as np
 import pytest
 
-from gnnq.adaptive.time_model import LinearFit, TimeModel, fit_linear, fit_time_model, profile_sizes
+from gnnq.adaptive.time_model import MIN_PROFILE_BYTES, LinearFit, TimeModel, fit_linear, fit_time_model, profile_sizes
 from gnnq.comm.accounting import CONTROL
 from gnnq.comm.channel_profile import PROFILE_DIRECTION, profile_channels
 from gnnq.comm.communicator import Communicator
@@ -76,7 +76,8 @@ def test_fit_needs_samples():
 def test_profile_sizes():
     rounds = profile_sizes([0, 8 * MIB, 1000], steps=5)
     assert [r[1] for r in rounds] == [1 * MIB, 2 * MIB, 4 * MIB, 8 * MIB, 16 * MIB]
-    assert [r[2] for r in rounds] == [8 * KIB, 16 * KIB, 32 * KIB, 64 * KIB, 128 * KIB]  # scaled from the floor
+    floor = MIN_PROFILE_BYTES  # 1000 bytes is below it, so that channel is profiled from the floor
+    assert [r[2] for r in rounds] == [floor // 8, floor // 4, floor // 2, floor, 2 * floor]
     assert all(r[0] == 0 for r in rounds)
     assert profile_sizes([4 * MIB], steps=1) == [[8 * MIB]]
     with pytest.raises(ValueError):
