@@ -10,7 +10,7 @@ from gnnq.adaptive.assigner import AdaptiveAssigner
 from gnnq.adaptive.influence import cache_path, cached_local_sums
 from gnnq.comm import Communicator, HaloExchange
 from gnnq.comm.accounting import HALO_TRAIN
-from gnnq.comm.codec import UniformCodec, message_quantization
+from gnnq.comm.codec import NonFiniteMessageError, UniformCodec, message_quantization
 from gnnq.comm.kernels.torch_codec import row_bytes
 from gnnq.comm.wire_layout import WireLayout
 from gnnq.data.halo import build_parts
@@ -129,6 +129,13 @@ def test_wire_layout_round_trip_and_sizes():
     spread = (src.amax(1) - src.amin(1)) / (2.0 ** bits.double() - 1)
     assert ((out - src).abs().amax(1) <= spread.float() * 1.01 + 1e-3).all()
     assert layout.histogram() == {b: int((bits == b).sum()) for b in WIDTHS}
+    # Non-finite values are handled once per message, whatever the number of widths in it.
+    src[0, 0], src[3, 1] = float("nan"), float("inf")
+    with pytest.raises(NonFiniteMessageError):
+        layout.encode(codec, src, torch.arange(rows), torch.rand(rows, 33, generator=gen), "test")
+    zeroing = UniformCodec(8, torch.float16, nonfinite="zero")
+    flat, _, zeroed = layout.encode(zeroing, src, torch.arange(rows), torch.rand(rows, 33, generator=gen), "test")
+    assert zeroed == 2 and torch.isfinite(layout.decode(zeroing, flat, 33)).all()
 
 
 def test_influence_cache_is_keyed_by_model(tmp_path):
@@ -140,3 +147,24 @@ def test_influence_cache_is_keyed_by_model(tmp_path):
     assert not torch.allclose(gcn["halo_col_sums"], sage["halo_col_sums"]), "SAGE must not reuse GCN's influence"
     again = cached_local_sums(local_graph_for("sage", part), "sage", 0, tmp_path)
     assert torch.equal(again["halo_col_sums"], sage["halo_col_sums"])
+
+
+def _failing_solve(world_size: int) -> str:
+    comm = Communicator()
+    graph = random_graph(num_nodes=120, num_edges=900, seed=4)
+    part = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, world_size, "metis", 1), world_size)[comm.rank]
+    cfg = _cfg("gcn", 0.5, "greedy")
+    op = local_graph_for("gcn", part)
+    exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(cfg.quantizer, 0, comm.rank))
+    assigner = AdaptiveAssigner(cfg.quantizer, comm, exchange, op, "gcn", HIDDEN, LAYERS)
+    assigner.cfg = OmegaConf.merge(cfg.quantizer, {"solver": "no-such-solver"})  # only rank 0 will trip over it
+    try:
+        assigner.reassign(2)
+    except RuntimeError as exc:
+        return str(exc)
+    return "no error"
+
+
+def test_a_failed_solve_on_rank_0_fails_every_rank_instead_of_hanging():
+    for message in run_distributed(2, _failing_solve, 2):
+        assert "assignment failed on rank 0" in message and "no-such-solver" in message

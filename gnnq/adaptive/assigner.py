@@ -66,8 +66,15 @@ class AdaptiveAssigner:
         for key in self.keys:
             groups[key], orders[key] = self._local_groups(key)
         everything = self.comm.all_gather_object(groups, category=CONTROL)
-        decided = self._solve(everything) if self.comm.rank == 0 else None
+        decided = None
+        if self.comm.rank == 0:
+            try:
+                decided = self._solve(everything)
+            except Exception as exc:  # every rank must leave the broadcast, then all raise
+                decided = {"error": f"{type(exc).__name__}: {exc}"}
         decided = self.comm.broadcast_object(decided, src=0, category=CONTROL)
+        if "error" in decided:
+            raise RuntimeError(f"bit-width assignment failed on rank 0: {decided['error']}")
         for key in self.keys:
             self._install_layout(key, decided["bits"][key], orders[key])
         self.quant.ranges.clear()

@@ -1,7 +1,9 @@
 """AdaQP's per-channel time model t = a * bytes + c, fitted from a profile of the real exchange.
 
 AdaQP's public code profiled one rank pair at a time, but training posts all sends at once;
-here every channel is profiled while all of them are active (gnnq.comm.channel_profile).
+here every channel is profiled while all of them are active (gnnq.comm.channel_profile). The
+profile uses point-to-point sends (to time each channel apart), while training moves the same
+bytes with one all_to_all; the backends implement both over the same links, but not the same code.
 """
 
 from __future__ import annotations

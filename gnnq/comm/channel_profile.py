@@ -112,8 +112,15 @@ def _timed_round(send_buf: torch.Tensor, recv_bufs: dict[int, torch.Tensor], out
     """One round: arrival time of each incoming channel and this rank's whole round time."""
     dist.barrier()
     t0 = time.perf_counter()
-    recvs = {p: dist.irecv(recv_bufs[p][:n], src=p) for p, n in in_bytes.items() if n > 0}
-    sends = [dist.isend(send_buf[:n], dst=q) for q, n in enumerate(out_bytes) if n > 0 and q != rank]
+    recvs, sends = {}, []
+    # NCCL runs ungrouped send/recv between the same two ranks in posting order on one stream, so
+    # if both sides posted their receive first neither would finish: the lower rank sends first.
+    for peer in sorted(set(in_bytes) | {q for q in range(len(out_bytes)) if q != rank}):
+        for op in ("send", "recv") if rank < peer else ("recv", "send"):
+            if op == "recv" and in_bytes.get(peer, 0) > 0:
+                recvs[peer] = dist.irecv(recv_bufs[peer][: in_bytes[peer]], src=peer)
+            elif op == "send" and peer < len(out_bytes) and out_bytes[peer] > 0:
+                sends.append(dist.isend(send_buf[: out_bytes[peer]], dst=peer))
     arrivals = _arrival_times(recvs, t0, pool, polling=send_buf.is_cuda)
     for work in sends:
         work.wait()

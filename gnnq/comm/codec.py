@@ -32,16 +32,20 @@ class UniformCodec:
     def backend(t: torch.Tensor) -> str:
         return "triton" if t.is_cuda and triton_codec.triton_available() else "torch"
 
+    def check_finite(self, src: torch.Tensor, what: str) -> tuple[torch.Tensor, int]:
+        """``src`` with NaN/inf zeroed (or an error, per ``nonfinite``) and how many were zeroed."""
+        if bool(torch.isfinite(src).all()):
+            return src, 0
+        if self.nonfinite == "error":
+            raise NonFiniteMessageError(
+                f"non-finite values (NaN/inf) in the {what} message; set quantizer.nonfinite=zero to zero and count them"
+            )
+        zeroed = int((~torch.isfinite(src)).sum())
+        return torch.nan_to_num(src, nan=0.0, posinf=0.0, neginf=0.0), zeroed
+
     def encode(self, src: torch.Tensor, row_idx: torch.Tensor, noise: torch.Tensor, what: str) -> tuple[torch.Tensor, int]:
         """Wire rows for ``src[row_idx]``; returns them and the number of non-finite values zeroed."""
-        zeroed = 0
-        if not bool(torch.isfinite(src).all()):
-            if self.nonfinite == "error":
-                raise NonFiniteMessageError(
-                    f"non-finite values (NaN/inf) in the {what} message; set quantizer.nonfinite=zero to zero and count them"
-                )
-            zeroed = int((~torch.isfinite(src)).sum())
-            src = torch.nan_to_num(src, nan=0.0, posinf=0.0, neginf=0.0)
+        src, zeroed = self.check_finite(src, what)
         src = src.float()
         if self.backend(src) == "triton":
             return triton_codec.quantize_pack(src, row_idx, noise, self.bits, self.param_dtype), zeroed

@@ -12,9 +12,13 @@ from gnnq.comm.accounting import CommStats
 
 
 def _wait(tensor: torch.Tensor) -> None:
-    """CUDA collectives are asynchronous: wait so that the measured time is the real one."""
+    """CUDA work is asynchronous: wait for the current stream so that the measured time is the real one.
+
+    Only the current stream: under overlap that is the exchange's side stream, so computation
+    queued meanwhile on the main stream is not counted as communication.
+    """
     if tensor.is_cuda:
-        torch.cuda.synchronize(tensor.device)
+        torch.cuda.current_stream(tensor.device).synchronize()
 
 
 class Communicator:

@@ -34,11 +34,11 @@ class WireLayout:
     def encode(self, codec: UniformCodec, src: torch.Tensor, rows: torch.Tensor, noise: torch.Tensor, what: str):
         """(flat uint8 send buffer, bytes per destination, non-finite values zeroed)."""
         dim = src.shape[1]
-        wires, zeroed = {}, 0
+        src, zeroed = codec.check_finite(src, what)  # once for the message, not once per width
+        wires = {}
         for b in self.widths:
             pos = self.send.positions[b].to(src.device)
-            wires[b], z = _at(codec, b).encode(src, rows.index_select(0, pos), noise.index_select(0, pos), what)
-            zeroed += z
+            wires[b], _ = _at(codec, b).encode(src, rows.index_select(0, pos), noise.index_select(0, pos), what)
         pieces = [
             wires[b][self.send.offsets[b][q] : self.send.offsets[b][q + 1]].reshape(-1)
             for q in range(len(self.send.counts))

@@ -148,6 +148,11 @@ def validate(cfg: DictConfig) -> None:
             f"dataset.num_classes={cfg.dataset.num_classes} is not allowed; it must be <= dataset.num_nodes={cfg.dataset.num_nodes}"
         )
     _check_quantizer(cfg.quantizer)
+    if cfg.quantizer.name == "adaptive" and cfg.quantizer.assign_cycle >= cfg.trainer.epochs:
+        raise ConfigError(
+            f"quantizer.assign_cycle={cfg.quantizer.assign_cycle} is not allowed with trainer.epochs={cfg.trainer.epochs}: "
+            "no reassignment would happen; it must be < trainer.epochs (or use quantizer=uniform)"
+        )
     if cfg.cluster.name == "local" and cfg.cluster.hosts != 1:
         raise ConfigError(f"cluster.hosts={cfg.cluster.hosts} is not allowed with cluster=local; it must be 1")
     if cfg.dataset.name == "files" and not cfg.dataset.path:
