@@ -12,7 +12,6 @@ both ends of every channel hold the same layout.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 
@@ -38,7 +37,7 @@ class AdaptiveAssigner:
         self.quant = exchange.quant
         self.keys = [(layer, d) for layer in range(1, layers) for d in DIRECTIONS]
         self.bit_choices = tuple(sorted(int(b) for b in qcfg.bit_choices))
-        self.row_bytes = {b: dataclasses.replace(self.quant.forward, bits=b).row_bytes(dim) for b in self.bit_choices}
+        self.row_bytes = {b: self.quant.forward.at_bits(b).row_bytes(dim) for b in self.bit_choices}
         self.influence = message_influence(comm, exchange, graph, model_name, cache_dir)
         self.time_model = self._fit_time_model()
         self.assignments: list[dict] = []

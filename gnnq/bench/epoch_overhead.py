@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import statistics
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from gnnq.bench.gnnq_runs import command_line
 from gnnq.bench.machine import describe_machine
 from gnnq.track.progress import markdown_table
 
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--scale-graph", default="synthetic-200k", choices=list(GRAPHS))
     p.add_argument("--scale-ranks", type=int, nargs="+", default=[1, 2, 4])
     args = p.parse_args(argv)
-    command = "python -m gnnq.bench.epoch_overhead " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+    command = command_line("gnnq.bench.epoch_overhead", argv)
     runs = args.runs
 
     overhead_cases = [(g, kind) for g in args.graphs for kind in ("gnnq-1rank", "pyg-edge_index", "pyg-sparse_csr")]

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
-import sys
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from gnnq.adaptive.solver import ALLOWED_BITS, BitProblem, Channel, Solution, solve_greedy, solve_milp
+from gnnq.bench.gnnq_runs import command_line
 from gnnq.bench.machine import describe_machine
 from gnnq.comm.kernels import torch_codec
 from gnnq.track.progress import markdown_table
@@ -100,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--time-limit", type=float, default=20.0, help="MILP time limit per instance, seconds")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    command = "python -m gnnq.bench.solver_gap " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+    command = command_line("gnnq.bench.solver_gap", argv)
     rng = np.random.default_rng(args.seed)
     rows = []
     for ranks, low, high in SIZES:

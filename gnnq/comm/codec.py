@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 
@@ -24,6 +25,10 @@ class UniformCodec:
     bits: int
     param_dtype: torch.dtype
     nonfinite: str = "error"  # error | zero
+
+    def at_bits(self, bits: int) -> "UniformCodec":
+        """The same codec at another width."""
+        return self if bits == self.bits else dataclasses.replace(self, bits=bits)
 
     def row_bytes(self, dim: int) -> int:
         return torch_codec.row_bytes(dim, self.bits, self.param_dtype)

@@ -9,8 +9,6 @@ receiver can cut the byte strings apart and put every decoded row back in its pl
 
 from __future__ import annotations
 
-import dataclasses
-
 import torch
 
 from gnnq.comm.codec import UniformCodec
@@ -37,8 +35,8 @@ class WireLayout:
         src, zeroed = codec.check_finite(src, what)  # once for the message, not once per width
         wires = {}
         for b in self.widths:
-            pos = self.send.positions[b].to(src.device)
-            wires[b], _ = _at(codec, b).encode(src, rows.index_select(0, pos), noise.index_select(0, pos), what)
+            pos = self.send.positions_on(b, src.device)
+            wires[b], _ = codec.at_bits(b).encode(src, rows.index_select(0, pos), noise.index_select(0, pos), what)
         pieces = [
             wires[b][self.send.offsets[b][q] : self.send.offsets[b][q + 1]].reshape(-1)
             for q in range(len(self.send.counts))
@@ -52,7 +50,7 @@ class WireLayout:
 
     def decode(self, codec: UniformCodec, flat: torch.Tensor, dim: int) -> torch.Tensor:
         out = torch.empty((int(self.recv_bits.numel()), dim), dtype=torch.float32, device=flat.device)
-        sizes = {b: _at(codec, b).row_bytes(dim) for b in self.widths}
+        sizes = {b: codec.at_bits(b).row_bytes(dim) for b in self.widths}
         chunks = {b: [] for b in self.widths}
         start = 0
         for q in range(len(self.recv.counts)):
@@ -62,7 +60,7 @@ class WireLayout:
                 start += n
         for b in self.widths:
             wire = torch.cat(chunks[b]).view(-1, sizes[b])
-            out.index_copy_(0, self.recv.positions[b].to(flat.device), _at(codec, b).decode(wire, dim))
+            out.index_copy_(0, self.recv.positions_on(b, flat.device), codec.at_bits(b).decode(wire, dim))
         return out
 
 
@@ -72,19 +70,22 @@ class _Side:
     def __init__(self, bits: torch.Tensor, counts: list[int], widths: list[int]):
         self.counts = [int(c) for c in counts]
         peer = torch.repeat_interleave(torch.arange(len(self.counts)), torch.tensor(self.counts, dtype=torch.int64))
-        self.positions, self.offsets = {}, {}
+        self.positions, self.offsets, self._on_device = {}, {}, {}
         for b in widths:
             pos = torch.nonzero(bits == b).flatten()  # ascending, so grouped by peer
             self.positions[b] = pos
             per_peer = torch.bincount(peer[pos], minlength=len(self.counts))
             self.offsets[b] = [0] + torch.cumsum(per_peer, 0).tolist()
 
+    def positions_on(self, bits: int, device: torch.device) -> torch.Tensor:
+        """``positions[bits]`` on ``device``, copied there once."""
+        key = (bits, str(device))
+        if key not in self._on_device:
+            self._on_device[key] = self.positions[bits].to(device)
+        return self._on_device[key]
+
     def bytes_per_peer(self, codec: UniformCodec, dim: int) -> list[int]:
         return [
-            sum((self.offsets[b][q + 1] - self.offsets[b][q]) * _at(codec, b).row_bytes(dim) for b in self.positions)
+            sum((self.offsets[b][q + 1] - self.offsets[b][q]) * codec.at_bits(b).row_bytes(dim) for b in self.positions)
             for q in range(len(self.counts))
         ]
-
-
-def _at(codec: UniformCodec, bits: int) -> UniformCodec:
-    return codec if codec.bits == bits else dataclasses.replace(codec, bits=bits)
