@@ -26,6 +26,9 @@ class SyncStrategy:
     def eval(self) -> None:
         self.category = HALO_EVAL
 
+    def close(self) -> None:
+        """Finish whatever is still in flight (strategies that post ahead)."""
+
     def __call__(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
         if layer == 0:
             return self.graph.aggregate(torch.cat([h_inner, self.x_halo]))

@@ -1,0 +1,74 @@
+"""PipeGCN: every layer uses the halo rows (forward) and halo gradients (backward) of the previous epoch.
+
+The exchange posted in epoch t carries epoch t's values and is only waited for when epoch t+1
+starts, so it runs entirely behind epoch t's computation. The first training epoch has nothing
+stale yet and runs like ``sync`` (warm-up). With ``momentum`` γ > 0 the stale values are smoothed,
+stale = γ·stale + (1 − γ)·received, as in PipeGCN's smoothed variant. Evaluation is exact.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from gnnq.comm.accounting import HALO_TRAIN
+from gnnq.comm.halo import HaloExchange
+from gnnq.models.graph_ops import LocalGraph
+from gnnq.parallel.sync import SyncStrategy
+
+
+class StaleStrategy(SyncStrategy):
+    def __init__(self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, momentum: float = 0.0):
+        super().__init__(exchange, graph, x_inner)
+        self.momentum = float(momentum)
+        self.halo = {}  # layer -> stale halo rows (forward)
+        self.returned = {}  # layer -> stale gradient rows peers returned for this rank's sent rows
+        self.in_flight = []  # (kind, layer, PendingHalo) posted this epoch
+
+    def train(self, epoch: int = 0) -> None:
+        self._settle()
+        super().train(epoch)
+
+    def _settle(self) -> None:
+        """Wait for last epoch's messages and fold them into the stale buffers."""
+        for kind, layer, pending in self.in_flight:
+            store = self.halo if kind == "fwd" else self.returned
+            new = pending.wait()
+            old = store.get(layer)
+            store[layer] = new if old is None or self.momentum == 0 else old.mul(self.momentum).add_(new, alpha=1 - self.momentum)
+        self.in_flight = []
+
+    def aggregate_hidden(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
+        if self.category != HALO_TRAIN:
+            return super().aggregate_hidden(layer, h_inner)  # evaluation is exact
+        return _StaleAggregate.apply(h_inner, self, layer)
+
+    def exchange_rows(self, kind: str, layer: int, rows: torch.Tensor) -> torch.Tensor:
+        """The stale rows for ``kind`` at ``layer``; posts this epoch's rows for the next epoch.
+
+        Warm-up (nothing stale yet): exchange now, and use and keep what arrives.
+        """
+        store = self.halo if kind == "fwd" else self.returned
+        pending = self.exchange.start(rows, layer, kind, HALO_TRAIN)
+        if layer not in store:
+            store[layer] = pending.wait()
+        else:
+            self.in_flight.append((kind, layer, pending))
+        return store[layer]
+
+    def close(self) -> None:
+        self._settle()
+
+
+class _StaleAggregate(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, h_inner, strategy: StaleStrategy, layer: int):
+        ctx.strategy, ctx.layer = strategy, layer
+        halo = strategy.exchange_rows("fwd", layer, h_inner.detach())
+        return strategy.graph.matrix @ torch.cat([h_inner, halo])
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        strategy, n = ctx.strategy, ctx.strategy.graph.num_rows
+        grad_full = strategy.graph.matrix_t @ grad_out.contiguous()
+        returned = strategy.exchange_rows("bwd", ctx.layer, grad_full[n:].contiguous())
+        return strategy.exchange.add_returned(grad_full[:n].contiguous(), returned), None, None

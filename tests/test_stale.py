@@ -1,0 +1,90 @@
+"""parallel=stale (PipeGCN) on real gloo groups: last epoch's halo rows, and sync when nothing changes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from gnnq.comm import Communicator, HaloExchange
+from gnnq.data.halo import build_parts
+from gnnq.data.partition import partition_nodes
+from gnnq.models import local_graph_for
+from gnnq.parallel import STRATEGIES
+from gnnq.train.loop import build_model, forward_backward, make_optimizer
+from tests.helpers import random_graph, run_distributed
+
+HIDDEN, LAYERS, EPOCHS = 16, 3, 4
+
+
+def _cfg(model: str, lr: float):
+    return OmegaConf.create({
+        "model": {"name": model, "layers": LAYERS, "hidden": HIDDEN, "dropout": 0.0, "norm": "layer"},
+        "trainer": {"optimizer": "adam", "lr": lr, "weight_decay": 0.0},
+    })  # fmt: skip
+
+
+def _train(world_size: int, strategy_name: str, model_name: str, lr: float):
+    """EPOCHS training steps; per epoch and hidden layer: the inner rows fed in and the halo rows used."""
+    comm = Communicator()
+    graph = random_graph(num_nodes=150, num_edges=900, seed=2)
+    part = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, world_size, "metis", 1), world_size)[comm.rank]
+    cfg = _cfg(model_name, lr)
+    torch.manual_seed(0)
+    model = build_model(cfg, part)
+    optimizer = make_optimizer(cfg, model.parameters())
+    strategy = STRATEGIES[strategy_name](HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts),
+                                         local_graph_for(model_name, part), part.x)  # fmt: skip
+    seen = []
+    aggregate = strategy.aggregate_hidden
+
+    def recording(layer, h_inner):
+        out = aggregate(layer, h_inner)
+        used = strategy.halo[layer] if hasattr(strategy, "halo") else None
+        seen[-1][layer] = (h_inner.detach().clone(), None if used is None else used.clone())
+        return out
+
+    strategy.aggregate_hidden = recording
+    steps = []
+    for epoch in range(1, EPOCHS + 1):
+        seen.append({})
+        strategy.train(epoch)
+        optimizer.zero_grad()
+        logits, _ = forward_backward(model, part, strategy, float(graph.train_mask.sum()), comm)
+        steps.append({"logits": logits.detach(), "grads": [p.grad.clone() for p in model.parameters()]})
+        optimizer.step()
+    strategy.close()
+    return {"inner_ids": part.inner_ids, "halo_ids": part.halo_ids, "seen": seen, "steps": steps,
+            "num_nodes": graph.num_nodes}  # fmt: skip
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+@pytest.mark.parametrize("model_name", ["gcn", "sage"])
+def test_each_epoch_uses_the_previous_epochs_halo_rows(world_size, model_name):
+    results = run_distributed(world_size, _train, world_size, "stale", model_name, 0.05)
+    n = results[0]["num_nodes"]
+    first = results[0]["seen"]
+    assert not torch.equal(first[1][1][0], first[2][1][0]), "training must change the rows, or the test proves nothing"
+    for epoch in range(EPOCHS):
+        for layer in range(1, LAYERS):
+            whole = torch.zeros(n, HIDDEN)
+            for res in results:
+                whole[res["inner_ids"]] = res["seen"][epoch][layer][0]
+            for res in results:
+                if epoch + 1 < EPOCHS:  # what the next epoch uses is exactly this epoch's rows
+                    used_next = res["seen"][epoch + 1][layer][1]
+                    assert torch.equal(used_next, whole[res["halo_ids"]]), (epoch + 2, layer)
+                if epoch == 0:  # warm-up: the current rows, as in sync
+                    assert torch.equal(res["seen"][0][layer][1], whole[res["halo_ids"]])
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_without_staleness_it_equals_sync(world_size):
+    """lr = 0 and no dropout: last epoch's rows and gradients are this epoch's, so stale == sync."""
+    stale = run_distributed(world_size, _train, world_size, "stale", "gcn", 0.0)
+    sync = run_distributed(world_size, _train, world_size, "sync", "gcn", 0.0)
+    for s, r in zip(stale, sync):
+        for epoch in range(EPOCHS):
+            torch.testing.assert_close(s["steps"][epoch]["logits"], r["steps"][epoch]["logits"], rtol=1e-5, atol=1e-6)
+            for got, ref in zip(s["steps"][epoch]["grads"], r["steps"][epoch]["grads"]):
+                torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-6)
