@@ -75,7 +75,14 @@ class QuantizerConfig:
 
 @dataclass
 class ParallelConfig:
-    name: str = "sync"
+    name: str = "sync"  # sync | overlap | stale | sampling | minibatch
+    # --- stale (PipeGCN) only ---
+    momentum: float = 0.0  # smoothing of stale rows: stale = momentum * stale + (1 - momentum) * received
+    # --- sampling (BNS-GCN) only ---
+    sampling_rate: float = 0.1  # fraction p of each peer's boundary rows exchanged per training epoch
+    # --- minibatch (single-process neighbour-sampling reference) only ---
+    fanouts: List[int] = field(default_factory=lambda: [10])  # neighbours per layer, input layer first; one value: every layer; -1: all
+    batch_size: int = 1024  # training (target) nodes per step
 
 
 @dataclass
