@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import tempfile
 
 import numpy as np
@@ -51,8 +52,14 @@ def _worker(rank, world_size, port, fn, args, out_dir):
     try:
         result = fn(*args)
         torch.save(result, os.path.join(out_dir, f"rank{rank}.pt"))
+        dist.barrier()  # tear down together: a peer still communicating can abort on a destroyed group
     finally:
         dist.destroy_process_group()
+    # Done and saved. Skip interpreter teardown, where gloo threads being destructed intermittently
+    # abort the process ("terminate called without an active exception"), as the worker does.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def run_distributed(world_size: int, fn, *args) -> list:

@@ -24,7 +24,7 @@ def _cfg(model: str, lr: float):
     })  # fmt: skip
 
 
-def _train(world_size: int, strategy_name: str, model_name: str, lr: float):
+def _train(world_size: int, strategy_name: str, model_name: str, lr: float, options: dict | None = None):
     """EPOCHS training steps; per epoch and hidden layer: the inner rows fed in and the halo rows used."""
     comm = Communicator()
     graph = random_graph(num_nodes=150, num_edges=900, seed=2)
@@ -34,7 +34,7 @@ def _train(world_size: int, strategy_name: str, model_name: str, lr: float):
     model = build_model(cfg, part)
     optimizer = make_optimizer(cfg, model.parameters())
     strategy = STRATEGIES[strategy_name](HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts),
-                                         local_graph_for(model_name, part), part.x)  # fmt: skip
+                                         local_graph_for(model_name, part), part.x, **(options or {}))  # fmt: skip
     seen = []
     aggregate = strategy.aggregate_hidden
 
@@ -88,3 +88,24 @@ def test_without_staleness_it_equals_sync(world_size):
             torch.testing.assert_close(s["steps"][epoch]["logits"], r["steps"][epoch]["logits"], rtol=1e-5, atol=1e-6)
             for got, ref in zip(s["steps"][epoch]["grads"], r["steps"][epoch]["grads"]):
                 torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_momentum_smooths_the_stale_rows():
+    """used(t+1) = γ·used(t) + (1 − γ)·rows(t) from epoch 3 on; epoch 2 uses epoch 1's rows."""
+    gamma = 0.75
+    results = run_distributed(2, _train, 2, "stale", "gcn", 0.05, {"momentum": gamma})
+    n = results[0]["num_nodes"]
+    for layer in range(1, LAYERS):
+        sent = []
+        for epoch in range(EPOCHS):
+            whole = torch.zeros(n, HIDDEN)
+            for res in results:
+                whole[res["inner_ids"]] = res["seen"][epoch][layer][0]
+            sent.append(whole)
+        for res in results:
+            used = [res["seen"][epoch][layer][1] for epoch in range(EPOCHS)]
+            halo = res["halo_ids"]
+            torch.testing.assert_close(used[1], sent[0][halo], rtol=0, atol=0)
+            for t in range(2, EPOCHS):
+                torch.testing.assert_close(used[t], gamma * used[t - 1] + (1 - gamma) * sent[t - 1][halo], rtol=1e-6, atol=1e-6)
+            assert not torch.allclose(used[3], sent[2][halo]), "smoothing must differ from plain staleness"

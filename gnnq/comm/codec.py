@@ -62,7 +62,7 @@ class UniformCodec:
         return torch_codec.unpack_dequantize(wire, dim, self.bits, self.param_dtype)
 
 
-def _stream_seed(*key) -> int:
+def stream_seed(*key) -> int:
     return int.from_bytes(hashlib.blake2b(repr(key).encode(), digest_size=8).digest(), "little") >> 1
 
 
@@ -104,7 +104,7 @@ class MessageQuantization:
         for peer, rows in enumerate(counts):
             if rows:
                 gen = torch.Generator(device=device)
-                gen.manual_seed(_stream_seed(self.seed, self.epoch, layer, direction, self.rank, peer))
+                gen.manual_seed(stream_seed(self.seed, self.epoch, layer, direction, self.rank, peer))
                 parts.append(torch.rand((rows, dim), generator=gen, device=device))
         return torch.cat(parts) if parts else torch.empty((0, dim), device=device)
 

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from gnnq.comm.accounting import HALO_EVAL, HALO_SETUP, HALO_TRAIN
 from gnnq.comm.codec import MessageQuantization
 from gnnq.comm.communicator import Communicator
+
+
+@dataclass(frozen=True)
+class HaloPlan:
+    """Which rows move: ``send_idx`` (inner rows, grouped by destination, ``send_counts`` each)
+    and ``recv_counts`` halo rows from each peer. A strategy may pass a subset of the partition's
+    plan for one message (``parallel=sampling`` does); both ends must use matching subsets."""
+
+    send_idx: torch.Tensor
+    send_counts: list[int]
+    recv_counts: list[int]
 
 
 class HaloExchange:
@@ -21,9 +34,8 @@ class HaloExchange:
     def __init__(self, comm: Communicator, send_idx: torch.Tensor, send_counts, recv_counts,
                  quant: MessageQuantization | None = None):  # fmt: skip
         self.comm = comm
-        self.send_idx = send_idx
-        self.send_counts = [int(c) for c in send_counts]
-        self.recv_counts = [int(c) for c in recv_counts]
+        self.plan = HaloPlan(send_idx, [int(c) for c in send_counts], [int(c) for c in recv_counts])
+        self.send_idx, self.send_counts, self.recv_counts = self.plan.send_idx, self.plan.send_counts, self.plan.recv_counts
         self.num_halo = sum(self.recv_counts)
         self.quant = quant
         self.nonfinite_zeroed = 0
@@ -35,40 +47,43 @@ class HaloExchange:
         """Run messages on a separate CUDA stream (for overlap); no effect on CPU."""
         self.side_streams = True
 
-    def fetch(self, h_inner: torch.Tensor, layer: int, category: str = HALO_TRAIN) -> torch.Tensor:
+    def fetch(self, h_inner: torch.Tensor, layer: int, category: str = HALO_TRAIN, plan: HaloPlan | None = None) -> torch.Tensor:
         """Halo rows of ``h_inner`` from their owners; differentiable (gradients flow back to owners)."""
         if torch.is_grad_enabled() and h_inner.requires_grad:
-            return _HaloFunction.apply(h_inner, self, layer, category)
-        return self.start(h_inner, layer, "fwd", category).wait()
+            return _HaloFunction.apply(h_inner, self, layer, category, plan)
+        return self.start(h_inner, layer, "fwd", category, plan).wait()
 
     def fetch_static(self, x_inner: torch.Tensor) -> torch.Tensor:
         """Halo rows of data that never changes (input features): call once and keep the result."""
         return self.start(x_inner, 0, "input", HALO_SETUP).wait()
 
-    def start(self, src: torch.Tensor, layer: int, direction: str, category: str) -> "PendingHalo":
+    def start(self, src: torch.Tensor, layer: int, direction: str, category: str,
+              plan: HaloPlan | None = None) -> "PendingHalo":  # fmt: skip
         """Post one message and return at once; ``.wait()`` gives the rows that arrive.
 
         ``direction`` "fwd" / "input": ``src`` holds inner rows and the peers' halo rows arrive
         (in halo order). "bwd": ``src`` holds one row per halo row (gradients) and each peer's
         rows come back in this rank's send order (add them with :meth:`add_returned`).
+        ``plan`` (default: the partition's) says which rows move.
         """
+        plan = plan or self.plan
         if not (self.side_streams and src.is_cuda):
-            return self._start(src, layer, direction, category)
+            return self._start(src, layer, direction, category, plan)
         if self._stream is None:
             self._stream = torch.cuda.Stream(device=src.device)
         stream = self._stream
         stream.wait_stream(torch.cuda.current_stream(src.device))  # src is ready before the codec reads it
         with torch.cuda.stream(stream):
-            pending = self._start(src, layer, direction, category)
+            pending = self._start(src, layer, direction, category, plan)
         src.record_stream(stream)
         pending.stream = stream
         return pending
 
-    def _start(self, src: torch.Tensor, layer: int, direction: str, category: str) -> "PendingHalo":
+    def _start(self, src: torch.Tensor, layer: int, direction: str, category: str, plan: HaloPlan) -> "PendingHalo":
         if direction == "bwd":
-            rows, send_counts, recv_counts = None, self.recv_counts, self.send_counts
+            rows, send_counts, recv_counts = None, plan.recv_counts, plan.send_counts
         else:
-            rows, send_counts, recv_counts = self.send_idx, self.send_counts, self.recv_counts
+            rows, send_counts, recv_counts = plan.send_idx, plan.send_counts, plan.recv_counts
         kw = {"category": category, "layer": layer, "direction": "bwd" if direction == "bwd" else "fwd"}
         quant = self.quant if category != HALO_EVAL else None
         codec = quant.codec(direction) if quant is not None else None
@@ -84,6 +99,8 @@ class HaloExchange:
         what = f"layer {layer} {'forward' if direction != 'bwd' else 'backward'}"
         self.codec_backend = codec.backend(src)
         layout = quant.layout(layer, direction)
+        if layout is not None and plan is not self.plan:
+            raise ValueError("per-row bit-widths (quantizer=adaptive) need the partition's full halo plan")
         if layout is None:
             wire, zeroed = codec.encode(src, rows, noise, what)
             self.nonfinite_zeroed += zeroed
@@ -94,9 +111,9 @@ class HaloExchange:
         pending = self.comm.all_to_all_start(flat, send_bytes, layout.recv_bytes(codec, dim), **kw)
         return PendingHalo(pending, lambda w: layout.decode(codec, w, dim))
 
-    def add_returned(self, grad_inner: torch.Tensor, returned: torch.Tensor) -> torch.Tensor:
+    def add_returned(self, grad_inner: torch.Tensor, returned: torch.Tensor, plan: HaloPlan | None = None) -> torch.Tensor:
         """Add the gradient rows peers returned for the rows this rank sent them."""
-        return grad_inner.index_add_(0, self.send_idx, returned)
+        return grad_inner.index_add_(0, (plan or self.plan).send_idx, returned)
 
 
 class PendingHalo:
@@ -124,12 +141,12 @@ class PendingHalo:
 
 class _HaloFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, h_inner, exchange: HaloExchange, layer: int, category: str):
-        ctx.exchange, ctx.layer, ctx.category, ctx.num_inner = exchange, layer, category, h_inner.shape[0]
-        return exchange.start(h_inner, layer, "fwd", category).wait()
+    def forward(ctx, h_inner, exchange: HaloExchange, layer: int, category: str, plan: HaloPlan | None):
+        ctx.exchange, ctx.layer, ctx.category, ctx.plan, ctx.num_inner = exchange, layer, category, plan, h_inner.shape[0]
+        return exchange.start(h_inner, layer, "fwd", category, plan).wait()
 
     @staticmethod
     def backward(ctx, grad_halo):
-        returned = ctx.exchange.start(grad_halo.contiguous(), ctx.layer, "bwd", ctx.category).wait()
+        returned = ctx.exchange.start(grad_halo.contiguous(), ctx.layer, "bwd", ctx.category, ctx.plan).wait()
         grad_inner = grad_halo.new_zeros((ctx.num_inner,) + tuple(grad_halo.shape[1:]))
-        return ctx.exchange.add_returned(grad_inner, returned), None, None, None
+        return ctx.exchange.add_returned(grad_inner, returned, ctx.plan), None, None, None, None

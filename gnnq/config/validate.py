@@ -16,7 +16,7 @@ ALLOWED = {
     "quantizer.solver": ("greedy", "milp"),
     "quantizer.param_dtype": ("fp16", "fp32"),
     "quantizer.nonfinite": ("error", "zero"),
-    "parallel.name": ("sync", "overlap"),
+    "parallel.name": ("sync", "overlap", "stale", "sampling", "minibatch"),
     "cluster.name": ("local",),
     "cluster.backend": ("auto", "gloo", "nccl"),
     "logger.name": ("wandb", "none"),
@@ -37,6 +37,9 @@ LOWER_BOUNDS = {
     "trainer.lr": (0.0, True),
     "trainer.weight_decay": (0.0, False),
     "trainer.eval_every": (1, False),
+    "parallel.momentum": (0.0, False),
+    "parallel.sampling_rate": (0.0, True),
+    "parallel.batch_size": (1, False),
     "dataset.num_nodes": (2, False),
     "dataset.avg_degree": (0.0, True),
     "dataset.num_classes": (2, False),
@@ -46,7 +49,10 @@ LOWER_BOUNDS = {
     "dataset.train_frac": (0.0, True),
     "dataset.val_frac": (0.0, False),
 }
-UPPER_BOUNDS = {"model.dropout": (1.0, True), "dataset.homophily": (1.0, False), "dataset.train_frac": (1.0, True)}
+UPPER_BOUNDS = {
+    "parallel.momentum": (1.0, True),
+    "parallel.sampling_rate": (1.0, False),
+    "model.dropout": (1.0, True), "dataset.homophily": (1.0, False), "dataset.train_frac": (1.0, True)}
 
 
 def _get(cfg: DictConfig, key: str):
@@ -118,6 +124,30 @@ def _check_adaptive(q: DictConfig) -> None:
         raise ConfigError(f"quantizer.variance_weight={q.variance_weight} is not allowed; it must be in [0, 1]")
 
 
+def _check_parallel(cfg: DictConfig) -> None:
+    p = cfg.parallel
+    if p.name == "sampling" and cfg.quantizer.name == "adaptive":
+        raise ConfigError(
+            "parallel=sampling is not allowed with quantizer=adaptive (per-row widths need every boundary row "
+            "each epoch); use quantizer=fp32 or uniform"
+        )
+    if p.name != "minibatch":
+        return
+    fanouts = list(p.fanouts)
+    if not fanouts or len(fanouts) not in (1, cfg.model.layers) or any(f != -1 and f < 1 for f in fanouts):
+        raise ConfigError(
+            f"parallel.fanouts={fanouts} is not allowed; give one value for every layer or one per layer "
+            f"(model.layers={cfg.model.layers}), each >= 1 or -1 for all neighbours"
+        )
+    if cfg.cluster.nproc * cfg.cluster.hosts != 1:
+        raise ConfigError(
+            f"parallel=minibatch is a single-process reference; cluster.nproc={cfg.cluster.nproc} x "
+            f"cluster.hosts={cfg.cluster.hosts} is not allowed, use cluster.nproc=1"
+        )
+    if cfg.quantizer.name != "fp32":
+        raise ConfigError(f"quantizer={cfg.quantizer.name} is not allowed with parallel=minibatch (no messages); use quantizer=fp32")
+
+
 def validate(cfg: DictConfig) -> None:
     """Raise ConfigError for the first value that is not allowed."""
     from gnnq.data.registry import dataset_names, expected_num_nodes
@@ -153,6 +183,7 @@ def validate(cfg: DictConfig) -> None:
             f"quantizer.assign_cycle={cfg.quantizer.assign_cycle} is not allowed with trainer.epochs={cfg.trainer.epochs}: "
             "no reassignment would happen; it must be < trainer.epochs (or use quantizer=uniform)"
         )
+    _check_parallel(cfg)
     if cfg.cluster.name == "local" and cfg.cluster.hosts != 1:
         raise ConfigError(f"cluster.hosts={cfg.cluster.hosts} is not allowed with cluster=local; it must be 1")
     if cfg.dataset.name == "files" and not cfg.dataset.path:

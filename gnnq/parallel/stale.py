@@ -19,6 +19,8 @@ from gnnq.parallel.sync import SyncStrategy
 class StaleStrategy(SyncStrategy):
     def __init__(self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, momentum: float = 0.0):
         super().__init__(exchange, graph, x_inner)
+        if not 0.0 <= momentum < 1.0:
+            raise ValueError(f"parallel.momentum={momentum} is not allowed; it must be in [0, 1)")
         self.momentum = float(momentum)
         self.halo = {}  # layer -> stale halo rows (forward)
         self.returned = {}  # layer -> stale gradient rows peers returned for this rank's sent rows

@@ -18,7 +18,7 @@ from gnnq.comm.accounting import CONTROL, GRAD_SYNC, HALO_EVAL, HALO_SETUP, HALO
 from gnnq.comm.codec import message_quantization
 from gnnq.data.halo import Part
 from gnnq.models import GNN, local_graph_for
-from gnnq.parallel import STRATEGIES
+from gnnq.parallel import make_strategy
 from gnnq.train.metrics import loss_sum, metrics_from_counts, split_counts
 
 EpochCallback = Callable[[dict], None]
@@ -99,7 +99,7 @@ def train(
     graph = local_graph_for(cfg.model.name, part)
     quant = message_quantization(cfg.quantizer, seed, comm.rank)
     exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, quant)
-    strategy = STRATEGIES[cfg.parallel.name](exchange, graph, part.x)
+    strategy = make_strategy(cfg.parallel, exchange, graph, part.x, seed)
     assigner = None
     if cfg.quantizer.name == "adaptive":
         m = cfg.model
@@ -164,6 +164,7 @@ def train(
         history.append(row)
         if on_epoch is not None:
             on_epoch(row)
+    strategy.close()
 
     peak = torch.zeros(2, comm.world_size, **f64)
     peak[0, comm.rank] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB -> MiB on Linux
