@@ -20,7 +20,8 @@ GROUP_OPTIONS = [(g, p.stem) for g in GROUPS if g != "experiment" for p in sorte
 
 
 def extra_for(group: str, option: str) -> list[str]:
-    return ["dataset.path=/tmp/x"] if (group, option) == ("dataset", "files") else []
+    extra = {("dataset", "files"): ["dataset.path=/tmp/x"], ("parallel", "minibatch"): ["cluster.nproc=1"]}
+    return extra.get((group, option), [])
 
 
 def error_line(overrides: list[str]) -> str:
@@ -211,6 +212,17 @@ BAD = {
     "milp limit 0": (["quantizer=adaptive", "quantizer.milp_time_limit_s=0"], ["quantizer.milp_time_limit_s", "> 0"]),
     "cycle not shorter than the run": (["quantizer=adaptive", "trainer.epochs=50"], ["quantizer.assign_cycle=50", "trainer.epochs=50"]),
     "adaptive first-cycle bits": (["quantizer=adaptive", "quantizer.bits=3"], ["quantizer.bits=3", "1, 2, 4, 8"]),
+    # peer strategies
+    "momentum 1": (["parallel=stale", "parallel.momentum=1.0"], ["parallel.momentum", "< 1"]),
+    "negative momentum": (["parallel=stale", "parallel.momentum=-0.1"], ["parallel.momentum", ">= 0"]),
+    "sampling rate 0": (["parallel=sampling", "parallel.sampling_rate=0"], ["parallel.sampling_rate", "> 0"]),
+    "sampling rate above 1": (["parallel=sampling", "parallel.sampling_rate=1.5"], ["parallel.sampling_rate", "<= 1"]),
+    "sampling with adaptive": (["parallel=sampling", "quantizer=adaptive", "trainer.epochs=60"], ["parallel=sampling", "quantizer=adaptive", "uniform"]),
+    "minibatch on 2 ranks": (["parallel=minibatch"], ["parallel=minibatch", "cluster.nproc=2", "cluster.nproc=1"]),
+    "minibatch quantized": (["parallel=minibatch", "cluster.nproc=1", "quantizer=uniform", "quantizer.bits=8"], ["quantizer=uniform", "fp32"]),
+    "minibatch fanouts length": (["parallel=minibatch", "cluster.nproc=1", "parallel.fanouts=[5,5]"], ["parallel.fanouts=[5, 5]", "model.layers=3"]),
+    "minibatch fanout 0": (["parallel=minibatch", "cluster.nproc=1", "parallel.fanouts=[0]"], ["parallel.fanouts", "-1"]),
+    "minibatch batch 0": (["parallel=minibatch", "cluster.nproc=1", "parallel.batch_size=0"], ["parallel.batch_size", ">= 1"]),
 }
 
 
