@@ -4,11 +4,15 @@ The model never talks to other ranks: at each layer it asks ``propagate(layer, h
 for the normalized neighbourhood aggregate of its inner rows, A @ [h_inner; h_halo], and
 whoever supplies that callable (a parallel strategy) decides how and when halo rows move
 and in which order the aggregation runs.
+
+Mini-batch blocks (``gnnq.data.neighbor_sampler``) reuse the same forward: layer i's input
+rows are its block's source nodes, destination nodes first, and ``num_dst[i]`` says how many
+leading rows are the destinations (SAGE's root term and the layer's output rows).
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 from torch import nn
@@ -52,11 +56,13 @@ class GNN(nn.Module):
         self.norms = nn.ModuleList(nn.LayerNorm(hidden) if norm == "layer" else nn.Identity() for _ in range(layers - 1))
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x_inner: torch.Tensor, propagate: Propagate) -> torch.Tensor:
+    def forward(self, x_inner: torch.Tensor, propagate: Propagate, num_dst: Sequence[int] | None = None) -> torch.Tensor:
+        """Full graph: ``num_dst`` None. Blocks: per layer, the number of leading rows of h that are its outputs."""
         h = x_inner
         last = len(self.convs) - 1
         for i, conv in enumerate(self.convs):
-            h = conv(h, propagate(i, h))
+            aggregated = propagate(i, h)
+            h = conv(h if num_dst is None else h[: num_dst[i]], aggregated)
             if i < last:
                 h = self.dropout(torch.relu(self.norms[i](h)))
         return h
