@@ -27,3 +27,16 @@ def test_stale_and_sampling_runs_next_to_sync(tmp_path):
     assert records["sampling"][1][-1]["eval_comm_bytes"] == records["sync"][1][-1]["eval_comm_bytes"]
     for rec in (stale, sampling):
         assert rec["test"] is not None and rec["config"]["partitioner"] == sync["config"]["partitioner"]
+
+
+def test_minibatch_reference_run(tmp_path):
+    res = run_gnnq([*SMALL, "experiment=minibatch", "cluster.nproc=1", "model.hidden=32", "trainer.epochs=3", "parallel.batch_size=256",
+                    "parallel.fanouts=[5,5,-1]"], tmp_path, tmp_path / "data")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    (run_dir,) = run_dirs(tmp_path)
+    rec = read_record(run_dir)
+    assert rec["status"] == "ok" and rec["world_size"] == 1 and rec["comm_bytes_per_epoch"] == 0
+    assert rec["summary"]["minibatch"]["fanouts"] == [5, 5, -1] and rec["summary"]["minibatch"]["sampled_edges_per_epoch"] > 0
+    rows = read_metrics(run_dir)
+    assert [r["epoch"] for r in rows] == [1, 2, 3] and all(r["batches"] == rows[0]["batches"] > 1 for r in rows)
+    assert rows[-1]["test"] is not None

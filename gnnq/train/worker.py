@@ -70,6 +70,7 @@ def run(run_dir: Path, parts_dir: Path) -> None:
     from gnnq.track.record import CONFIG_FILE, INTERNAL_DIR, METRICS_FILE, RESULT_FILE
     from gnnq.track.wandb_logger import NullLogger, make_logger
     from gnnq.train.loop import train
+    from gnnq.train.minibatch import train_minibatch
 
     cfg = OmegaConf.load(run_dir / CONFIG_FILE)
     torch.set_num_threads(_threads_per_rank(cfg))
@@ -96,7 +97,11 @@ def run(run_dir: Path, parts_dir: Path) -> None:
             logger.log_epoch(row)
             print(PROGRESS_PREFIX + json.dumps(row), flush=True)
 
-        summary = train(cfg, part, comm, on_epoch if rank == 0 else None, device=device, cache_dir=parts_dir)
+        callback = on_epoch if rank == 0 else None
+        if cfg.parallel.name == "minibatch":
+            summary = train_minibatch(cfg, part, comm, callback, device=device)
+        else:
+            summary = train(cfg, part, comm, callback, device=device, cache_dir=parts_dir)
         if rank == 0:
             metrics_file.close()
             logger.log_summary(summary)
