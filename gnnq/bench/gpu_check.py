@@ -5,8 +5,9 @@
 1. Triton codec == torch codec, bit for bit, on the device (every width, a few shapes).
 2. Codec throughput on the device: Triton quantize+pack and unpack against an fp32->fp16 copy.
 3. Mixed-width wire layouts (adaptive) round-trip on the device within one step per row.
-4. One training step, 2 ranks (gloo) sharing the device: ``overlap`` (side CUDA stream) equals
-   ``sync`` to 1e-5 relative, with fp32 and 8-bit messages.
+4. One training step, 2 ranks (gloo) sharing the device: ``overlap`` (side CUDA stream),
+   ``stale`` (its warm-up epoch, side stream) and ``sampling`` at rate 1 equal ``sync`` to 1e-5
+   relative, with fp32 and 8-bit messages.
 5. The real command line on the device: ``gnnq experiment=adaqp cluster.nproc=1`` finishes,
    records the ``triton`` codec backend and CUDA peak memory.
 
@@ -129,9 +130,11 @@ def _one_step(strategy_name: str, quantizer: str, device: torch.device, world_si
     torch.manual_seed(0)
     model = build_model(cfg, part).to(device)
     exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(cfg.quantizer, 0, comm.rank))
-    strategy = STRATEGIES[strategy_name](exchange, local_graph_for("gcn", part), part.x)
+    options = {"sampling": {"rate": 1.0}}.get(strategy_name, {})
+    strategy = STRATEGIES[strategy_name](exchange, local_graph_for("gcn", part), part.x, **options)
     strategy.train(1)
     logits, _ = forward_backward(model, part, strategy, float(graph.train_mask.sum()), comm)
+    strategy.close()
     _sync(device)
     return logits.detach().cpu(), [p.grad.detach().cpu() for p in model.parameters()]
 
@@ -143,14 +146,17 @@ def _overlap_rank(rank: int, world_size: int, port: int, device_name: str, out_d
     dist.init_process_group("gloo", rank=rank, world_size=world_size)  # both ranks share the one GPU
     try:
         device = torch.device(device_name)
-        result = {q: {s: _one_step(s, q, device, world_size) for s in ("sync", "overlap")} for q in ("fp32", "uniform")}
+        result = {q: {s: _one_step(s, q, device, world_size) for s in STRATEGIES_CHECKED} for q in ("fp32", "uniform")}
         torch.save(result, os.path.join(out_dir, f"rank{rank}.pt"))
     finally:
         dist.destroy_process_group()
 
 
+STRATEGIES_CHECKED = ("sync", "overlap", "stale", "sampling")
+
+
 def check_overlap_equals_sync(device: torch.device, world_size: int = 2) -> dict:
-    """Two ranks (gloo, CUDA tensors on the same device): overlap's side stream against sync."""
+    """Two ranks (gloo, CUDA tensors on the same device): overlap, stale and sampling against sync."""
     import socket
 
     import torch.multiprocessing as mp
@@ -164,12 +170,15 @@ def check_overlap_equals_sync(device: torch.device, world_size: int = 2) -> dict
         for rank in range(world_size):
             result = torch.load(os.path.join(out_dir, f"rank{rank}.pt"), weights_only=False)
             for quantizer, by_strategy in result.items():
-                (ref_logits, ref_grads), (logits, grads) = by_strategy["sync"], by_strategy["overlap"]
-                for got, ref in [(logits, ref_logits), *zip(grads, ref_grads)]:
-                    diff = float((got - ref).abs().max() / ref.abs().max().clamp(min=1e-12))
-                    worst[quantizer] = max(worst[quantizer], diff)
+                ref_logits, ref_grads = by_strategy["sync"]
+                for name in STRATEGIES_CHECKED[1:]:
+                    logits, grads = by_strategy[name]
+                    for got, ref in [(logits, ref_logits), *zip(grads, ref_grads)]:
+                        diff = float((got - ref).abs().max() / ref.abs().max().clamp(min=1e-12))
+                        worst[quantizer] = max(worst[quantizer], diff)
     # With 8-bit messages a rounding-level difference upstream can flip a code, so only fp32 is held to 1e-5.
-    return {"ok": worst["fp32"] <= 1e-5, "max_relative_difference": worst, "ranks": world_size}
+    return {"ok": worst["fp32"] <= 1e-5, "max_relative_difference": worst, "ranks": world_size,
+            "strategies": list(STRATEGIES_CHECKED[1:])}  # fmt: skip
 
 
 def check_cli(device: torch.device) -> dict:

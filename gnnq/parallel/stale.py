@@ -22,6 +22,7 @@ class StaleStrategy(SyncStrategy):
         if not 0.0 <= momentum < 1.0:
             raise ValueError(f"parallel.momentum={momentum} is not allowed; it must be in [0, 1)")
         self.momentum = float(momentum)
+        exchange.use_side_stream()  # on GPU: encode, send and decode off the compute stream (no effect on CPU)
         self.halo = {}  # layer -> stale halo rows (forward)
         self.returned = {}  # layer -> stale gradient rows peers returned for this rank's sent rows
         self.in_flight = []  # (kind, layer, PendingHalo) posted this epoch
