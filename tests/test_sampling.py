@@ -74,7 +74,7 @@ def test_sample_sizes_and_shared_draws():
     assert torch.equal(sampled_positions(7, 1.0, 0, 1, 0, 1), torch.arange(7))
     a = sampled_positions(1000, 0.1, 5, 3, 0, 1)
     assert a.numel() == 100 and torch.equal(a, a.sort().values) and a.unique().numel() == 100
-    assert torch.equal(a, sampled_positions(1000, 0.1, 5, 3, 0, 1))  # owner and receiver draw the same rows
+    assert torch.equal(a, sampled_positions(1000, 0.1, 5, 3, 0, 1))  # deterministic (owner/receiver agreement: below)
     assert not torch.equal(a, sampled_positions(1000, 0.1, 5, 4, 0, 1))  # a new subset every epoch
 
 

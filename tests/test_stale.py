@@ -45,16 +45,29 @@ def _train(world_size: int, strategy_name: str, model_name: str, lr: float, opti
         return out
 
     strategy.aggregate_hidden = recording
+    grads = []  # per epoch and hidden layer: (halo-row gradients sent, returned gradients used)
+    if hasattr(strategy, "exchange_rows"):
+        exchange_rows = strategy.exchange_rows
+
+        def recording_rows(kind, layer, rows):
+            used = exchange_rows(kind, layer, rows)
+            if kind == "bwd":
+                grads[-1][layer] = (rows.clone(), used.clone())
+            return used
+
+        strategy.exchange_rows = recording_rows
     steps = []
     for epoch in range(1, EPOCHS + 1):
         seen.append({})
+        grads.append({})
         strategy.train(epoch)
         optimizer.zero_grad()
         logits, _ = forward_backward(model, part, strategy, float(graph.train_mask.sum()), comm)
         steps.append({"logits": logits.detach(), "grads": [p.grad.clone() for p in model.parameters()]})
         optimizer.step()
     strategy.close()
-    return {"inner_ids": part.inner_ids, "halo_ids": part.halo_ids, "seen": seen, "steps": steps,
+    return {"inner_ids": part.inner_ids, "halo_ids": part.halo_ids, "seen": seen, "steps": steps, "grads": grads,
+            "sent_ids": part.inner_ids[part.send_idx], "send_counts": [int(c) for c in part.send_counts],
             "num_nodes": graph.num_nodes}  # fmt: skip
 
 
@@ -76,6 +89,32 @@ def test_each_epoch_uses_the_previous_epochs_halo_rows(world_size, model_name):
                     assert torch.equal(used_next, whole[res["halo_ids"]]), (epoch + 2, layer)
                 if epoch == 0:  # warm-up: the current rows, as in sync
                     assert torch.equal(res["seen"][0][layer][1], whole[res["halo_ids"]])
+
+
+def _returned_from(results, epoch: int, layer: int, rank: int) -> torch.Tensor:
+    """What peers computed in ``epoch`` as gradients of ``rank``'s rows they hold as halo, in ``rank``'s send order."""
+    res = results[rank]
+    parts, offset = [], 0
+    for peer, count in enumerate(res["send_counts"]):
+        ids = res["sent_ids"][offset : offset + count]
+        offset += count
+        if count:
+            sent, _ = results[peer]["grads"][epoch][layer]
+            position = {int(g): i for i, g in enumerate(results[peer]["halo_ids"])}
+            parts.append(sent[[position[int(g)] for g in ids]])
+    return torch.cat(parts)
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_each_epoch_uses_the_previous_epochs_halo_gradients(world_size):
+    results = run_distributed(world_size, _train, world_size, "stale", "sage", 0.05)
+    assert not torch.equal(results[0]["grads"][1][1][0], results[0]["grads"][2][1][0]), "gradients must change"
+    for epoch in range(EPOCHS):
+        for layer in range(1, LAYERS):
+            for rank in range(world_size):
+                used = results[rank]["grads"][epoch][layer][1]
+                source = epoch if epoch == 0 else epoch - 1  # warm-up: this epoch's gradients, as in sync
+                assert torch.equal(used, _returned_from(results, source, layer, rank)), (epoch + 1, layer, rank)
 
 
 @pytest.mark.parametrize("world_size", [2, 3])

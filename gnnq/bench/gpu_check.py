@@ -115,7 +115,7 @@ def _one_step(strategy_name: str, quantizer: str, device: torch.device, world_si
     from gnnq.data.loaders.synthetic import generate_sbm
     from gnnq.data.partition import partition_nodes
     from gnnq.models import local_graph_for
-    from gnnq.parallel import STRATEGIES
+    from gnnq.parallel import make_strategy
     from gnnq.train.loop import build_model, forward_backward
 
     cfg = OmegaConf.create({
@@ -130,8 +130,8 @@ def _one_step(strategy_name: str, quantizer: str, device: torch.device, world_si
     torch.manual_seed(0)
     model = build_model(cfg, part).to(device)
     exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(cfg.quantizer, 0, comm.rank))
-    options = {"sampling": {"rate": 1.0}}.get(strategy_name, {})
-    strategy = STRATEGIES[strategy_name](exchange, local_graph_for("gcn", part), part.x, **options)
+    parallel = OmegaConf.create({"name": strategy_name, "momentum": 0.0, "sampling_rate": 1.0})
+    strategy = make_strategy(parallel, exchange, local_graph_for("gcn", part), part.x, seed=0)
     strategy.train(1)
     logits, _ = forward_backward(model, part, strategy, float(graph.train_mask.sum()), comm)
     strategy.close()

@@ -95,7 +95,7 @@ def plot_curves(rows: list[dict], target: float, out: Path, title: str) -> list[
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for row in rows:
         t, v = zip(*row["curve"]) if row["curve"] else ((), ())
-        ax.plot(t, v, marker="o", markersize=3, label=row["strategy"])
+        ax.plot(t, v, marker="o" if len(t) <= 40 else None, markersize=3, label=row["strategy"])
     ax.axhline(target, color="grey", linestyle="--", linewidth=1, label=f"target {target:.3f}")
     ax.set(xlabel="training time (s, slowest rank)", ylabel="validation accuracy", title=title)
     ax.grid(alpha=0.3)

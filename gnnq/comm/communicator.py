@@ -22,13 +22,24 @@ def _wait(tensor: torch.Tensor) -> None:
 
 
 class Communicator:
-    """Wraps the default process group (or none, for one rank without a group)."""
+    """Wraps one process group over all ranks: the default one unless ``group`` is given (or none, for one rank)."""
 
-    def __init__(self, stats: CommStats | None = None):
+    def __init__(self, stats: CommStats | None = None, group=None):
         self.stats = stats if stats is not None else CommStats()
+        self.group = group
         self.distributed = dist.is_available() and dist.is_initialized()
         self.rank = dist.get_rank() if self.distributed else 0
         self.world_size = dist.get_world_size() if self.distributed else 1
+
+    def with_own_group(self) -> "Communicator":
+        """A communicator on a new process group over all ranks, counting into the same stats.
+
+        Collective: every rank calls it, in the same order. Messages left in flight on it do not
+        hold up collectives on this communicator's group (gloo and NCCL run a group's work in order).
+        """
+        if self.world_size == 1:
+            return self
+        return Communicator(self.stats, group=dist.new_group())
 
     def all_to_all(
         self, send: torch.Tensor, send_counts: list[int], recv_counts: list[int], *, category: str, layer: int, direction: str
@@ -52,7 +63,7 @@ class Communicator:
         t0 = time.perf_counter()
         work = None
         if self.world_size > 1:
-            work = dist.all_to_all_single(out, send.contiguous(), recv_counts, send_counts, async_op=True)
+            work = dist.all_to_all_single(out, send.contiguous(), recv_counts, send_counts, group=self.group, async_op=True)
         else:
             out.copy_(send)
         self.stats.add(*key, wire_rows * row_bytes, time.perf_counter() - t0)
@@ -63,7 +74,7 @@ class Communicator:
         _wait(tensor)
         t0 = time.perf_counter()
         if self.world_size > 1:
-            dist.all_reduce(tensor, op=op)
+            dist.all_reduce(tensor, op=op, group=self.group)
             _wait(tensor)
             self.stats.add(category, -1, "all", tensor.numel() * tensor.element_size(), time.perf_counter() - t0)
         return tensor
@@ -71,7 +82,7 @@ class Communicator:
     def broadcast(self, tensor: torch.Tensor, *, src: int = 0, category: str) -> torch.Tensor:
         t0 = time.perf_counter()
         if self.world_size > 1:
-            dist.broadcast(tensor, src=src)
+            dist.broadcast(tensor, src=src, group=self.group)
             if self.rank == src:
                 self.stats.add(category, -1, "all", tensor.numel() * tensor.element_size(), time.perf_counter() - t0)
         return tensor
@@ -82,7 +93,7 @@ class Communicator:
             return [obj]
         t0 = time.perf_counter()
         out = [None] * self.world_size
-        dist.all_gather_object(out, obj)
+        dist.all_gather_object(out, obj, group=self.group)
         self.stats.add(category, -1, "all", len(pickle.dumps(obj)), time.perf_counter() - t0)
         return out
 
@@ -92,14 +103,14 @@ class Communicator:
             return obj
         t0 = time.perf_counter()
         box = [obj if self.rank == src else None]
-        dist.broadcast_object_list(box, src=src)
+        dist.broadcast_object_list(box, src=src, group=self.group)
         if self.rank == src:
             self.stats.add(category, -1, "all", len(pickle.dumps(obj)), time.perf_counter() - t0)
         return box[0]
 
     def barrier(self) -> None:
         if self.world_size > 1:
-            dist.barrier()
+            dist.barrier(group=self.group)
 
 
 class PendingAllToAll:

@@ -11,7 +11,7 @@ from gnnq.comm.codec import MessageQuantization
 from gnnq.comm.communicator import Communicator
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared by identity: it holds tensors
 class HaloPlan:
     """Which rows move: ``send_idx`` (inner rows, grouped by destination, ``send_counts`` each)
     and ``recv_counts`` halo rows from each peer. A strategy may pass a subset of the partition's
@@ -46,6 +46,12 @@ class HaloExchange:
     def use_side_stream(self) -> None:
         """Run messages on a separate CUDA stream (for overlap); no effect on CPU."""
         self.side_streams = True
+
+    def use_own_group(self) -> None:
+        """Send this exchange's messages on a process group of their own, so that collectives on
+        the default group (the gradient all-reduce) never queue behind messages left in flight.
+        Collective: every rank calls it, in the same order."""
+        self.comm = self.comm.with_own_group()
 
     def fetch(self, h_inner: torch.Tensor, layer: int, category: str = HALO_TRAIN, plan: HaloPlan | None = None) -> torch.Tensor:
         """Halo rows of ``h_inner`` from their owners; differentiable (gradients flow back to owners)."""

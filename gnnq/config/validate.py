@@ -133,12 +133,12 @@ def _check_parallel(cfg: DictConfig) -> None:
         )
     if p.name != "minibatch":
         return
-    fanouts = list(p.fanouts)
-    if not fanouts or len(fanouts) not in (1, cfg.model.layers) or any(f != -1 and f < 1 for f in fanouts):
-        raise ConfigError(
-            f"parallel.fanouts={fanouts} is not allowed; give one value for every layer or one per layer "
-            f"(model.layers={cfg.model.layers}), each >= 1 or -1 for all neighbours"
-        )
+    from gnnq.train.minibatch import resolve_fanouts
+
+    try:
+        resolve_fanouts(p.fanouts, cfg.model.layers)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     if cfg.cluster.nproc * cfg.cluster.hosts != 1:
         raise ConfigError(
             f"parallel=minibatch is a single-process reference; cluster.nproc={cfg.cluster.nproc} x "

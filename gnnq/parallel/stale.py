@@ -23,6 +23,7 @@ class StaleStrategy(SyncStrategy):
             raise ValueError(f"parallel.momentum={momentum} is not allowed; it must be in [0, 1)")
         self.momentum = float(momentum)
         exchange.use_side_stream()  # on GPU: encode, send and decode off the compute stream (no effect on CPU)
+        exchange.use_own_group()  # the gradient all-reduce must not wait behind this epoch's halo messages
         self.halo = {}  # layer -> stale halo rows (forward)
         self.returned = {}  # layer -> stale gradient rows peers returned for this rank's sent rows
         self.in_flight = []  # (kind, layer, PendingHalo) posted this epoch

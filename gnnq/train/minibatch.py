@@ -25,18 +25,18 @@ from gnnq.train.loop import EpochCallback, FaultInjector, build_model, make_opti
 from gnnq.train.metrics import loss_sum, metrics_from_counts, split_counts
 
 
-def resolve_fanouts(fanouts: int | Sequence[int], layers: int) -> list[int]:
+def resolve_fanouts(fanouts: Sequence[int], layers: int) -> list[int]:
     """parallel.fanouts as one value per layer (input layer first); one value applies to every layer."""
-    values = [int(fanouts)] if isinstance(fanouts, int) else [int(f) for f in fanouts]
+    values = [int(f) for f in fanouts]
     if len(values) == 1:
         values = values * layers
     if len(values) != layers:
         raise ValueError(
-            f"parallel.fanouts has {len(values)} values {values}; give one (used for every layer) "
+            f"parallel.fanouts={values} is not allowed: give one value (used for every layer) "
             f"or one per layer (model.layers={layers}), input layer first"
         )
     if any(f != -1 and f < 1 for f in values):
-        raise ValueError(f"parallel.fanouts={values}: each must be a positive neighbour count or -1 (all neighbours)")
+        raise ValueError(f"parallel.fanouts={values} is not allowed: each must be a positive neighbour count or -1 (all neighbours)")
     return values
 
 
@@ -57,9 +57,7 @@ def train_minibatch(
         raise ValueError(f"parallel=minibatch runs in one process; set cluster.nproc=1 (and cluster.hosts=1), "
                          f"not a world size of {comm.world_size}")  # fmt: skip
     fanouts = resolve_fanouts(cfg.parallel.fanouts, cfg.model.layers)
-    batch_size = int(cfg.parallel.batch_size)
-    if batch_size < 1:
-        raise ValueError(f"parallel.batch_size={batch_size}: must be >= 1")
+    batch_size = int(cfg.parallel.batch_size)  # >= 1: checked with the config
     f64 = {"dtype": torch.float64, "device": device}
     part = part.to(device)
     seed = int(cfg.trainer.seed)
