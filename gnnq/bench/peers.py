@@ -21,6 +21,7 @@ from pathlib import Path
 from gnnq.bench.gnnq_runs import command_line, run_gnnq
 from gnnq.bench.machine import describe_machine
 from gnnq.config.compose import CONF_DIR
+from gnnq.report.curves import read_curve, time_to_target
 from gnnq.track.progress import markdown_table
 
 SWEEP = ["--config-dir", str(CONF_DIR.parent / "sweeps"), "--config-name", "peers"]
@@ -43,21 +44,6 @@ def strategy_label(config: dict) -> str:
     if p["name"] == "minibatch":
         return f"Mini-batch (fanouts {list(p['fanouts'])}, batch {p['batch_size']})"
     return p["name"] + quant
-
-
-def read_curve(run_dir: str) -> list[tuple[float, float]]:
-    """(cumulative training seconds, validation accuracy) at every evaluated epoch."""
-    elapsed, curve = 0.0, []
-    for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        elapsed += row["epoch_time_s"]
-        if row.get("val") is not None:
-            curve.append((elapsed, row["val"]))
-    return curve
-
-
-def time_to_target(curve: list[tuple[float, float]], target: float) -> float | None:
-    return next((t for t, val in curve if val >= target), None)
 
 
 def tabulate(records: list[dict], target_drop: float) -> tuple[list[dict], float]:

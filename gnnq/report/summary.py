@@ -1,12 +1,17 @@
-"""``gnnq-report DIR...``: one table row per run record found under the given directories."""
+"""``gnnq-report DIR...``: the runs found under the given directories (recursively, multirun trees
+included), their configurations (runs differing only in the seed grouped, mean ± std over seeds),
+a leaderboard per dataset, and the failed runs with their errors. Unreadable records are skipped
+with a warning naming the file."""
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 from pathlib import Path
 
+from gnnq.report.aggregate import CRITERIA, Group, Leaderboard, Stat, group_runs, leaderboards
 from gnnq.track.progress import fmt_value, markdown_table
 from gnnq.track.record import RECORD_FILE
 
@@ -40,9 +45,55 @@ def records_table(records: list[tuple[Path, dict]]) -> str:
     return markdown_table(headers, rows)
 
 
+def _pm(stat: Stat, spec: str = ".4f", scale: float = 1.0) -> str:
+    if stat is None or stat.mean is None:
+        return "-"
+    text = format(stat.mean * scale, spec)
+    return text if stat.std is None else f"{text} ± {format(stat.std * scale, spec)}"
+
+
+def groups_rows(groups: list[Group]) -> tuple[list[str], list[list[str]]]:
+    headers = ["dataset", "config (overrides)", "seeds", "test", "best val", "epoch ms", "comm ms", "halo MB/epoch"]
+    rows = [[g.dataset, g.config, ",".join(map(str, g.seeds)), _pm(g.stats["test"]), _pm(g.stats["best_val"]),
+             _pm(g.stats["epoch_time_s"], ".1f", 1e3), _pm(g.stats["comm_time_s"], ".1f", 1e3),
+             _pm(g.stats["comm_bytes_per_epoch"], ".3f", 1e-6)] for g in groups]  # fmt: skip
+    return headers, rows
+
+
+def leaderboard_rows(board: Leaderboard) -> tuple[list[str], list[list[str]]]:
+    headers = ["rank", "config (overrides)", "seeds", "test", "epochs/s", "epoch ms", "halo MB/epoch", "time to target s"]
+    rows = []
+    for rank, g in [(str(i + 1), g) for i, g in enumerate(board.ranked)] + [("-", g) for g in board.others]:
+        et = g.stats["epoch_time_s"]
+        rows.append([rank, g.config, str(len(g.runs)), _pm(g.stats["test"]),
+                     "-" if not et.mean else f"{1.0 / et.mean:.2f}", _pm(et, ".1f", 1e3),
+                     _pm(g.stats["comm_bytes_per_epoch"], ".3f", 1e-6), _pm(g.time_to_target, ".1f")])  # fmt: skip
+    return headers, rows
+
+
+def leaderboard_title(board: Leaderboard) -> str:
+    pts = f"{board.tolerance * 100:g} points"
+    if board.criterion == "time":
+        how = f"time until validation reaches {board.target:.4f} (the best mean best-val minus {pts})"
+    else:
+        what = "throughput (epochs/s)" if board.criterion == "throughput" else "halo bytes per epoch"
+        how = f"{what} among configurations within {pts} of the best mean test {board.best_test:.4f}"
+    return f"Leaderboard: {board.dataset}, ranked by {how}"
+
+
+def _write_csv(path: Path, headers: list[str], rows: list[list[str]]) -> None:
+    with open(path, "w", newline="") as f:
+        csv.writer(f).writerows([headers, *rows])
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="gnnq-report", description=__doc__)
     parser.add_argument("dirs", nargs="+", type=Path, help="directories searched recursively for record.json")
+    parser.add_argument("--criterion", choices=CRITERIA, default="throughput",
+                        help="leaderboard ranking: throughput (default) or bytes among configurations near the best "
+                             "accuracy, or time to a target validation accuracy")  # fmt: skip
+    parser.add_argument("--tolerance", type=float, default=0.003, help="accuracy cut, as a fraction (0.003 = 0.3 points)")
+    parser.add_argument("--out", type=Path, help="also write report.md, groups.csv and leaderboard-<dataset>.csv here")
     args = parser.parse_args(argv)
     records, warnings = find_records(args.dirs)
     for w in warnings:
@@ -50,7 +101,20 @@ def main(argv: list[str]) -> None:
     if not records:
         print("gnnq-report: no run records found", file=sys.stderr)
         sys.exit(1)
-    print(records_table(records))
-    for run_dir, r in records:
-        if r["status"] != "ok":
-            print(f"failed: {run_dir}: {r.get('error')}")
+    groups = group_runs(records)
+    boards = leaderboards(groups, args.criterion, args.tolerance)
+    failed = [(d, r) for d, r in records if r["status"] != "ok"]
+    sections = ["## Runs", "", records_table(records), "", "## Configurations (mean ± std over seeds)", "",
+                markdown_table(*groups_rows(groups)) if groups else "(no successful runs)", ""]  # fmt: skip
+    for board in boards:
+        sections += [f"## {leaderboard_title(board)}", "", markdown_table(*leaderboard_rows(board)), ""]
+    if failed:
+        sections += ["## Failed runs (not ranked)", ""] + [f"- {d}: {r.get('error')}" for d, r in failed] + [""]
+    text = "\n".join(sections)
+    print(text)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "report.md").write_text(text)
+        _write_csv(args.out / "groups.csv", *groups_rows(groups))
+        for board in boards:
+            _write_csv(args.out / f"leaderboard-{board.dataset}.csv", *leaderboard_rows(board))

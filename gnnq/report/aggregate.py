@@ -1,0 +1,107 @@
+"""Runs grouped by configuration minus the seed, mean ± std over seeds, and per-dataset leaderboards."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gnnq.report.curves import read_curve, time_to_target
+from gnnq.report.overrides import config_overrides
+
+SEED_KEYS = frozenset({"trainer.seed"})
+# record key -> how the aggregate calls it
+METRICS = ("test", "best_val", "epoch_time_s", "comm_time_s", "comm_bytes_per_epoch")
+CRITERIA = ("throughput", "time", "bytes")
+
+
+@dataclass
+class Stat:
+    mean: float | None
+    std: float | None  # sample standard deviation; None with fewer than two values
+    n: int
+
+    @classmethod
+    def of(cls, values: list) -> "Stat":
+        vals = [float(v) for v in values if v is not None]
+        if not vals:
+            return cls(None, None, 0)
+        return cls(statistics.mean(vals), statistics.stdev(vals) if len(vals) > 1 else None, len(vals))
+
+
+@dataclass
+class Group:
+    """Runs that differ only in their seed."""
+
+    dataset: str
+    overrides: list[str]
+    runs: list[tuple[Path, dict]] = field(default_factory=list)
+    stats: dict[str, Stat] = field(default_factory=dict)
+    time_to_target: Stat | None = None
+
+    @property
+    def config(self) -> str:
+        return " ".join(self.overrides) or "(defaults)"
+
+    @property
+    def seeds(self) -> list:
+        return [rec["config"]["trainer"]["seed"] for _, rec in self.runs]
+
+
+def group_runs(records: list[tuple[Path, dict]], seed_keys: frozenset[str] = SEED_KEYS) -> list[Group]:
+    """Successful runs grouped by config minus ``seed_keys``, in order of first appearance."""
+    groups: dict[tuple, Group] = {}
+    for run_dir, rec in records:
+        if rec.get("status") != "ok":
+            continue
+        overrides = config_overrides(rec["config"], exclude=seed_keys)
+        key = (rec["config"]["dataset"]["name"], tuple(overrides))
+        groups.setdefault(key, Group(key[0], overrides)).runs.append((run_dir, rec))
+    for g in groups.values():
+        g.stats = {m: Stat.of([rec.get(m) for _, rec in g.runs]) for m in METRICS}
+    return list(groups.values())
+
+
+@dataclass
+class Leaderboard:
+    dataset: str
+    criterion: str
+    best_test: float
+    tolerance: float
+    ranked: list[Group]  # eligible configurations, best first
+    others: list[Group]  # below the accuracy cut (or never reaching the target)
+    target: float | None = None  # time criterion: validation target
+
+
+def leaderboards(groups: list[Group], criterion: str = "throughput", tolerance: float = 0.003) -> list[Leaderboard]:
+    """Per dataset, configurations ranked by ``criterion``.
+
+    throughput: epochs per second (lowest median epoch time) among configurations whose mean test
+    metric is within ``tolerance`` of the best; bytes: halo bytes per epoch, same cut; time:
+    training time until the validation metric first reaches the best configuration's mean best
+    validation minus ``tolerance`` (every run of a configuration must reach it).
+    """
+    if criterion not in CRITERIA:
+        raise ValueError(f"criterion {criterion!r} is unknown; allowed: {', '.join(CRITERIA)}")
+    boards = []
+    for dataset in dict.fromkeys(g.dataset for g in groups):
+        mine = [g for g in groups if g.dataset == dataset and g.stats["test"].mean is not None]
+        if not mine:
+            continue
+        best = max(mine, key=lambda g: g.stats["test"].mean)
+        best_test = best.stats["test"].mean
+        board = Leaderboard(dataset, criterion, best_test, tolerance, [], [])
+        if criterion == "time":
+            board.target = best.stats["best_val"].mean - tolerance
+            for g in mine:
+                times = [time_to_target(read_curve(d), board.target) for d, _ in g.runs]
+                g.time_to_target = Stat.of(times) if all(t is not None for t in times) else Stat(None, None, 0)
+            board.ranked = sorted((g for g in mine if g.time_to_target.mean is not None), key=lambda g: g.time_to_target.mean)
+            board.others = [g for g in mine if g.time_to_target.mean is None]
+        else:
+            key = "epoch_time_s" if criterion == "throughput" else "comm_bytes_per_epoch"
+            eligible = [g for g in mine if g.stats["test"].mean >= best_test - tolerance - 1e-12]
+            board.ranked = sorted(eligible, key=lambda g: (g.stats[key].mean is None, g.stats[key].mean or 0.0))
+            board.others = [g for g in mine if g not in eligible]
+        boards.append(board)
+    return boards

@@ -1,0 +1,78 @@
+"""A run's config as the Hydra overrides that rebuild it: ``dataset=cora model=sage trainer.lr=0.005``.
+
+For every config group the option (``conf/<group>/<option>.yaml`` on top of the schema) that
+leaves the fewest differing keys is named, then each key that still differs is set. Keys that
+do not change what a run computes (where data and runs live, logging) are left out.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from omegaconf import OmegaConf
+
+from gnnq.config.compose import CONF_DIR
+
+IGNORED_KEYS = {"runs_root", "dataset.root", "dataset.download", "cluster.timeout_s"}
+IGNORED_GROUPS = {"logger"}
+
+
+@lru_cache(maxsize=None)
+def _defaults() -> dict[str, str]:
+    """Default option per group, from conf/config.yaml's defaults list."""
+    out = {}
+    for entry in OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"))["defaults"]:
+        if isinstance(entry, dict):
+            (group, option), = entry.items()
+            out[group] = option
+    return out
+
+
+@lru_cache(maxsize=None)
+def option_values(group: str, option: str) -> dict:
+    """The group's values with ``option`` chosen (schema defaults, then the option's file)."""
+    from gnnq.config.schema import Config
+
+    schema = OmegaConf.structured(Config)[group]
+    return OmegaConf.to_container(OmegaConf.merge(schema, OmegaConf.load(CONF_DIR / group / f"{option}.yaml")))
+
+
+def _options(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+
+
+def _differences(values: dict, reference: dict) -> list[tuple[str, object]]:
+    return [(k, v) for k, v in values.items() if reference.get(k, object()) != v]
+
+
+def format_value(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(format_value(v) for v in value) + "]"
+    if isinstance(value, str) and (not value or any(c in value for c in " ,=[]{}()'\"")):
+        return "'" + value.replace("'", "\\'") + "'"
+    return str(value)
+
+
+def config_overrides(config: dict, exclude: frozenset[str] = frozenset()) -> list[str]:
+    """Overrides that rebuild ``config`` from gnnq's defaults (keys in ``exclude`` left out)."""
+    defaults = _defaults()
+    out = []
+    for group, values in config.items():
+        if not isinstance(values, dict):  # top-level scalars: runs_root only, which changes nothing computed
+            continue
+        if group in IGNORED_GROUPS or group not in defaults or not (CONF_DIR / group).is_dir():
+            continue
+        default = defaults[group]
+        best, best_diff = default, _differences(values, option_values(group, default))
+        for option in _options(group):
+            diff = _differences(values, option_values(group, option))
+            if len(diff) < len(best_diff):
+                best, best_diff = option, diff
+        if best != default:
+            out.append(f"{group}={best}")
+        out += [f"{group}.{k}={format_value(v)}" for k, v in best_diff if f"{group}.{k}" not in IGNORED_KEYS | exclude]
+    return out

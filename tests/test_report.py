@@ -1,0 +1,94 @@
+"""gnnq-report on real runs: grouping by config minus the seed, mean ± std, leaderboards, bad records."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from gnnq.config.compose import compose_config
+from gnnq.report.aggregate import group_runs, leaderboards
+from gnnq.report.overrides import config_overrides
+from gnnq.report.summary import find_records
+from tests.cli_helpers import run_gnnq
+
+SMALL = ["logger=none", "dataset.num_nodes=1500", "model.hidden=32", "trainer.epochs=3", "cluster.nproc=2"]
+
+
+def _computed(config: dict) -> dict:
+    """The parts of a config that change what a run computes."""
+    return {k: v for k, v in config.items() if k not in ("logger", "runs_root")} | {
+        "dataset": {k: v for k, v in config["dataset"].items() if k not in ("root", "download")}}
+
+
+@pytest.mark.parametrize("overrides", [
+    [], ["dataset=cora", "model=sage"], ["experiment=adaqp", "dataset=citeseer", "quantizer.assign_cycle=7"],
+    ["experiment=minibatch", "parallel.fanouts=[5,-1,3]"], ["experiment=bnsgcn_q", "quantizer.param_dtype=fp32"],
+    ["dataset=files", "dataset.path=/tmp/my graph", "trainer.seed=4", "logger.tags=[a,b]"],
+])  # fmt: skip
+def test_overrides_rebuild_the_config(overrides):
+    config = OmegaConf.to_container(compose_config(overrides), resolve=True)
+    rebuilt = OmegaConf.to_container(compose_config(config_overrides(config)), resolve=True)
+    assert _computed(rebuilt) == _computed(config)
+    assert not any(o.startswith(("logger", "runs_root")) for o in config_overrides(config))
+
+
+def test_groups_leaderboard_and_bad_records(tmp_path):
+    res = run_gnnq(["-m", *SMALL, "model=gcn,sage", "trainer.seed=0,1"], tmp_path / "runs", tmp_path / "data")
+    assert res.returncode == 0, res.stderr
+    records, warnings = find_records([tmp_path / "runs"])
+    assert len(records) == 4 and not warnings
+    # A failed run, a corrupt record and a partial one beside the real runs.
+    failed = tmp_path / "runs" / "failed"
+    shutil.copytree(records[0][0], failed)
+    rec = json.loads((failed / "record.json").read_text())
+    (failed / "record.json").write_text(json.dumps({**rec, "status": "failed", "error": "RuntimeError: boom"}))
+    (tmp_path / "runs" / "corrupt").mkdir()
+    (tmp_path / "runs" / "corrupt" / "record.json").write_text('{"status": "ok", "conf')
+    (tmp_path / "runs" / "partial").mkdir()
+    (tmp_path / "runs" / "partial" / "record.json").write_text('{"status": "ok"}')
+    records, warnings = find_records([tmp_path / "runs"])
+    assert len(records) == 5 and len(warnings) == 2
+    assert any("corrupt" in w for w in warnings) and any("partial" in w for w in warnings)
+
+    groups = group_runs(records)
+    assert len(groups) == 2 and all(sorted(g.seeds) == [0, 1] for g in groups), [g.config for g in groups]
+    assert sorted("model=sage" in g.overrides for g in groups) == [False, True]
+    for g in groups:
+        name = "sage" if "model=sage" in g.overrides else "gcn"
+        mine = [r for d, r in records if r["status"] == "ok" and r["config"]["model"]["name"] == name]
+        assert len(mine) == 2 and all(r["status"] == "ok" for _, r in g.runs)
+        for metric in ("test", "best_val", "epoch_time_s", "comm_bytes_per_epoch"):
+            values = [r[metric] for r in mine]
+            assert g.stats[metric].mean == pytest.approx(statistics.mean(values))
+            assert g.stats[metric].std == pytest.approx(statistics.stdev(values))
+        # the overrides plus a seed rebuild every run of the group
+        for _, r in g.runs:
+            rebuilt = compose_config([*g.overrides, f"trainer.seed={r['config']['trainer']['seed']}"])
+            assert _computed(OmegaConf.to_container(rebuilt, resolve=True)) == _computed(r["config"])
+
+    (board,) = leaderboards(groups, "throughput", tolerance=1.0)  # everything eligible
+    assert [g.stats["epoch_time_s"].mean for g in board.ranked] == sorted(g.stats["epoch_time_s"].mean for g in groups)
+    (board,) = leaderboards(groups, "throughput", tolerance=0.0)
+    assert board.ranked[0].stats["test"].mean == max(g.stats["test"].mean for g in groups)
+    assert all(g.stats["test"].mean < board.best_test for g in board.others)
+    (board,) = leaderboards(groups, "time", tolerance=1.0)  # target below anything: reached at the first evaluation
+    assert all(g.time_to_target.mean is not None for g in board.ranked) and not board.others
+
+    report = Path(sys.executable).parent / "gnnq-report"
+    out = tmp_path / "report"
+    res = subprocess.run([str(report), str(tmp_path / "runs"), "--out", str(out)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert "corrupt" in res.stderr and "partial" in res.stderr and "RuntimeError: boom" in res.stdout
+    assert "Leaderboard: synthetic" in res.stdout and "± " in res.stdout
+    assert (out / "report.md").read_text().strip() == res.stdout.strip()
+    assert len((out / "groups.csv").read_text().strip().splitlines()) == 3
+    assert (out / "leaderboard-synthetic.csv").is_file()
+    bad = subprocess.run([str(report), str(tmp_path / "runs"), "--criterion", "fastest"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "fastest" in bad.stderr and "throughput" in bad.stderr
