@@ -11,7 +11,10 @@ import json
 import sys
 from pathlib import Path
 
+import yaml
+
 from gnnq.report.aggregate import CRITERIA, Group, Leaderboard, Stat, group_runs, leaderboards
+from gnnq.report.tables import TableSpecError, load_spec, render_all
 from gnnq.track.progress import fmt_value, markdown_table
 from gnnq.track.record import RECORD_FILE
 
@@ -81,6 +84,19 @@ def leaderboard_title(board: Leaderboard) -> str:
     return f"Leaderboard: {board.dataset}, ranked by {how}"
 
 
+def _config_has(config: dict, where: str) -> bool:
+    """``where`` is KEY=VALUE; the value is parsed as YAML (numbers, booleans, null, lists)."""
+    key, sep, value = where.partition("=")
+    if not sep or not key:
+        raise ValueError(f"--where {where!r}: expected KEY=VALUE, e.g. dataset.name=cora")
+    node = config
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return node == yaml.safe_load(value)
+
+
 def _write_csv(path: Path, headers: list[str], rows: list[list[str]]) -> None:
     with open(path, "w", newline="") as f:
         csv.writer(f).writerows([headers, *rows])
@@ -93,9 +109,18 @@ def main(argv: list[str]) -> None:
                         help="leaderboard ranking: throughput (default) or bytes among configurations near the best "
                              "accuracy, or time to a target validation accuracy")  # fmt: skip
     parser.add_argument("--tolerance", type=float, default=0.003, help="accuracy cut, as a fraction (0.003 = 0.3 points)")
-    parser.add_argument("--out", type=Path, help="also write report.md, groups.csv and leaderboard-<dataset>.csv here")
+    parser.add_argument("--out", type=Path, help="also write report.md, groups.csv and leaderboard-<dataset>.csv here "
+                        "(and each table as <name>.md, .csv and .tex)")  # fmt: skip
+    parser.add_argument("--table", type=Path, action="append", default=[],
+                        help="a table spec (sweeps/<sweep>.table.yaml) to render from these runs; repeatable")  # fmt: skip
+    parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
+                        help="only runs whose config has this value (e.g. dataset.name=cora); repeatable")  # fmt: skip
     args = parser.parse_args(argv)
     records, warnings = find_records(args.dirs)
+    try:
+        records = [(d, r) for d, r in records if all(_config_has(r["config"], w) for w in args.where)]
+    except ValueError as exc:
+        parser.error(str(exc))
     for w in warnings:
         print(f"gnnq-report: warning: {w}", file=sys.stderr)
     if not records:
@@ -108,6 +133,12 @@ def main(argv: list[str]) -> None:
                 markdown_table(*groups_rows(groups)) if groups else "(no successful runs)", ""]  # fmt: skip
     for board in boards:
         sections += [f"## {leaderboard_title(board)}", "", markdown_table(*leaderboard_rows(board)), ""]
+    for spec_path in args.table:
+        try:
+            sections += [render_all(load_spec(spec_path), [r for _, r in records], args.out)]
+        except TableSpecError as exc:
+            print(f"gnnq-report: error: {exc}", file=sys.stderr)
+            sys.exit(2)
     if failed:
         sections += ["## Failed runs (not ranked)", ""] + [f"- {d}: {r.get('error')}" for d, r in failed] + [""]
     text = "\n".join(sections)

@@ -1,0 +1,242 @@
+"""Paper tables from run records, described by a small YAML spec (``sweeps/<sweep>.table.yaml``).
+
+A spec names its rows and columns; each selects runs by config keys (``match``: dotted key ->
+value, or a list of allowed values). A cell aggregates the successful runs matching both its
+row and its column over seeds (mean ± std) for the column's metric (a record key such as
+``test`` or ``epoch_time_s``, or a dotted path into the record such as ``summary.best_epoch``)::
+
+    title: AdaQP ablation
+    metric_format: ".4f"          # default format of every column
+    rows:
+      - {label: Vanilla, match: {parallel.name: sync, quantizer.name: fp32}}
+      - {label: AdaQP, match: {parallel.name: overlap, quantizer.name: adaptive}}
+    columns:
+      - {label: epoch ms, metric: epoch_time_s, scale: 1000, format: ".1f"}
+      - {label: bytes vs Vanilla, metric: comm_bytes_per_epoch, ratio_to: Vanilla, format: ".3f"}
+      - {label: Cora test, metric: test, match: {dataset.name: cora}}
+    paper:                        # optional published numbers, shown beside ours
+      Vanilla: {Cora test: 0.815}
+    also_run: ["experiment=minibatch cluster.nproc=1"]   # optional: runs outside the sweep that fill rows
+
+Rendered as Markdown, CSV and LaTeX.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from gnnq.report.aggregate import SEED_KEYS, Stat
+from gnnq.report.overrides import config_overrides
+
+SPEC_SUFFIX = ".table.yaml"
+
+
+class TableSpecError(ValueError):
+    """A table spec that cannot be rendered; the message names the spec and the bad field."""
+
+
+@dataclass
+class Cell:
+    stat: Stat
+    paper: float | None = None
+
+
+def load_spec(path: Path) -> dict:
+    try:
+        spec = OmegaConf.to_container(OmegaConf.load(path))
+    except Exception as exc:  # noqa: BLE001 - any parse error becomes one line naming the file
+        raise TableSpecError(f"{path}: not a readable YAML table spec ({type(exc).__name__}: {exc})".splitlines()[0]) from None
+    if not isinstance(spec, dict):
+        raise TableSpecError(f"{path}: a table spec is a mapping with title, rows and columns")
+    for key in ("rows", "columns"):
+        items = spec.get(key)
+        if not isinstance(items, list) or not items or not all(isinstance(i, dict) and "label" in i for i in items):
+            raise TableSpecError(f"{path}: '{key}' must be a non-empty list of entries with a 'label'")
+    for col in spec["columns"]:
+        if "metric" not in col and "metric" not in spec:
+            raise TableSpecError(f"{path}: column {col['label']!r} names no metric (and the spec has no default 'metric')")
+    also = spec.get("also_run", [])
+    if not isinstance(also, list) or not all(isinstance(a, str) for a in also):
+        raise TableSpecError(f"{path}: 'also_run' must be a list of override strings")
+    labels = [r["label"] for r in spec["rows"]]
+    for col in spec["columns"]:
+        if col.get("ratio_to") is not None and col["ratio_to"] not in labels:
+            raise TableSpecError(f"{path}: column {col['label']!r} has ratio_to {col['ratio_to']!r}, not a row; rows: {', '.join(labels)}")
+    spec["_path"] = str(path)
+    return spec
+
+
+def _lookup(record: dict, dotted: str):
+    node = record
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return _MISSING
+        node = node[part]
+    return node
+
+
+_MISSING = object()
+
+
+def _matches(record: dict, match: dict | None) -> bool:
+    for key, want in (match or {}).items():
+        got = _lookup(record["config"], key)
+        if isinstance(want, list) and not isinstance(got, list):
+            if got not in want:
+                return False
+        elif got != want:
+            return False
+    return True
+
+
+def _check_one_configuration(spec: dict, row: dict, col: dict, runs: list[dict]) -> None:
+    """A cell averages over seeds only: runs that differ in anything else make it meaningless."""
+    configs = {tuple(config_overrides(r["config"], exclude=SEED_KEYS)) for r in runs}
+    if len(configs) > 1:
+        a, b = (set(c) for c in list(configs)[:2])
+        differ = sorted(a ^ b)[:4]
+        raise TableSpecError(
+            f"{spec['_path']}: cell ({row['label']!r}, {col['label']!r}) matches runs of {len(configs)} configurations "
+            f"(they differ in {' '.join(differ)}); narrow the spec's match keys or select runs with --where KEY=VALUE"
+        )
+
+
+def build_table(spec: dict, records: list[dict]) -> list[list[Cell]]:
+    """Cells[row][column]; raises TableSpecError for a metric no matching run has."""
+    ok = [r for r in records if r.get("status") == "ok"]
+    cells = []
+    for row in spec["rows"]:
+        line = []
+        for col in spec["columns"]:
+            metric = col.get("metric", spec.get("metric"))
+            runs = [r for r in ok if _matches(r, row.get("match")) and _matches(r, col.get("match"))]
+            _check_one_configuration(spec, row, col, runs)
+            values = [_lookup(r, metric) for r in runs]
+            if runs and all(v is _MISSING for v in values):
+                keys = sorted(k for k, v in runs[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool))
+                raise TableSpecError(
+                    f"{spec['_path']}: column {col['label']!r} names metric {metric!r}, which the runs do not have; "
+                    f"record keys with numbers: {', '.join(keys)} (or a dotted path such as summary.best_epoch)"
+                )
+            stat = Stat.of([v for v in values if v is not _MISSING and isinstance(v, (int, float))])
+            scale = float(col.get("scale", 1.0))
+            if stat.mean is not None:
+                stat = Stat(stat.mean * scale, None if stat.std is None else stat.std * scale, stat.n)
+            paper = (spec.get("paper") or {}).get(row["label"], {}).get(col["label"])
+            line.append(Cell(stat, paper))
+        cells.append(line)
+    labels = [r["label"] for r in spec["rows"]]
+    for j, col in enumerate(spec["columns"]):
+        if col.get("ratio_to") is not None:
+            base = cells[labels.index(col["ratio_to"])][j].stat.mean
+            for line in cells:
+                s = line[j].stat
+                ratio = None if s.mean is None or not base else s.mean / base
+                line[j] = Cell(Stat(ratio, None if ratio is None or s.std is None else s.std / base, s.n), line[j].paper)
+    return cells
+
+
+def _text(cell: Cell, fmt: str, with_std: bool = True, pm: str = " ± ") -> str:
+    s = cell.stat
+    if s.mean is None:
+        return "-"
+    out = format(s.mean, fmt)
+    if with_std and s.std is not None:
+        out += pm + format(s.std, fmt)
+    return out
+
+
+def _formats(spec: dict) -> list[str]:
+    return [col.get("format", spec.get("metric_format", ".4f")) for col in spec["columns"]]
+
+
+def _has_paper(spec: dict) -> bool:
+    return bool(spec.get("paper"))
+
+
+def _header_and_rows(spec: dict, cells: list[list[Cell]], pm: str = " ± ") -> tuple[list[str], list[list[str]]]:
+    """Column headers and text rows; with paper numbers each column gets a 'paper' column beside it."""
+    headers = [spec.get("row_header", "")]
+    for col in spec["columns"]:
+        headers.append(col["label"])
+        if _has_paper(spec):
+            headers.append(f"{col['label']} (paper)")
+    rows = []
+    for row, line in zip(spec["rows"], cells):
+        texts = [row["label"]]
+        for cell, fmt in zip(line, _formats(spec)):
+            texts.append(_text(cell, fmt, pm=pm))
+            if _has_paper(spec):
+                texts.append("-" if cell.paper is None else format(cell.paper, fmt))
+        rows.append(texts)
+    return headers, rows
+
+
+def render_markdown(spec: dict, cells: list[list[Cell]]) -> str:
+    from gnnq.track.progress import markdown_table
+
+    headers, rows = _header_and_rows(spec, cells)
+    n = max((c.stat.n for line in cells for c in line), default=0)
+    lines = [f"### {spec.get('title', Path(spec['_path']).name)}", "", markdown_table(headers, rows), ""]
+    lines.append(f"Mean ± std over seeds (up to {n} runs per cell); '-': no run.")
+    if spec.get("note"):
+        lines.append(str(spec["note"]))
+    return "\n".join(lines) + "\n"
+
+
+def render_csv(spec: dict, cells: list[list[Cell]]) -> str:
+    """One column per value: mean, std and n for every table column (and the paper's number)."""
+    headers = [spec.get("row_header", "row")]
+    for col in spec["columns"]:
+        headers += [f"{col['label']} mean", f"{col['label']} std", f"{col['label']} n"]
+        if _has_paper(spec):
+            headers.append(f"{col['label']} paper")
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(headers)
+    for row, line in zip(spec["rows"], cells):
+        values = [row["label"]]
+        for cell in line:
+            values += [cell.stat.mean, cell.stat.std, cell.stat.n]
+            if _has_paper(spec):
+                values.append(cell.paper)
+        writer.writerow(["" if v is None else v for v in values])
+    return buf.getvalue()
+
+
+def _latex_escape(text: str) -> str:
+    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"), ("$", r"\$")):
+        text = text.replace(a, b)
+    return text
+
+
+def render_latex(spec: dict, cells: list[list[Cell]]) -> str:
+    headers, rows = _header_and_rows(spec, cells, pm=" $\\pm$ ")
+    lines = [
+        "\\begin{table}[t]", "\\centering",
+        f"\\caption{{{_latex_escape(str(spec.get('title', '')))}}}",
+        "\\begin{tabular}{l" + "r" * (len(headers) - 1) + "}", "\\toprule",
+        " & ".join(_latex_escape(h) for h in headers) + " \\\\", "\\midrule",
+    ]  # fmt: skip
+    for row in rows:
+        lines.append(" & ".join([_latex_escape(row[0]), *row[1:]]) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def render_all(spec: dict, records: list[dict], out_dir: Path | None = None) -> str:
+    """Build the table; write <name>.md/.csv/.tex under ``out_dir``; return the Markdown."""
+    cells = build_table(spec, records)
+    md = render_markdown(spec, cells)
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        name = Path(spec["_path"]).name.removesuffix(SPEC_SUFFIX)
+        (out_dir / f"{name}.md").write_text(md)
+        (out_dir / f"{name}.csv").write_text(render_csv(spec, cells))
+        (out_dir / f"{name}.tex").write_text(render_latex(spec, cells))
+    return md

@@ -1,0 +1,66 @@
+"""Every table spec in sweeps/ renders against the runs of its sweep; bad specs fail with one clear line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gnnq.config.compose import CONF_DIR
+from gnnq.report.summary import find_records
+from gnnq.report.tables import SPEC_SUFFIX, TableSpecError, build_table, load_spec, render_all
+from tests.cli_helpers import run_gnnq
+
+SWEEPS = CONF_DIR.parent / "sweeps"
+SPECS = sorted(SWEEPS.glob(f"*{SPEC_SUFFIX}"))
+# Each sweep shrunk to seconds: a 400-node synthetic graph, 2 ranks, 2 epochs.
+TINY = ["dataset.num_nodes=400", "cluster.nproc=2", "model.hidden=16", "trainer.epochs=2", "trainer.eval_every=1",
+        "quantizer.assign_cycle=1", "quantizer.group_size=20", "quantizer.profile_repeats=1"]  # fmt: skip
+
+
+def test_there_are_specs():
+    assert {p.name for p in SPECS} >= {"adaqp_ablation.table.yaml", "peers.table.yaml"}
+
+
+@pytest.mark.parametrize("spec_path", SPECS, ids=[p.name for p in SPECS])
+def test_spec_renders_against_its_sweep(spec_path, tmp_path):
+    sweep = spec_path.name.removesuffix(SPEC_SUFFIX)
+    assert (SWEEPS / f"{sweep}.yaml").is_file(), f"{spec_path.name} has no sweep file {sweep}.yaml beside it"
+    spec = load_spec(spec_path)
+    base = ["--config-dir", str(SWEEPS), "--config-name", sweep]
+    res = run_gnnq(["-m", *base, *TINY], tmp_path / "runs" / "sweep", tmp_path / "data", timeout=900)
+    assert res.returncode == 0, res.stderr[-2000:]
+    for i, extra in enumerate(spec.get("also_run", [])):
+        res = run_gnnq([*base, *TINY, *extra.split()], tmp_path / "runs" / f"extra{i}", tmp_path / "data")
+        assert res.returncode == 0, res.stderr[-2000:]
+    records = [r for _, r in find_records([tmp_path / "runs"])[0]]
+    cells = build_table(spec, records)
+    for row, line in zip(spec["rows"], cells):
+        for col, cell in zip(spec["columns"], line):
+            assert cell.stat.n >= 1, f"{spec_path.name}: no run fills ({row['label']!r}, {col['label']!r})"
+    md = render_all(spec, records, tmp_path / "out")
+    name = spec_path.name.removesuffix(SPEC_SUFFIX)
+    assert all(row["label"] in md for row in spec["rows"])
+    tex = (tmp_path / "out" / f"{name}.tex").read_text()
+    assert tex.count("\\\\") == len(spec["rows"]) + 1 and "\\begin{tabular}" in tex
+    csv_lines = (tmp_path / "out" / f"{name}.csv").read_text().strip().splitlines()
+    assert len(csv_lines) == len(spec["rows"]) + 1
+    # A column naming a metric the runs lack fails, naming the spec, the column and the metric.
+    broken = {**spec, "columns": [*spec["columns"], {"label": "speed", "metric": "epochs_per_fortnight"}]}
+    with pytest.raises(TableSpecError, match=r"column 'speed' names metric 'epochs_per_fortnight'.*test"):
+        build_table(broken, records)
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("title: x\ncolumns: [{label: a, metric: test}]\n", "'rows' must be a non-empty list"),
+    ("rows: [{label: r}]\ncolumns: [{label: a}]\n", "column 'a' names no metric"),
+    ("rows: [{label: r}]\ncolumns: [{label: a, metric: test, ratio_to: Vanilla}]\n", "ratio_to 'Vanilla', not a row"),
+    ("rows: [{label: r}]\ncolumns: [{label: a, metric: test}]\nalso_run: experiment=x\n", "'also_run' must be a list"),
+    ("rows: [\n", "not a readable YAML table spec"),
+])  # fmt: skip
+def test_bad_specs_are_one_line_errors(tmp_path, text, needle):
+    path = Path(tmp_path) / "bad.table.yaml"
+    path.write_text(text)
+    with pytest.raises(TableSpecError) as exc:
+        load_spec(path)
+    assert needle in str(exc.value) and str(path) in str(exc.value) and "\n" not in str(exc.value)
