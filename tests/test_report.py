@@ -83,12 +83,27 @@ def test_groups_leaderboard_and_bad_records(tmp_path):
 
     report = Path(sys.executable).parent / "gnnq-report"
     out = tmp_path / "report"
-    res = subprocess.run([str(report), str(tmp_path / "runs"), "--out", str(out)], capture_output=True, text=True)
+    res = subprocess.run([str(report), str(tmp_path / "runs"), "--out", str(out), "--plots"], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert "corrupt" in res.stderr and "partial" in res.stderr and "RuntimeError: boom" in res.stdout
     assert "Leaderboard: synthetic" in res.stdout and "± " in res.stdout
     assert (out / "report.md").read_text().strip() == res.stdout.strip()
     assert len((out / "groups.csv").read_text().strip().splitlines()) == 3
     assert (out / "leaderboard-synthetic.csv").is_file()
+    for stem in ("accuracy_vs_throughput", "bytes_per_epoch", "curves"):
+        assert (out / f"{stem}-synthetic.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (out / f"{stem}-synthetic.svg").read_text().lstrip().startswith("<?xml")
+    no_out = subprocess.run([str(report), str(tmp_path / "runs"), "--plots"], capture_output=True, text=True)
+    assert no_out.returncode == 2 and "--plots needs --out" in no_out.stderr
     bad = subprocess.run([str(report), str(tmp_path / "runs"), "--criterion", "fastest"], capture_output=True, text=True)
     assert bad.returncode == 2 and "fastest" in bad.stderr and "throughput" in bad.stderr
+
+
+def test_pareto_front_and_short_labels():
+    from gnnq.report.aggregate import Group
+    from gnnq.report.plots import pareto_front, short_labels
+
+    points = [(1.0, 0.80), (2.0, 0.79), (0.5, 0.81), (1.5, 0.78), (2.0, 0.70), (0.4, 0.81)]
+    assert pareto_front(points) == [2, 0, 1]  # (1.5, .78) and (2.0, .70) are beaten; (0.4, .81) by (0.5, .81)
+    groups = [Group("cora", ["dataset=cora", "parallel=stale"]), Group("cora", ["dataset=cora"])]
+    assert short_labels(groups) == ["parallel=stale", "(common settings)"]

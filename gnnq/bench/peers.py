@@ -22,6 +22,7 @@ from gnnq.bench.gnnq_runs import command_line, run_gnnq
 from gnnq.bench.machine import describe_machine
 from gnnq.config.compose import CONF_DIR
 from gnnq.report.curves import read_curve, time_to_target
+from gnnq.report.plots import plot_curves
 from gnnq.track.progress import markdown_table
 
 SWEEP = ["--config-dir", str(CONF_DIR.parent / "sweeps"), "--config-name", "peers"]
@@ -72,29 +73,6 @@ def tabulate(records: list[dict], target_drop: float) -> tuple[list[dict], float
     return rows, target
 
 
-def plot_curves(rows: list[dict], target: float, out: Path, title: str) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for row in rows:
-        t, v = zip(*row["curve"]) if row["curve"] else ((), ())
-        ax.plot(t, v, marker="o" if len(t) <= 40 else None, markersize=3, label=row["strategy"])
-    ax.axhline(target, color="grey", linestyle="--", linewidth=1, label=f"target {target:.3f}")
-    ax.set(xlabel="training time (s, slowest rank)", ylabel="validation accuracy")
-    ax.set_title(title, fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    paths = [out / "val_vs_time.png", out / "val_vs_time.svg"]
-    for p in paths:
-        fig.savefig(p, dpi=120)
-    plt.close(fig)
-    return paths
-
-
 def _fmt(value, spec: str, scale: float = 1.0) -> str:
     return "-" if value is None else format(value * scale, spec)
 
@@ -123,7 +101,8 @@ def main(argv: list[str] | None = None) -> None:
     d = cfg["dataset"]
     data_desc = f"{d['name']}" + (f", {d['num_nodes']:,} nodes, average degree {d['avg_degree']}" if d["name"] == "synthetic" else "")
     args.out.mkdir(parents=True, exist_ok=True)
-    plots = plot_curves(rows, target, args.out, f"{data_desc}: validation accuracy vs training time")
+    series = [(r["strategy"], r["curve"]) for r in rows]
+    plots = plot_curves(series, args.out, "val_vs_time", f"{data_desc}: validation accuracy vs training time", target)
     (args.out / "results.json").write_text(json.dumps({"command": command, "machine": machine, "target": target,
                                                        "rows": rows, "records": records}, indent=1, default=str))  # fmt: skip
     md = [
