@@ -29,3 +29,16 @@ def planetoid_root(tmp_path_factory) -> Path:
     for name in ("Cora", "CiteSeer"):
         shutil.copytree(src / name / "raw", root / name / "raw")
     return root
+
+
+@pytest.fixture(scope="session")
+def report_runs(tmp_path_factory) -> Path:
+    """Real runs for the report tests: two configurations (GCN, SAGE) x two seeds, 2 ranks, small graph."""
+    from tests.cli_helpers import run_gnnq
+
+    root = tmp_path_factory.mktemp("report")
+    args = ["-m", "logger=none", "dataset.num_nodes=1500", "model.hidden=32", "trainer.epochs=3", "cluster.nproc=2",
+            "model=gcn,sage", "trainer.seed=0,1"]  # fmt: skip
+    res = run_gnnq(args, root / "runs", root / "data")
+    assert res.returncode == 0, res.stderr
+    return root / "runs"

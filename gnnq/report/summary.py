@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from gnnq.report.aggregate import CRITERIA, Group, Leaderboard, Stat, group_runs, leaderboards
+from gnnq.report.dashboard import write_dashboard
 from gnnq.report.plots import plot_report
 from gnnq.report.tables import TableSpecError, load_spec, render_all
 from gnnq.track.progress import fmt_value, markdown_table
@@ -116,6 +117,8 @@ def main(argv: list[str]) -> None:
                         help="a table spec (sweeps/<sweep>.table.yaml) to render from these runs; repeatable")  # fmt: skip
     parser.add_argument("--plots", action="store_true",
                         help="with --out: accuracy vs throughput (Pareto front), bytes per epoch and training curves, PNG and SVG")  # fmt: skip
+    parser.add_argument("--dashboard", action="store_true",
+                        help="with --out: dashboard.html, one self-contained page (leaderboards, plots, configs)")  # fmt: skip
     parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
                         help="only runs whose config has this value (e.g. dataset.name=cora); repeatable")  # fmt: skip
     args = parser.parse_args(argv)
@@ -142,11 +145,14 @@ def main(argv: list[str]) -> None:
         except TableSpecError as exc:
             print(f"gnnq-report: error: {exc}", file=sys.stderr)
             sys.exit(2)
-    if args.plots:
-        if not args.out:
-            parser.error("--plots needs --out DIR")
+    if (args.plots or args.dashboard) and not args.out:
+        parser.error("--plots and --dashboard need --out DIR")
+    if args.plots or args.dashboard:
         paths = plot_report(groups, args.out)
         sections += ["## Plots", ""] + [f"- {p.name}" for p in paths if p.suffix == ".png"] + [""]
+        if args.dashboard:
+            page = write_dashboard(args.out / "dashboard.html", groups, boards, paths)
+            sections += [f"Dashboard: {page}", ""]
     if failed:
         sections += ["## Failed runs (not ranked)", ""] + [f"- {d}: {r.get('error')}" for d, r in failed] + [""]
     text = "\n".join(sections)

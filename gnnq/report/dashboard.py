@@ -1,0 +1,203 @@
+"""One self-contained HTML dashboard: the leaderboards as a sortable, filterable table, the plots,
+and each configuration's config on click. No server and no network: data, script, style and
+images (PNG data URIs) are all inside the file.
+
+For tests and links the page reads commands from its URL fragment, carried out as real clicks
+and input events: ``#sort=<column>[,desc]``, ``#filter=<text>``, ``#open=<row>``.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+
+from gnnq.report.aggregate import Group, Leaderboard
+
+COLUMNS = [  # key, header, numeric
+    ("dataset", "dataset", False),
+    ("rank", "rank", True),
+    ("config", "config (overrides)", False),
+    ("seeds", "seeds", True),
+    ("test", "test", True),
+    ("test_std", "± std", True),
+    ("epochs_per_s", "epochs/s", True),
+    ("epoch_ms", "epoch ms", True),
+    ("comm_ms", "exposed comm ms", True),
+    ("halo_mb", "halo MB/epoch", True),
+    ("time_to_target_s", "time to target s", True),
+]
+
+
+def dashboard_rows(boards: list[Leaderboard]) -> list[dict]:
+    rows = []
+    for board in boards:
+        ranked = [(i + 1, g) for i, g in enumerate(board.ranked)] + [(None, g) for g in board.others]
+        for rank, g in ranked:
+            s = g.stats
+            et = s["epoch_time_s"].mean
+            rows.append({
+                "dataset": g.dataset, "rank": rank, "config": g.config, "seeds": len(g.runs),
+                "test": s["test"].mean, "test_std": s["test"].std,
+                "epochs_per_s": 1.0 / et if et else None, "epoch_ms": et * 1e3 if et else None,
+                "comm_ms": None if s["comm_time_s"].mean is None else s["comm_time_s"].mean * 1e3,
+                "halo_mb": None if s["comm_bytes_per_epoch"].mean is None else s["comm_bytes_per_epoch"].mean / 1e6,
+                "time_to_target_s": g.time_to_target.mean if g.time_to_target else None,
+                "command": "gnnq " + g.config if g.overrides else "gnnq",
+                "runs": [str(d) for d, _ in g.runs],
+                "run_config": g.runs[0][1]["config"],
+            })  # fmt: skip
+    return rows
+
+
+def _criterion_text(boards: list[Leaderboard]) -> str:
+    if not boards:
+        return ""
+    b = boards[0]
+    if b.criterion == "time":
+        return f"ranked by time to the target validation metric (best mean best-val minus {b.tolerance * 100:g} points)"
+    what = "throughput" if b.criterion == "throughput" else "halo bytes per epoch"
+    return f"ranked by {what} among configurations within {b.tolerance * 100:g} points of the best mean test metric"
+
+
+def write_dashboard(path: Path, groups: list[Group], boards: list[Leaderboard], plots: list[Path], title: str = "gnnq leaderboard") -> Path:
+    """Write the HTML file; ``plots`` (PNG files) are embedded."""
+    rows = dashboard_rows(boards)
+    images = [(p.stem, base64.b64encode(p.read_bytes()).decode()) for p in plots if p.suffix == ".png"]
+    data = json.dumps({"columns": COLUMNS, "rows": rows}, default=str).replace("</", "<\\/")
+    figures = "\n".join(
+        f'<figure><img alt="{html.escape(stem)}" src="data:image/png;base64,{b64}"><figcaption>{html.escape(stem)}</figcaption></figure>'
+        for stem, b64 in images
+    )
+    failed = sum(1 for g in groups for _, r in g.runs if r.get("status") != "ok")
+    page = _TEMPLATE.format(
+        title=html.escape(title), criterion=html.escape(_criterion_text(boards)), data=data, figures=figures,
+        summary=html.escape(f"{len(rows)} configurations, {sum(len(g.runs) for g in groups)} runs" + (f", {failed} failed" if failed else "")),
+    )  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page)
+    return path
+
+
+_TEMPLATE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }}
+table {{ border-collapse: collapse; font-size: 13px; }}
+th, td {{ border-bottom: 1px solid #ddd; padding: 4px 8px; text-align: right; }}
+th {{ cursor: pointer; background: #f4f4f4; position: sticky; top: 0; user-select: none; }}
+th[data-sort=asc]::after {{ content: " \\25B2"; }} th[data-sort=desc]::after {{ content: " \\25BC"; }}
+th.text {{ text-align: left; }}
+td.text {{ text-align: left; font-family: ui-monospace, monospace; font-size: 12px; }}
+tbody tr {{ cursor: pointer; }} tbody tr:hover {{ background: #eef5ff; }} tr.selected {{ background: #dbe9ff; }}
+#filter {{ width: 28em; padding: 4px; margin: 0.5em 0; }}
+#details {{ background: #f8f8f8; border: 1px solid #ddd; padding: 0.8em; white-space: pre-wrap; font-size: 12px; }}
+figure {{ display: inline-block; margin: 0.5em; }} figure img {{ max-width: 560px; border: 1px solid #eee; }}
+</style></head>
+<body>
+<h1>{title}</h1>
+<p>{summary}; per dataset {criterion}. Rank '-': below the accuracy cut (or never reaching the target).
+Click a column to sort, a row for its config.</p>
+<input id="filter" type="search" placeholder="filter rows (any text: dataset, override, ...)">
+<span id="count"></span>
+<table id="board"><thead><tr></tr></thead><tbody></tbody></table>
+<h2>Configuration</h2>
+<div id="details">Click a row.</div>
+<h2>Plots</h2>
+<div id="plots">{figures}</div>
+<script type="application/json" id="data">{data}</script>
+<script>
+"use strict";
+const DATA = JSON.parse(document.getElementById("data").textContent);
+const head = document.querySelector("#board thead tr");
+const body = document.querySelector("#board tbody");
+const filterBox = document.getElementById("filter");
+
+function fmt(key, v) {{
+  if (v === null || v === undefined) return "-";
+  if (typeof v !== "number") return String(v);
+  if (key === "test" || key === "test_std") return v.toFixed(4);
+  if (key === "rank" || key === "seeds") return String(v);
+  return v.toFixed(v >= 100 ? 1 : 3);
+}}
+
+DATA.columns.forEach(([key, label, numeric]) => {{
+  const th = document.createElement("th");
+  th.textContent = label;
+  th.dataset.key = key;
+  if (!numeric) th.className = "text";
+  th.addEventListener("click", () => sortBy(key, numeric, th.dataset.sort === "asc" ? "desc" : "asc"));
+  head.appendChild(th);
+}});
+
+DATA.rows.forEach((row, i) => {{
+  const tr = document.createElement("tr");
+  tr.dataset.index = String(i);
+  DATA.columns.forEach(([key, , numeric]) => {{
+    const td = document.createElement("td");
+    td.textContent = fmt(key, row[key]);
+    td.dataset.key = key;
+    if (numeric && row[key] !== null && row[key] !== undefined) td.dataset.value = String(row[key]);
+    if (!numeric) td.className = "text";
+    tr.appendChild(td);
+  }});
+  tr.addEventListener("click", () => showConfig(i, tr));
+  body.appendChild(tr);
+}});
+
+function sortBy(key, numeric, direction) {{
+  document.querySelectorAll("#board th").forEach(th => {{ delete th.dataset.sort; }});
+  document.querySelector(`#board th[data-key="${{key}}"]`).dataset.sort = direction;
+  const sign = direction === "asc" ? 1 : -1;
+  const rows = Array.from(body.rows);
+  rows.sort((a, b) => {{
+    const va = DATA.rows[a.dataset.index][key], vb = DATA.rows[b.dataset.index][key];
+    if (va === null || va === undefined) return 1;   // missing values last, either way
+    if (vb === null || vb === undefined) return -1;
+    return sign * (numeric ? va - vb : String(va).localeCompare(String(vb)));
+  }});
+  rows.forEach(r => body.appendChild(r));
+}}
+
+function applyFilter() {{
+  const words = filterBox.value.toLowerCase().split(/\\s+/).filter(Boolean);
+  let shown = 0;
+  Array.from(body.rows).forEach(tr => {{
+    const text = tr.textContent.toLowerCase();
+    tr.hidden = !words.every(w => text.includes(w));
+    if (!tr.hidden) shown += 1;
+  }});
+  document.getElementById("count").textContent = `${{shown}} of ${{body.rows.length}} rows`;
+}}
+filterBox.addEventListener("input", applyFilter);
+
+function showConfig(i, tr) {{
+  document.querySelectorAll("#board tr.selected").forEach(r => r.classList.remove("selected"));
+  tr.classList.add("selected");
+  const row = DATA.rows[i];
+  document.getElementById("details").textContent =
+    `${{row.command}}\\n\\nruns:\\n  ${{row.runs.join("\\n  ")}}\\n\\nconfig:\\n${{JSON.stringify(row.run_config, null, 2)}}`;
+}}
+
+applyFilter();
+
+// Commands in the URL fragment, carried out as real events: #sort=key[,desc]  #filter=text  #open=row
+for (const part of decodeURIComponent(location.hash.slice(1)).split("&").filter(Boolean)) {{
+  const cut = part.indexOf("=");
+  const cmd = cut < 0 ? part : part.slice(0, cut), arg = cut < 0 ? "" : part.slice(cut + 1);
+  if (cmd === "sort") {{
+    const [key, dir] = arg.split(",");
+    const th = document.querySelector(`#board th[data-key="${{key}}"]`);
+    th.click();
+    if (dir === "desc") th.click();
+  }} else if (cmd === "filter") {{
+    filterBox.value = arg;
+    filterBox.dispatchEvent(new Event("input"));
+  }} else if (cmd === "open") {{
+    body.rows[Number(arg)].click();
+  }}
+}}
+</script>
+</body></html>
+"""

@@ -1,0 +1,97 @@
+"""The HTML dashboard in headless Chromium: rows render, sorting reorders, filtering hides, a click shows the config."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+
+
+@pytest.fixture(scope="module")
+def dashboard(report_runs, tmp_path_factory) -> Path:
+    if CHROMIUM is None:
+        if os.environ.get("GNNQ_REQUIRE_CHROMIUM"):
+            pytest.fail("chromium not found; .ci/run installs Debian's chromium package")
+        pytest.skip("chromium not installed (apt-get install chromium)")
+    out = tmp_path_factory.mktemp("dashboard")
+    report = Path(sys.executable).parent / "gnnq-report"
+    res = subprocess.run([str(report), str(report_runs), "--out", str(out), "--dashboard"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    return out / "dashboard.html"
+
+
+def _chromium(page: Path, fragment: str = "", *extra: str) -> tuple[str, list[str]]:
+    """The DOM after the page's script ran, and the page's console messages."""
+    res = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--log-level=0", *extra,
+         "--dump-dom", page.as_uri() + fragment],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    return res.stdout, [line for line in res.stderr.splitlines() if ":CONSOLE" in line]
+
+
+def _rows(dom: str) -> list[dict]:
+    """Table rows in page order: index, hidden, and per column its text and numeric value."""
+    rows = []
+    for attrs, cells in re.findall(r'<tr data-index="\d+"([^>]*)>(.*?)</tr>', dom, re.S):
+        row = {"hidden": "hidden" in attrs}
+        for key, value, text in re.findall(r'<td data-key="(\w+)"(?: data-value="([^"]*)")?[^>]*>(.*?)</td>', cells):
+            row[key] = float(value) if value else text
+        rows.append(row)
+    return rows
+
+
+def test_dashboard_is_self_contained(dashboard):
+    text = dashboard.read_text()
+    assert not re.search(r'(src|href)="(https?:)?//', text), "no network: nothing may be fetched"
+    assert text.count('src="data:image/png;base64,') == 3  # accuracy vs throughput, bytes, curves
+
+
+def test_rows_render_without_console_errors(dashboard):
+    dom, console = _chromium(dashboard)
+    rows = _rows(dom)
+    assert len(rows) == 2 and not any(r["hidden"] for r in rows)  # two configurations (GCN, SAGE)
+    assert {("model=sage" in r["config"]) for r in rows} == {True, False}
+    assert all(isinstance(r["epoch_ms"], float) and r["seeds"] == 2.0 for r in rows)
+    assert console == []
+
+
+def test_sorting_changes_the_order(dashboard):
+    ascending, console = _chromium(dashboard, "#sort=epoch_ms")
+    descending, console2 = _chromium(dashboard, "#sort=epoch_ms,desc")
+    up = [r["epoch_ms"] for r in _rows(ascending)]
+    down = [r["epoch_ms"] for r in _rows(descending)]
+    assert up == sorted(up) and down == sorted(down, reverse=True) and up != down
+    by_name_up = [r["config"] for r in _rows(_chromium(dashboard, "#sort=config")[0])]
+    by_name_down = [r["config"] for r in _rows(_chromium(dashboard, "#sort=config,desc")[0])]
+    assert by_name_up == by_name_down[::-1] and by_name_up != by_name_down
+    assert console == console2 == []
+
+
+def test_filtering_hides_rows(dashboard):
+    dom, console = _chromium(dashboard, "#filter=model%3Dsage")
+    rows = _rows(dom)
+    assert [("model=sage" in r["config"]) for r in rows if not r["hidden"]] == [True]
+    assert sum(r["hidden"] for r in rows) == 1 and "1 of 2 rows" in dom
+    dom, _ = _chromium(dashboard, "#filter=no-such-config")
+    assert all(r["hidden"] for r in _rows(dom))
+    assert console == []
+
+
+def test_click_shows_the_config_and_screenshot(dashboard, tmp_path):
+    dom, console = _chromium(dashboard, "#open=1")
+    details = re.search(r'<div id="details">(.*?)</div>', dom, re.S).group(1)
+    assert details.startswith("gnnq ") and '"name": "synthetic"' in details.replace("&quot;", '"')
+    assert console == []
+    shot = tmp_path / "dashboard.png"
+    subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--screenshot={shot}",
+                    "--window-size=1400,1000", dashboard.as_uri() + "#open=0"], capture_output=True, timeout=120)  # fmt: skip
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
