@@ -13,13 +13,13 @@ from tests.cli_helpers import run_gnnq
 
 SWEEPS = CONF_DIR.parent / "sweeps"
 SPECS = sorted(SWEEPS.glob(f"*{SPEC_SUFFIX}"))
-# Each sweep shrunk to seconds: a 400-node synthetic graph, 2 ranks, 2 epochs.
-TINY = ["dataset.num_nodes=400", "cluster.nproc=2", "model.hidden=16", "trainer.epochs=2", "trainer.eval_every=1",
+# Each sweep shrunk to seconds: a 400-node synthetic graph, 2 ranks, 2 epochs (the sweep's own axes kept).
+TINY = ["dataset=synthetic", "dataset.num_nodes=400", "cluster.nproc=2", "model.hidden=16", "trainer.epochs=2", "trainer.eval_every=1",
         "quantizer.assign_cycle=1", "quantizer.group_size=20", "quantizer.profile_repeats=1"]  # fmt: skip
 
 
 def test_there_are_specs():
-    assert {p.name for p in SPECS} >= {"adaqp_ablation.table.yaml", "peers.table.yaml"}
+    assert {p.name for p in SPECS} >= {"adaqp_ablation.table.yaml", "peers.table.yaml", "bitwidths.table.yaml"}
 
 
 @pytest.mark.parametrize("spec_path", SPECS, ids=[p.name for p in SPECS])
