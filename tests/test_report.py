@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -103,3 +104,19 @@ def test_pareto_front_and_short_labels():
     assert pareto_front(points) == [2, 0, 1]  # (1.5, .78) and (2.0, .70) are beaten; (0.4, .81) by (0.5, .81)
     groups = [Group("cora", ["dataset=cora", "parallel=stale"]), Group("cora", ["dataset=cora"])]
     assert short_labels(groups) == ["parallel=stale", "(common settings)"]
+
+
+def test_report_tables_logged_to_wandb_offline(tmp_path, report_runs):
+    report = Path(sys.executable).parent / "gnnq-report"
+    spec = Path(__file__).resolve().parents[1] / "sweeps" / "adaqp_ablation.table.yaml"
+    res = subprocess.run([str(report), str(report_runs), "--out", str(tmp_path), "--wandb", "offline", "--table", str(spec),
+                          "--where", "model.name=gcn"],
+                         capture_output=True, text=True, env={**os.environ, "WANDB_SILENT": "true"})  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    (run,) = (tmp_path / "wandb").glob("offline-run-*")
+    tables = {p.parent.name + "/" + p.name.split("_")[0]: json.loads(p.read_text()) for p in run.rglob("*.table.json")}
+    board = tables["leaderboard/synthetic"]
+    assert board["columns"][:2] == ["rank", "config (overrides)"] and len(board["data"]) == 1  # GCN only (--where)
+    assert len(tables["table/configurations"]["data"]) == 1
+    adaqp = tables["table/adaqp"]["data"]
+    assert [row[0] for row in adaqp] == ["Vanilla", "AdaQP-q", "AdaQP-p", "AdaQP"] and adaqp[0][1] != "-"

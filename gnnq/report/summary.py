@@ -16,7 +16,8 @@ import yaml
 from gnnq.report.aggregate import CRITERIA, Group, Leaderboard, Stat, group_runs, leaderboards
 from gnnq.report.dashboard import write_dashboard
 from gnnq.report.plots import plot_report
-from gnnq.report.tables import TableSpecError, load_spec, render_all
+from gnnq.report.tables import SPEC_SUFFIX, TableSpecError, load_spec, render_all, table_rows
+from gnnq.report.wandb_report import log_report
 from gnnq.track.progress import fmt_value, markdown_table
 from gnnq.track.record import RECORD_FILE
 
@@ -119,6 +120,9 @@ def main(argv: list[str]) -> None:
                         help="with --out: accuracy vs throughput (Pareto front), bytes per epoch and training curves, PNG and SVG")  # fmt: skip
     parser.add_argument("--dashboard", action="store_true",
                         help="with --out: dashboard.html, one self-contained page (leaderboards, plots, configs)")  # fmt: skip
+    parser.add_argument("--wandb", choices=("offline", "online"),
+                        help="with --out: also log the tables (and plots) as wandb.Tables to a W&B run of their own")  # fmt: skip
+    parser.add_argument("--wandb-project", default="gnnq", help="W&B project for --wandb (default gnnq)")
     parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
                         help="only runs whose config has this value (e.g. dataset.name=cora); repeatable")  # fmt: skip
     args = parser.parse_args(argv)
@@ -139,20 +143,28 @@ def main(argv: list[str]) -> None:
                 markdown_table(*groups_rows(groups)) if groups else "(no successful runs)", ""]  # fmt: skip
     for board in boards:
         sections += [f"## {leaderboard_title(board)}", "", markdown_table(*leaderboard_rows(board)), ""]
+    tables = {"configurations": groups_rows(groups)}
+    tables.update({f"leaderboard/{b.dataset}": leaderboard_rows(b) for b in boards})
     for spec_path in args.table:
         try:
-            sections += [render_all(load_spec(spec_path), [r for _, r in records], args.out)]
+            spec = load_spec(spec_path)
+            sections += [render_all(spec, [r for _, r in records], args.out)]
+            tables[f"table/{spec_path.name.removesuffix(SPEC_SUFFIX)}"] = table_rows(spec, [r for _, r in records])
         except TableSpecError as exc:
             print(f"gnnq-report: error: {exc}", file=sys.stderr)
             sys.exit(2)
-    if (args.plots or args.dashboard) and not args.out:
-        parser.error("--plots and --dashboard need --out DIR")
+    if (args.plots or args.dashboard or args.wandb) and not args.out:
+        parser.error("--plots, --dashboard and --wandb need --out DIR")
+    paths: list[Path] = []
     if args.plots or args.dashboard:
         paths = plot_report(groups, args.out)
         sections += ["## Plots", ""] + [f"- {p.name}" for p in paths if p.suffix == ".png"] + [""]
         if args.dashboard:
             page = write_dashboard(args.out / "dashboard.html", groups, boards, paths)
             sections += [f"Dashboard: {page}", ""]
+    if args.wandb:
+        run_dir = log_report(args.out, tables, paths, project=args.wandb_project, mode=args.wandb)
+        sections += [f"W&B run ({args.wandb}): {run_dir}", ""]
     if failed:
         sections += ["## Failed runs (not ranked)", ""] + [f"- {d}: {r.get('error')}" for d, r in failed] + [""]
     text = "\n".join(sections)

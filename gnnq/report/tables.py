@@ -229,6 +229,11 @@ def render_latex(spec: dict, cells: list[list[Cell]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def table_rows(spec: dict, records: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """Headers and text rows of the rendered table (for W&B)."""
+    return _header_and_rows(spec, build_table(spec, records))
+
+
 def render_all(spec: dict, records: list[dict], out_dir: Path | None = None) -> str:
     """Build the table; write <name>.md/.csv/.tex under ``out_dir``; return the Markdown."""
     cells = build_table(spec, records)
