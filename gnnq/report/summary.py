@@ -126,6 +126,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
                         help="only runs whose config has this value (e.g. dataset.name=cora); repeatable")  # fmt: skip
     args = parser.parse_args(argv)
+    if (args.plots or args.dashboard or args.wandb) and not args.out:
+        parser.error("--plots, --dashboard and --wandb need --out DIR")
     records, warnings = find_records(args.dirs)
     try:
         records = [(d, r) for d, r in records if all(_config_has(r["config"], w) for w in args.where)]
@@ -153,8 +155,6 @@ def main(argv: list[str]) -> None:
         except TableSpecError as exc:
             print(f"gnnq-report: error: {exc}", file=sys.stderr)
             sys.exit(2)
-    if (args.plots or args.dashboard or args.wandb) and not args.out:
-        parser.error("--plots, --dashboard and --wandb need --out DIR")
     paths: list[Path] = []
     if args.plots or args.dashboard:
         paths = plot_report(groups, args.out)
