@@ -95,3 +95,21 @@ def test_click_shows_the_config_and_screenshot(dashboard, tmp_path):
     subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--screenshot={shot}",
                     "--window-size=1400,1000", dashboard.as_uri() + "#open=0"], capture_output=True, timeout=120)  # fmt: skip
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+def test_hostile_config_strings_and_nan_do_not_break_the_page(tmp_path):
+    """A config string that would end the script element, and a NaN metric: the page still renders."""
+    if CHROMIUM is None:
+        pytest.skip("chromium not installed")
+    from gnnq.report.aggregate import Group, Leaderboard, Stat
+    from gnnq.report.dashboard import write_dashboard
+
+    evil = "</script><!--<script>alert(1)</script>"
+    g = Group("d", [f"dataset.path={evil}"], [(tmp_path / "run", {"config": {"dataset": {"path": evil}}, "status": "ok"})])
+    g.stats = {k: Stat(float("nan") if k == "test" else 1.0, None, 1) for k in
+               ("test", "best_val", "epoch_time_s", "comm_time_s", "comm_bytes_per_epoch")}  # fmt: skip
+    page = write_dashboard(tmp_path / "d.html", [g], [Leaderboard("d", "throughput", 1.0, 0.003, [g], [])], [])
+    dom, console = _chromium(page, "#open=0&sort=nope")
+    (row,) = _rows(dom)
+    assert "&lt;/script&gt;" in row["config"] and console == []
+    assert "alert(1)" in re.search(r'<div id="details">(.*?)</div>', dom, re.S).group(1)  # shown as text, not run

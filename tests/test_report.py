@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -120,3 +121,48 @@ def test_report_tables_logged_to_wandb_offline(tmp_path, report_runs):
     assert len(tables["table/configurations"]["data"]) == 1
     adaqp = tables["table/adaqp"]["data"]
     assert [row[0] for row in adaqp] == ["Vanilla", "AdaQP-q", "AdaQP-p", "AdaQP"] and adaqp[0][1] != "-"
+
+
+def test_strings_that_look_like_other_types_are_quoted():
+    from gnnq.report.overrides import format_value
+
+    assert [format_value(v) for v in ["cora", "8", "true", "null", "1e-3", "/a,b"]] == \
+        ["cora", "'8'", "'true'", "'null'", "'1e-3'", "'/a,b'"]  # fmt: skip
+    config = OmegaConf.to_container(compose_config(["dataset=files", "dataset.path='8'", "logger.project='true'"]), resolve=True)
+    rebuilt = OmegaConf.to_container(compose_config(config_overrides(config)), resolve=True)
+    assert rebuilt["dataset"]["path"] == "8"
+
+
+def test_where_reads_values_as_hydra_does():
+    from gnnq.report.summary import select
+
+    recs = [(Path("a"), {"config": {"trainer": {"lr": 0.001, "seed": 0}, "dataset": {"name": "cora"}}}),
+            (Path("b"), {"config": {"trainer": {"lr": 0.01, "seed": 1}, "dataset": {"name": "citeseer"}}})]  # fmt: skip
+    assert [d.name for d, _ in select(recs, "trainer.lr=1e-3")] == ["a"]
+    assert [d.name for d, _ in select(recs, "trainer.seed=1")] == ["b"]
+    assert [d.name for d, _ in select(recs, "dataset.name=cora")] == ["a"]
+    for bad, needle in [("trainer.lrr=1", "no run's config has the key"), ("x=[1,2", "not readable"), ("novalue", "KEY=VALUE")]:
+        with pytest.raises(ValueError, match=re.escape(needle)):
+            select(recs, bad)
+
+
+def test_time_to_target_needs_every_seed(tmp_path):
+    """A configuration whose second seed never reaches the target is not ranked by time."""
+    from gnnq.report.aggregate import Group, Stat, leaderboards
+
+    def run(name, vals):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "metrics.jsonl").write_text("".join(json.dumps({"epoch": i + 1, "epoch_time_s": 1.0, "val": v}) + "\n" for i, v in enumerate(vals)))
+        return d, {"config": {"trainer": {"seed": 0}}}
+
+    fast = Group("d", ["parallel=stale"], [run("f0", [0.5, 0.8]), run("f1", [0.8, 0.8])])
+    flaky = Group("d", ["parallel=sampling"], [run("s0", [0.8, 0.8]), run("s1", [0.5, 0.6])])
+    for g, best in ((fast, 0.8), (flaky, 0.7)):
+        g.stats = {"test": Stat(best, None, 2), "best_val": Stat(best, None, 2), "epoch_time_s": Stat(1.0, None, 2),
+                   "comm_bytes_per_epoch": Stat(0.0, None, 2), "comm_time_s": Stat(0.0, None, 2)}  # fmt: skip
+    (board,) = leaderboards([fast, flaky], "time", tolerance=0.0)
+    assert board.target == 0.8 and board.ranked == [fast] and board.others == [flaky]
+    assert fast.time_to_target.mean == 1.5  # seeds reached it after 2 s and 1 s
+    (board,) = leaderboards([fast, flaky], "throughput", tolerance=0.0)
+    assert fast.time_to_target is None  # no stale values from the time board

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,7 @@ def test_spec_renders_against_its_sweep(spec_path, tmp_path):
     for row, line in zip(spec["rows"], cells):
         for col, cell in zip(spec["columns"], line):
             assert cell.stat.n >= 1, f"{spec_path.name}: no run fills ({row['label']!r}, {col['label']!r})"
-    md = render_all(spec, records, tmp_path / "out")
+    md, _ = render_all(spec, records, tmp_path / "out")
     name = spec_path.name.removesuffix(SPEC_SUFFIX)
     assert all(row["label"] in md for row in spec["rows"])
     tex = (tmp_path / "out" / f"{name}.tex").read_text()
@@ -64,3 +65,31 @@ def test_bad_specs_are_one_line_errors(tmp_path, text, needle):
     with pytest.raises(TableSpecError) as exc:
         load_spec(path)
     assert needle in str(exc.value) and str(path) in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_latex_escaping_and_ratio_columns(tmp_path):
+    from gnnq.report.tables import render_latex
+
+    path = tmp_path / "t.table.yaml"
+    path.write_text("title: 'a_{b} ~x^2 & 50%'\nrows: [{label: base}, {label: 'r_1 #2'}]\n"
+                    "columns: [{label: v, metric: test}, {label: ratio, metric: test, ratio_to: base}]\n")  # fmt: skip
+    spec = load_spec(path)
+    records = [{"status": "ok", "config": {"trainer": {"seed": s}, "x": 1}, "test": t} for s, t in ((0, 0.5), (1, 0.7))]
+    cells = build_table({**spec, "rows": [{"label": "base"}, {"label": "r_1 #2"}]}, records)
+    assert cells[0][1].stat.mean == 1.0 and cells[0][1].stat.std is None  # the base row is exactly 1
+    tex = render_latex(spec, cells)
+    assert r"a\_\{b\} \textasciitilde{}x\textasciicircum{}2 \& 50\%" in tex and r"r\_1 \#2" in tex
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("rows: [{label: r, match: {parallel.nmae: sync}}]\ncolumns: [{label: a, metric: test}]\n", "'parallel.nmae', which is not a config key"),
+    ("rows: [{label: r, match: sync}]\ncolumns: [{label: a, metric: test}]\n", "'match' must map"),
+    ("rows: [{label: r}, {label: r}]\ncolumns: [{label: a, metric: test}]\n", "labels must be unique"),
+    ("rows: [{label: r}]\ncolumns: [{label: a, metric: test, format: '.4q'}]\n", "column 'a'"),
+    ("rows: [{label: r}]\ncolumns: [{label: a, metric: test}]\npaper: {r: 0.5}\n", "'paper' maps row labels"),
+])  # fmt: skip
+def test_spec_fields_are_checked(tmp_path, text, needle):
+    path = Path(tmp_path) / "bad.table.yaml"
+    path.write_text(text)
+    with pytest.raises(TableSpecError, match=re.escape(needle)):
+        load_spec(path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +22,16 @@ class Stat:
     std: float | None  # sample standard deviation; None with fewer than two values
     n: int
 
+    def text(self, fmt: str = ".4f", scale: float = 1.0, pm: str = " ± ") -> str:
+        """``mean ± std`` (or ``mean``, or ``-`` without values)."""
+        if self.mean is None:
+            return "-"
+        out = format(self.mean * scale, fmt)
+        return out if self.std is None else out + pm + format(self.std * scale, fmt)
+
     @classmethod
     def of(cls, values: list) -> "Stat":
-        vals = [float(v) for v in values if v is not None]
+        vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
         if not vals:
             return cls(None, None, 0)
         return cls(statistics.mean(vals), statistics.stdev(vals) if len(vals) > 1 else None, len(vals))
@@ -46,6 +54,19 @@ class Group:
     @property
     def seeds(self) -> list:
         return [rec["config"]["trainer"]["seed"] for _, rec in self.runs]
+
+
+MISSING = object()
+
+
+def lookup(tree: dict, dotted: str):
+    """``tree["a"]["b"]`` for ``"a.b"``; MISSING where a part is absent."""
+    node = tree
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return MISSING
+        node = node[part]
+    return node
 
 
 def group_runs(records: list[tuple[Path, dict]], seed_keys: frozenset[str] = SEED_KEYS) -> list[Group]:
@@ -76,7 +97,8 @@ class Leaderboard:
 def leaderboards(groups: list[Group], criterion: str = "throughput", tolerance: float = 0.003) -> list[Leaderboard]:
     """Per dataset, configurations ranked by ``criterion``.
 
-    throughput: epochs per second (lowest median epoch time) among configurations whose mean test
+    throughput: epochs per second (lowest mean over seeds of the runs' median epoch times) among
+    configurations whose mean test
     metric is within ``tolerance`` of the best; bytes: halo bytes per epoch, same cut; time:
     training time until the validation metric first reaches the best configuration's mean best
     validation minus ``tolerance`` (every run of a configuration must reach it).
@@ -91,7 +113,11 @@ def leaderboards(groups: list[Group], criterion: str = "throughput", tolerance: 
         best = max(mine, key=lambda g: g.stats["test"].mean)
         best_test = best.stats["test"].mean
         board = Leaderboard(dataset, criterion, best_test, tolerance, [], [])
-        if criterion == "time":
+        for g in mine:
+            g.time_to_target = None
+        if criterion == "time" and best.stats["best_val"].mean is None:
+            board.others = mine  # no validation metric: nothing to reach
+        elif criterion == "time":
             board.target = best.stats["best_val"].mean - tolerance
             for g in mine:
                 times = [time_to_target(read_curve(d), board.target) for d, _ in g.runs]
@@ -102,6 +128,6 @@ def leaderboards(groups: list[Group], criterion: str = "throughput", tolerance: 
             key = "epoch_time_s" if criterion == "throughput" else "comm_bytes_per_epoch"
             eligible = [g for g in mine if g.stats["test"].mean >= best_test - tolerance - 1e-12]
             board.ranked = sorted(eligible, key=lambda g: (g.stats[key].mean is None, g.stats[key].mean or 0.0))
-            board.others = [g for g in mine if g not in eligible]
+            board.others = [g for g in mine if all(g is not e for e in eligible)]
         boards.append(board)
     return boards

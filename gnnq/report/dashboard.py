@@ -11,6 +11,8 @@ from __future__ import annotations
 import base64
 import html
 import json
+import math
+import shlex
 from pathlib import Path
 
 from gnnq.report.aggregate import Group, Leaderboard
@@ -44,7 +46,7 @@ def dashboard_rows(boards: list[Leaderboard]) -> list[dict]:
                 "comm_ms": None if s["comm_time_s"].mean is None else s["comm_time_s"].mean * 1e3,
                 "halo_mb": None if s["comm_bytes_per_epoch"].mean is None else s["comm_bytes_per_epoch"].mean / 1e6,
                 "time_to_target_s": g.time_to_target.mean if g.time_to_target else None,
-                "command": "gnnq " + g.config if g.overrides else "gnnq",
+                "command": shlex.join(["gnnq", *g.overrides]),
                 "runs": [str(d) for d, _ in g.runs],
                 "run_config": g.runs[0][1]["config"],
             })  # fmt: skip
@@ -61,16 +63,28 @@ def _criterion_text(boards: list[Leaderboard]) -> str:
     return f"ranked by {what} among configurations within {b.tolerance * 100:g} points of the best mean test metric"
 
 
-def write_dashboard(path: Path, groups: list[Group], boards: list[Leaderboard], plots: list[Path], title: str = "gnnq leaderboard") -> Path:
-    """Write the HTML file; ``plots`` (PNG files) are embedded."""
+def _finite(value):
+    """JSON.parse rejects NaN and Infinity: they become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def write_dashboard(path: Path, groups: list[Group], boards: list[Leaderboard], plots: list[Path], failed: int = 0,
+                    title: str = "gnnq leaderboard") -> Path:  # fmt: skip
+    """Write the HTML file; ``plots`` (PNG files) are embedded; ``failed``: runs left out because they failed."""
     rows = dashboard_rows(boards)
     images = [(p.stem, base64.b64encode(p.read_bytes()).decode()) for p in plots if p.suffix == ".png"]
-    data = json.dumps({"columns": COLUMNS, "rows": rows}, default=str).replace("</", "<\\/")
+    # "<" escaped: no string from a config can end the script element or open a comment in it.
+    data = json.dumps(_finite({"columns": COLUMNS, "rows": rows}), default=str, allow_nan=False).replace("<", "\\u003c")
     figures = "\n".join(
         f'<figure><img alt="{html.escape(stem)}" src="data:image/png;base64,{b64}"><figcaption>{html.escape(stem)}</figcaption></figure>'
         for stem, b64 in images
     )
-    failed = sum(1 for g in groups for _, r in g.runs if r.get("status") != "ok")
     page = _TEMPLATE.format(
         title=html.escape(title), criterion=html.escape(_criterion_text(boards)), data=data, figures=figures,
         summary=html.escape(f"{len(rows)} configurations, {sum(len(g.runs) for g in groups)} runs" + (f", {failed} failed" if failed else "")),
@@ -189,12 +203,13 @@ for (const part of decodeURIComponent(location.hash.slice(1)).split("&").filter(
   if (cmd === "sort") {{
     const [key, dir] = arg.split(",");
     const th = document.querySelector(`#board th[data-key="${{key}}"]`);
+    if (!th) continue;
     th.click();
     if (dir === "desc") th.click();
   }} else if (cmd === "filter") {{
     filterBox.value = arg;
     filterBox.dispatchEvent(new Event("input"));
-  }} else if (cmd === "open") {{
+  }} else if (cmd === "open" && body.rows[Number(arg)]) {{
     body.rows[Number(arg)].click();
   }}
 }}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import yaml
 from omegaconf import OmegaConf
 
 from gnnq.config.compose import CONF_DIR
@@ -52,9 +53,22 @@ def format_value(value) -> str:
         return "true" if value else "false"
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(format_value(v) for v in value) + "]"
-    if isinstance(value, str) and (not value or any(c in value for c in " ,=[]{}()'\"")):
-        return "'" + value.replace("'", "\\'") + "'"
+    if isinstance(value, str) and (not value or any(c in value for c in " ,=[]{}()'\"$:") or _reads_as_other(value)):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
     return str(value)
+
+
+def _reads_as_other(text: str) -> bool:
+    """Whether Hydra would read this string as a number, boolean or null."""
+    try:
+        float(text)  # Hydra's grammar reads 1e-3, inf and nan as floats where YAML 1.1 does not
+        return True
+    except ValueError:
+        pass
+    try:
+        return not isinstance(yaml.safe_load(text), str)
+    except yaml.YAMLError:
+        return True
 
 
 def config_overrides(config: dict, exclude: frozenset[str] = frozenset()) -> list[str]:

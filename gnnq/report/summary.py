@@ -8,15 +8,16 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import sys
 from pathlib import Path
 
 import yaml
 
-from gnnq.report.aggregate import CRITERIA, Group, Leaderboard, Stat, group_runs, leaderboards
+from gnnq.report.aggregate import CRITERIA, MISSING, Group, Leaderboard, Stat, group_runs, leaderboards, lookup
 from gnnq.report.dashboard import write_dashboard
 from gnnq.report.plots import plot_report
-from gnnq.report.tables import SPEC_SUFFIX, TableSpecError, load_spec, render_all, table_rows
+from gnnq.report.tables import SPEC_SUFFIX, TableSpecError, load_spec, render_all
 from gnnq.report.wandb_report import log_report
 from gnnq.track.progress import fmt_value, markdown_table
 from gnnq.track.record import RECORD_FILE
@@ -51,11 +52,8 @@ def records_table(records: list[tuple[Path, dict]]) -> str:
     return markdown_table(headers, rows)
 
 
-def _pm(stat: Stat, spec: str = ".4f", scale: float = 1.0) -> str:
-    if stat is None or stat.mean is None:
-        return "-"
-    text = format(stat.mean * scale, spec)
-    return text if stat.std is None else f"{text} ± {format(stat.std * scale, spec)}"
+def _pm(stat: Stat | None, spec: str = ".4f", scale: float = 1.0) -> str:
+    return "-" if stat is None else stat.text(spec, scale)
 
 
 def groups_rows(groups: list[Group]) -> tuple[list[str], list[list[str]]]:
@@ -79,7 +77,9 @@ def leaderboard_rows(board: Leaderboard) -> tuple[list[str], list[list[str]]]:
 
 def leaderboard_title(board: Leaderboard) -> str:
     pts = f"{board.tolerance * 100:g} points"
-    if board.criterion == "time":
+    if board.criterion == "time" and board.target is None:
+        how = "time to a target validation metric (none: the runs report no validation metric)"
+    elif board.criterion == "time":
         how = f"time until validation reaches {board.target:.4f} (the best mean best-val minus {pts})"
     else:
         what = "throughput (epochs/s)" if board.criterion == "throughput" else "halo bytes per epoch"
@@ -87,17 +87,30 @@ def leaderboard_title(board: Leaderboard) -> str:
     return f"Leaderboard: {board.dataset}, ranked by {how}"
 
 
-def _config_has(config: dict, where: str) -> bool:
-    """``where`` is KEY=VALUE; the value is parsed as YAML (numbers, booleans, null, lists)."""
-    key, sep, value = where.partition("=")
+def select(records: list[tuple[Path, dict]], where: str) -> list[tuple[Path, dict]]:
+    """Records whose config has KEY=VALUE (the value read as Hydra would: numbers, booleans, null, lists)."""
+    key, sep, text = where.partition("=")
     if not sep or not key:
         raise ValueError(f"--where {where!r}: expected KEY=VALUE, e.g. dataset.name=cora")
-    node = config
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return False
-        node = node[part]
-    return node == yaml.safe_load(value)
+    try:
+        value = yaml.safe_load(text) if text else ""
+    except yaml.YAMLError as exc:
+        raise ValueError(f"--where {where!r}: the value is not readable ({type(exc).__name__})") from None
+    if records and all(lookup(r["config"], key) is MISSING for _, r in records):
+        raise ValueError(f"--where {where!r}: no run's config has the key {key!r}")
+
+    def equal(got) -> bool:
+        want = value
+        if isinstance(want, str) and isinstance(got, (int, float)) and not isinstance(got, bool):
+            try:
+                want = float(want)  # YAML 1.1 reads 1e-3 as a string
+            except ValueError:
+                return False
+        if isinstance(got, (int, float)) and isinstance(want, (int, float)) and not isinstance(got, bool) | isinstance(want, bool):
+            return math.isclose(got, want, rel_tol=1e-9)
+        return got == want
+
+    return [(d, r) for d, r in records if equal(lookup(r["config"], key))]
 
 
 def _write_csv(path: Path, headers: list[str], rows: list[list[str]]) -> None:
@@ -130,7 +143,8 @@ def main(argv: list[str]) -> None:
         parser.error("--plots, --dashboard and --wandb need --out DIR")
     records, warnings = find_records(args.dirs)
     try:
-        records = [(d, r) for d, r in records if all(_config_has(r["config"], w) for w in args.where)]
+        for where in args.where:
+            records = select(records, where)
     except ValueError as exc:
         parser.error(str(exc))
     for w in warnings:
@@ -149,9 +163,9 @@ def main(argv: list[str]) -> None:
     tables.update({f"leaderboard/{b.dataset}": leaderboard_rows(b) for b in boards})
     for spec_path in args.table:
         try:
-            spec = load_spec(spec_path)
-            sections += [render_all(spec, [r for _, r in records], args.out)]
-            tables[f"table/{spec_path.name.removesuffix(SPEC_SUFFIX)}"] = table_rows(spec, [r for _, r in records])
+            md, table = render_all(load_spec(spec_path), [r for _, r in records], args.out)
+            sections.append(md)
+            tables[f"table/{spec_path.name.removesuffix(SPEC_SUFFIX)}"] = table
         except TableSpecError as exc:
             print(f"gnnq-report: error: {exc}", file=sys.stderr)
             sys.exit(2)
@@ -160,7 +174,7 @@ def main(argv: list[str]) -> None:
         paths = plot_report(groups, args.out)
         sections += ["## Plots", ""] + [f"- {p.name}" for p in paths if p.suffix == ".png"] + [""]
         if args.dashboard:
-            page = write_dashboard(args.out / "dashboard.html", groups, boards, paths)
+            page = write_dashboard(args.out / "dashboard.html", groups, boards, paths, failed=len(failed))
             sections += [f"Dashboard: {page}", ""]
     if args.wandb:
         run_dir = log_report(args.out, tables, paths, project=args.wandb_project, mode=args.wandb)

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from gnnq.report.aggregate import SEED_KEYS, Stat
+from gnnq.report.aggregate import MISSING, SEED_KEYS, Stat, lookup
 from gnnq.report.overrides import config_overrides
 
 SPEC_SUFFIX = ".table.yaml"
@@ -60,6 +61,21 @@ def load_spec(path: Path) -> dict:
     for col in spec["columns"]:
         if "metric" not in col and "metric" not in spec:
             raise TableSpecError(f"{path}: column {col['label']!r} names no metric (and the spec has no default 'metric')")
+    for key in ("rows", "columns"):
+        labels = [str(i["label"]) for i in spec[key]]
+        if len(set(labels)) != len(labels):
+            raise TableSpecError(f"{path}: {key} labels must be unique; repeated: {sorted({x for x in labels if labels.count(x) > 1})}")
+        for item in spec[key]:
+            _check_match(path, key[:-1], item)
+    for col in spec["columns"]:
+        try:
+            float(col.get("scale", 1.0))
+            format(0.0, col.get("format", spec.get("metric_format", ".4f")))
+        except (TypeError, ValueError):
+            raise TableSpecError(f"{path}: column {col['label']!r}: 'scale' must be a number and 'format' a Python format spec such as .4f") from None
+    paper = spec.get("paper") or {}
+    if not isinstance(paper, dict) or not all(isinstance(v, dict) for v in paper.values()):
+        raise TableSpecError(f"{path}: 'paper' maps row labels to {{column label: number}}")
     also = spec.get("also_run", [])
     if not isinstance(also, list) or not all(isinstance(a, str) for a in also):
         raise TableSpecError(f"{path}: 'also_run' must be a list of override strings")
@@ -71,21 +87,22 @@ def load_spec(path: Path) -> dict:
     return spec
 
 
-def _lookup(record: dict, dotted: str):
-    node = record
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return _MISSING
-        node = node[part]
-    return node
+def _check_match(path, kind: str, item: dict) -> None:
+    """``match`` is a mapping of config keys that exist in gnnq's schema."""
+    from gnnq.config.schema import Config
 
-
-_MISSING = object()
+    match = item.get("match") or {}
+    if not isinstance(match, dict):
+        raise TableSpecError(f"{path}: {kind} {item['label']!r}: 'match' must map config keys to values")
+    schema = OmegaConf.to_container(OmegaConf.structured(Config))
+    for key in match:
+        if lookup(schema, str(key)) is MISSING:
+            raise TableSpecError(f"{path}: {kind} {item['label']!r} matches on {key!r}, which is not a config key")
 
 
 def _matches(record: dict, match: dict | None) -> bool:
     for key, want in (match or {}).items():
-        got = _lookup(record["config"], key)
+        got = lookup(record["config"], key)
         if isinstance(want, list) and not isinstance(got, list):
             if got not in want:
                 return False
@@ -116,14 +133,14 @@ def build_table(spec: dict, records: list[dict]) -> list[list[Cell]]:
             metric = col.get("metric", spec.get("metric"))
             runs = [r for r in ok if _matches(r, row.get("match")) and _matches(r, col.get("match"))]
             _check_one_configuration(spec, row, col, runs)
-            values = [_lookup(r, metric) for r in runs]
-            if runs and all(v is _MISSING for v in values):
+            values = [lookup(r, metric) for r in runs]
+            if runs and all(v is MISSING for v in values):
                 keys = sorted(k for k, v in runs[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool))
                 raise TableSpecError(
                     f"{spec['_path']}: column {col['label']!r} names metric {metric!r}, which the runs do not have; "
                     f"record keys with numbers: {', '.join(keys)} (or a dotted path such as summary.best_epoch)"
                 )
-            stat = Stat.of([v for v in values if v is not _MISSING and isinstance(v, (int, float))])
+            stat = Stat.of([v for v in values if v is not MISSING and isinstance(v, (int, float))])
             scale = float(col.get("scale", 1.0))
             if stat.mean is not None:
                 stat = Stat(stat.mean * scale, None if stat.std is None else stat.std * scale, stat.n)
@@ -134,21 +151,11 @@ def build_table(spec: dict, records: list[dict]) -> list[list[Cell]]:
     for j, col in enumerate(spec["columns"]):
         if col.get("ratio_to") is not None:
             base = cells[labels.index(col["ratio_to"])][j].stat.mean
-            for line in cells:
+            for line in cells:  # a ratio of means; its spread is not shown (the base row's own spread would enter it)
                 s = line[j].stat
                 ratio = None if s.mean is None or not base else s.mean / base
-                line[j] = Cell(Stat(ratio, None if ratio is None or s.std is None else s.std / base, s.n), line[j].paper)
+                line[j] = Cell(Stat(ratio, None, s.n), line[j].paper)
     return cells
-
-
-def _text(cell: Cell, fmt: str, with_std: bool = True, pm: str = " ± ") -> str:
-    s = cell.stat
-    if s.mean is None:
-        return "-"
-    out = format(s.mean, fmt)
-    if with_std and s.std is not None:
-        out += pm + format(s.std, fmt)
-    return out
 
 
 def _formats(spec: dict) -> list[str]:
@@ -170,7 +177,7 @@ def _header_and_rows(spec: dict, cells: list[list[Cell]], pm: str = " ± ") -> t
     for row, line in zip(spec["rows"], cells):
         texts = [row["label"]]
         for cell, fmt in zip(line, _formats(spec)):
-            texts.append(_text(cell, fmt, pm=pm))
+            texts.append(cell.stat.text(fmt, pm=pm))
             if _has_paper(spec):
                 texts.append("-" if cell.paper is None else format(cell.paper, fmt))
         rows.append(texts)
@@ -209,17 +216,20 @@ def render_csv(spec: dict, cells: list[list[Cell]]) -> str:
     return buf.getvalue()
 
 
+_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+          "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
 def _latex_escape(text: str) -> str:
-    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"), ("$", r"\$")):
-        text = text.replace(a, b)
-    return text
+    return re.sub(r"[\\&%$#_{}~^]", lambda m: _LATEX[m[0]], text)
 
 
 def render_latex(spec: dict, cells: list[list[Cell]]) -> str:
+    """A table environment; \\toprule and friends need \\usepackage{booktabs}."""
     headers, rows = _header_and_rows(spec, cells, pm=" $\\pm$ ")
     lines = [
         "\\begin{table}[t]", "\\centering",
-        f"\\caption{{{_latex_escape(str(spec.get('title', '')))}}}",
+        f"\\caption{{{_latex_escape(str(spec.get('title', Path(spec['_path']).name)))}}}",
         "\\begin{tabular}{l" + "r" * (len(headers) - 1) + "}", "\\toprule",
         " & ".join(_latex_escape(h) for h in headers) + " \\\\", "\\midrule",
     ]  # fmt: skip
@@ -229,13 +239,8 @@ def render_latex(spec: dict, cells: list[list[Cell]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def table_rows(spec: dict, records: list[dict]) -> tuple[list[str], list[list[str]]]:
-    """Headers and text rows of the rendered table (for W&B)."""
-    return _header_and_rows(spec, build_table(spec, records))
-
-
-def render_all(spec: dict, records: list[dict], out_dir: Path | None = None) -> str:
-    """Build the table; write <name>.md/.csv/.tex under ``out_dir``; return the Markdown."""
+def render_all(spec: dict, records: list[dict], out_dir: Path | None = None) -> tuple[str, tuple[list[str], list[list[str]]]]:
+    """Build the table; write <name>.md/.csv/.tex under ``out_dir``; return the Markdown, and headers and rows."""
     cells = build_table(spec, records)
     md = render_markdown(spec, cells)
     if out_dir is not None:
@@ -244,4 +249,4 @@ def render_all(spec: dict, records: list[dict], out_dir: Path | None = None) -> 
         (out_dir / f"{name}.md").write_text(md)
         (out_dir / f"{name}.csv").write_text(render_csv(spec, cells))
         (out_dir / f"{name}.tex").write_text(render_latex(spec, cells))
-    return md
+    return md, _header_and_rows(spec, cells)
