@@ -74,10 +74,14 @@ def _hydra_entry() -> None:
     @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
     def _run(cfg) -> None:
         from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
 
         from gnnq.launch.job import run_job
 
-        run_dir = Path(HydraConfig.get().runtime.output_dir)
+        hydra_cfg = HydraConfig.get()
+        run_dir = Path(hydra_cfg.runtime.output_dir)
+        if hydra_cfg.mode == RunMode.MULTIRUN and not cfg.logger.group:
+            cfg.logger.group = "sweep-" + "-".join(Path(hydra_cfg.sweep.dir).parts[-2:])  # W&B: a sweep's runs together
         record = run_job(cfg, run_dir)
         if record["status"] != "ok":
             _FAILED_RUNS.append(str(run_dir))

@@ -166,3 +166,15 @@ def test_time_to_target_needs_every_seed(tmp_path):
     assert fast.time_to_target.mean == 1.5  # seeds reached it after 2 s and 1 s
     (board,) = leaderboards([fast, flaky], "throughput", tolerance=0.0)
     assert fast.time_to_target is None  # no stale values from the time board
+
+
+def test_multirun_points_share_a_wandb_group(report_runs):
+    from gnnq.track.wandb_logger import wandb_group
+
+    records = [r for _, r in find_records([report_runs])[0]]
+    groups = {r["config"]["logger"]["group"] for r in records}
+    assert len(records) == 4 and len(groups) == 1 and next(iter(groups)).startswith("sweep-")
+    cfg = OmegaConf.create(records[0]["config"])
+    assert wandb_group(cfg) == next(iter(groups))
+    cfg.logger.group = None
+    assert wandb_group(cfg) == "synthetic-gcn-sync-fp32" or wandb_group(cfg) == "synthetic-sage-sync-fp32"

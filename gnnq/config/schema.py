@@ -102,6 +102,8 @@ class LoggerConfig:
     entity: Optional[str] = None
     mode: str = "offline"  # offline | online
     tags: List[str] = field(default_factory=list)
+    # W&B group; null: in a multirun the sweep (sweep-<date>-<time>), else dataset-model-parallel-quantizer
+    group: Optional[str] = None
 
 
 @dataclass

@@ -18,6 +18,13 @@ class NullLogger:
         pass
 
 
+def wandb_group(cfg: DictConfig) -> str:
+    """``logger.group`` (set for every point of a multirun), else dataset-model-parallel-quantizer."""
+    if cfg.logger.group:
+        return cfg.logger.group
+    return f"{cfg.dataset.name}-{cfg.model.name}-{cfg.parallel.name}-{cfg.quantizer.name}"
+
+
 class WandbLogger(NullLogger):
     def __init__(self, cfg: DictConfig, run_dir: Path):
         import wandb
@@ -37,7 +44,7 @@ class WandbLogger(NullLogger):
             mode=cfg.logger.mode,
             dir=str(run_dir),
             name=Path(run_dir).name,
-            group=f"{choices['dataset']}-{choices['model']}-{choices['parallel']}-{choices['quantizer']}",
+            group=wandb_group(cfg),
             tags=[f"{k}:{v}" for k, v in choices.items()] + [f"ranks:{world}"] + list(cfg.logger.tags),
             config=OmegaConf.to_container(cfg, resolve=True),
         )
