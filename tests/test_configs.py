@@ -20,7 +20,12 @@ GROUP_OPTIONS = [(g, p.stem) for g in GROUPS if g != "experiment" for p in sorte
 
 
 def extra_for(group: str, option: str) -> list[str]:
-    extra = {("dataset", "files"): ["dataset.path=/tmp/x"], ("parallel", "minibatch"): ["cluster.nproc=1"]}
+    extra = {
+        ("dataset", "files"): ["dataset.path=/tmp/x"],
+        ("parallel", "minibatch"): ["cluster.nproc=1"],
+        ("parallel", "admm"): ["model=gamlp"],
+        ("quantizer", "grid"): ["parallel=admm", "model=gamlp"],
+    }
     return extra.get((group, option), [])
 
 
@@ -222,6 +227,21 @@ BAD = {
     "minibatch quantized": (["parallel=minibatch", "cluster.nproc=1", "quantizer=uniform", "quantizer.bits=8"], ["quantizer=uniform", "fp32"]),
     "minibatch fanouts length": (["parallel=minibatch", "cluster.nproc=1", "parallel.fanouts=[5,5]"], ["parallel.fanouts=[5, 5]", "model.layers=3"]),
     "minibatch fanout 0": (["parallel=minibatch", "cluster.nproc=1", "parallel.fanouts=[0]"], ["parallel.fanouts", "-1"]),
+    "adaptive time model": (["quantizer=adaptive", "quantizer.time_model=guess"], ["quantizer.time_model='guess'", "profile, fixed"]),
+    "link speed 0": (["quantizer=adaptive", "quantizer.time_model=fixed", "quantizer.link_gbit_per_s=0"], ["quantizer.link_gbit_per_s", "> 0"]),
+    "admm with gcn": (["parallel=admm"], ["parallel=admm", "model=gcn", "gamlp"]),
+    "admm uniform": (["parallel=admm", "model=gamlp", "quantizer=uniform", "quantizer.bits=8"], ["quantizer=uniform", "fp32", "grid"]),
+    "admm dropout": (["parallel=admm", "model=gamlp", "model.dropout=0.5"], ["model.dropout=0.5", "model.dropout=0"]),
+    "admm more ranks than layers": (["parallel=admm", "model=gamlp", "model.layers=2", "cluster.nproc=3"], ["3 ranks", "model.layers=2"]),
+    "admm rho 0": (["parallel=admm", "model=gamlp", "parallel.rho=0"], ["parallel.rho", "> 0"]),
+    "admm schedule": (["parallel=admm", "model=gamlp", "parallel.rho_schedule=fast"], ["parallel.rho_schedule='fast'", "none, grow"]),
+    "grid without admm": (["quantizer=grid"], ["quantizer=grid", "parallel=sync", "admm"]),
+    "grid levels": (["parallel=admm", "model=gamlp", "quantizer=grid", "quantizer.grid_levels=1"], ["quantizer.grid_levels=1", "2..65536"]),
+    "grid range": (["parallel=admm", "model=gamlp", "quantizer=grid", "quantizer.grid_max=-2"], ["quantizer.grid_max=-2", "grid_min"]),
+    "gamlp stale": (["model=gamlp", "parallel=stale"], ["parallel=stale", "model=gamlp", "sync"]),
+    "gamlp quantized": (["model=gamlp", "quantizer=uniform", "quantizer.bits=8"], ["quantizer=uniform", "model=gamlp", "fp32"]),
+    "gamlp hops": (["model=gamlp", "model.hops=-1"], ["model.hops", ">= 0"]),
+    "optimizer": (["trainer.optimizer=lbfgs"], ["trainer.optimizer='lbfgs'", "adadelta"]),
     "minibatch batch 0": (["parallel=minibatch", "cluster.nproc=1", "parallel.batch_size=0"], ["parallel.batch_size", ">= 1"]),
 }
 

@@ -8,7 +8,15 @@ import statistics
 import numpy as np
 import pytest
 
-from gnnq.adaptive.time_model import MIN_PROFILE_BYTES, LinearFit, TimeModel, fit_linear, fit_time_model, profile_sizes
+from gnnq.adaptive.time_model import (
+    MIN_PROFILE_BYTES,
+    LinearFit,
+    TimeModel,
+    fit_linear,
+    fit_time_model,
+    fixed_link_model,
+    profile_sizes,
+)
 from gnnq.comm.accounting import CONTROL
 from gnnq.comm.channel_profile import PROFILE_DIRECTION, profile_channels
 from gnnq.comm.communicator import Communicator
@@ -144,3 +152,19 @@ def test_profile_all_channels_at_once(world_size):
             small = statistics.median(t for n, t in channel_samples if n == SMALL)
             large = statistics.median(t for n, t in channel_samples if n == LARGE)
             assert large > 3 * small, (small, large)
+
+
+def _fixed_links(world_size: int):
+    comm = Communicator()
+    return fixed_link_model(comm, MESSAGE_BYTES[comm.rank][:world_size], gbit_per_s=2.0, latency_s=1e-4)
+
+
+def test_fixed_link_model_covers_every_channel_and_times_nothing():
+    """quantizer.time_model=fixed: the same link on every channel that carries bytes, on every rank."""
+    models = run_distributed(3, _fixed_links, 3)
+    expected = {(s, d) for s in range(3) for d in range(3) if s != d and MESSAGE_BYTES[s][d] > 0}
+    assert all(m == models[0] for m in models)
+    assert set(models[0].fits) == expected
+    fit = models[0].channel(1, 2)
+    assert fit.samples == 0
+    assert fit.predict(250_000_000) == pytest.approx(1.0 + 1e-4)  # 2 Gbit/s: 250 MB in one second

@@ -20,7 +20,7 @@ import torch
 
 from gnnq.adaptive.influence import message_influence
 from gnnq.adaptive.solver import SOLVERS, BitProblem, Channel
-from gnnq.adaptive.time_model import TimeModel, fit_time_model
+from gnnq.adaptive.time_model import TimeModel, fit_time_model, fixed_link_model
 from gnnq.comm.accounting import CONTROL
 from gnnq.comm.communicator import Communicator
 from gnnq.comm.halo import HaloExchange
@@ -46,6 +46,9 @@ class AdaptiveAssigner:
         """Profile around one full-precision message each way (what this rank sends to each peer)."""
         ex = self.exchange
         most_rows = [max(s, r) for s, r in zip(ex.send_counts, ex.recv_counts)]
+        if self.cfg.time_model == "fixed":
+            c = self.cfg
+            return fixed_link_model(self.comm, [n * self.dim * 4 for n in most_rows], c.link_gbit_per_s, c.link_latency_ms / 1e3)
         return fit_time_model(self.comm, [n * self.dim * 4 for n in most_rows], repeats=self.cfg.profile_repeats)
 
     def before_epoch(self, epoch: int) -> dict | None:
@@ -59,7 +62,7 @@ class AdaptiveAssigner:
 
     def reassign(self, epoch: int) -> dict:
         started = time.perf_counter()
-        if self.cfg.refit_time_model:
+        if self.cfg.refit_time_model and self.cfg.time_model == "profile":
             self.time_model = self._fit_time_model()
         groups, orders = {}, {}
         for key in self.keys:

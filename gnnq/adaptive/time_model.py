@@ -130,6 +130,19 @@ def fit_time_model(comm: Communicator, message_bytes: list[int], repeats: int = 
     return TimeModel(dict(sorted(fits.items())))
 
 
+def fixed_link_model(comm: Communicator, message_bytes: list[int], gbit_per_s: float, latency_s: float) -> TimeModel:
+    """t = bytes * 8 / (gbit_per_s * 1e9) + latency_s on every channel that carries bytes; nothing is timed.
+
+    For reproducible assignments: the profile's timing noise on a loaded machine changes the
+    widths from run to run, while with a fixed link model they depend only on the seeded
+    training itself. Collective, like ``fit_time_model``.
+    """
+    own = [(comm.rank, q) for q, b in enumerate(message_bytes) if q != comm.rank and int(b) > 0]
+    channels = sorted(c for part in comm.all_gather_object(own, category=CONTROL) for c in part)
+    fit = LinearFit(a=8.0 / (gbit_per_s * 1e9), c=latency_s, r2=1.0, samples=0)
+    return TimeModel({c: fit for c in channels})
+
+
 def _median_per_size(samples: list[tuple[int, float]]) -> list[tuple[int, float]]:
     by_size: dict[int, list[float]] = defaultdict(list)
     for nbytes, seconds in samples:

@@ -10,6 +10,8 @@ HALO_TRAIN = "halo_train"
 HALO_EVAL = "halo_eval"
 HALO_SETUP = "halo_setup"  # layer-0 input features, fetched once
 GRAD_SYNC = "grad_sync"  # parameter-gradient all-reduce (payload size, not the algorithm's wire bytes)
+ADMM_TRAIN = "admm_train"  # pdADMM-G: p and q between neighbouring layer blocks
+ADMM_EVAL = "admm_eval"  # pdADMM-G: activations passed up for evaluation
 CONTROL = "control"  # seeds, metrics, parameter broadcast
 
 

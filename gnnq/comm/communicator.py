@@ -69,6 +69,24 @@ class Communicator:
         self.stats.add(*key, wire_rows * row_bytes, time.perf_counter() - t0)
         return PendingAllToAll(self.stats, key, work, out)
 
+    def send_start(self, tensor: torch.Tensor, dst: int, *, category: str, layer: int, direction: str) -> "PendingAllToAll":
+        """Post a point-to-point send of ``tensor`` to rank ``dst``; ``.wait()`` before reusing it."""
+        key = (category, layer, direction)
+        tensor = tensor.contiguous()  # held by the returned handle until the send completes
+        _wait(tensor)
+        t0 = time.perf_counter()
+        work = dist.isend(tensor, dst, group=self.group)  # dst: global rank (groups span all ranks)
+        self.stats.add(*key, tensor.numel() * tensor.element_size(), time.perf_counter() - t0)
+        return PendingAllToAll(self.stats, key, work, tensor)
+
+    def recv_start(self, out: torch.Tensor, src: int, *, category: str, layer: int, direction: str) -> "PendingAllToAll":
+        """Post a point-to-point receive into ``out`` from rank ``src``; ``.wait()`` gives ``out``."""
+        key = (category, layer, direction)
+        t0 = time.perf_counter()
+        work = dist.irecv(out, src, group=self.group)
+        self.stats.add(*key, 0, time.perf_counter() - t0)
+        return PendingAllToAll(self.stats, key, work, out)
+
     def all_reduce(self, tensor: torch.Tensor, *, category: str, op=dist.ReduceOp.SUM) -> torch.Tensor:
         """In-place all-reduce; counts the payload once per rank."""
         _wait(tensor)
@@ -114,7 +132,7 @@ class Communicator:
 
 
 class PendingAllToAll:
-    """An all-to-all in flight."""
+    """An all-to-all or a point-to-point message in flight."""
 
     def __init__(self, stats: CommStats, key: tuple, work, out: torch.Tensor):
         self.stats, self.key, self.work, self.out = stats, key, work, out

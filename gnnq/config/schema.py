@@ -45,16 +45,17 @@ class PartitionerConfig:
 
 @dataclass
 class ModelConfig:
-    name: str = "gcn"  # gcn | sage
+    name: str = "gcn"  # gcn | sage | gamlp
     layers: int = 3
     hidden: int = 256
     dropout: float = 0.5
     norm: str = "layer"  # layer | none
+    hops: int = 4  # gamlp only: inputs [X, AX, ..., A^hops X]
 
 
 @dataclass
 class QuantizerConfig:
-    name: str = "fp32"  # fp32 | uniform | adaptive
+    name: str = "fp32"  # fp32 | uniform | adaptive | grid
     # Forward messages (embeddings): 32 with fp32; 1, 2, 4 or 8 with uniform; with adaptive,
     # the width of every message until the first assignment.
     bits: int = 32
@@ -69,13 +70,23 @@ class QuantizerConfig:
     assign_cycle: int = 50  # epochs between reassignments
     solver: str = "greedy"  # greedy (Lagrangian heuristic) | milp (exact, scipy HiGHS)
     milp_time_limit_s: float = 10.0  # per message; the best assignment found so far is used after it
+    # profile: fit t = a * bytes + c per channel from a startup profile (AdaQP);
+    # fixed: every channel is a link of link_gbit_per_s and link_latency_ms, nothing timed (reproducible widths)
+    time_model: str = "profile"
+    link_gbit_per_s: float = 1.0
+    link_latency_ms: float = 0.1
     profile_repeats: int = 3  # repeats of each size in the startup time-model profile
     refit_time_model: bool = False  # re-profile the channels at every reassignment
+    # --- grid (pdADMM-G-Q, parallel=admm) only: values on grid_levels evenly spaced points ---
+    grid_min: float = -1.0
+    grid_max: float = 20.0
+    grid_levels: int = 22  # the paper's integers -1..20; sent as ceil(log2(levels)) bits each
+    quantize_q: bool = True  # also put q (sent forward) on the grid; p (sent backward) always is
 
 
 @dataclass
 class ParallelConfig:
-    name: str = "sync"  # sync | overlap | stale | sampling | minibatch
+    name: str = "sync"  # sync | overlap | stale | sampling | minibatch | admm
     # --- stale (PipeGCN) only ---
     momentum: float = 0.0  # smoothing of stale rows: stale = momentum * stale + (1 - momentum) * received
     # --- sampling (BNS-GCN) only ---
@@ -83,6 +94,11 @@ class ParallelConfig:
     # --- minibatch (single-process neighbour-sampling reference) only ---
     fanouts: List[int] = field(default_factory=lambda: [10])  # neighbours per layer, input layer first; one value: every layer; -1: all
     batch_size: int = 1024  # training (target) nodes per step
+    # --- admm (pdADMM-G; model=gamlp; trainer.epochs = iterations, trainer.weight_decay = mu on ||W||^2) ---
+    rho: float = 1e-3  # penalty on p_{l+1} = q_l (and the dual step)
+    nu: float = 1e-3  # penalty on z_l = W_l p_l + b_l and q_l = relu(z_l)
+    rho_schedule: str = "none"  # none | grow: rho x10 (up to rho_max) when the training loss stalls 2 iterations
+    rho_max: float = 1.0
 
 
 @dataclass
@@ -111,7 +127,7 @@ class TrainerConfig:
     epochs: int = 200
     lr: float = 0.01
     weight_decay: float = 0.0
-    optimizer: str = "adam"  # adam | sgd
+    optimizer: str = "adam"  # adam | sgd | adagrad | adadelta
     eval_every: int = 1
     seed: int = 0
 

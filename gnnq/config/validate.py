@@ -10,18 +10,20 @@ from gnnq.errors import ConfigError
 
 ALLOWED = {
     "partitioner.name": ("metis", "random"),
-    "model.name": ("gcn", "sage"),
+    "model.name": ("gcn", "sage", "gamlp"),
     "model.norm": ("layer", "none"),
-    "quantizer.name": ("fp32", "uniform", "adaptive"),
+    "quantizer.name": ("fp32", "uniform", "adaptive", "grid"),
     "quantizer.solver": ("greedy", "milp"),
+    "quantizer.time_model": ("profile", "fixed"),
     "quantizer.param_dtype": ("fp16", "fp32"),
     "quantizer.nonfinite": ("error", "zero"),
-    "parallel.name": ("sync", "overlap", "stale", "sampling", "minibatch"),
+    "parallel.name": ("sync", "overlap", "stale", "sampling", "minibatch", "admm"),
+    "parallel.rho_schedule": ("none", "grow"),
     "cluster.name": ("local",),
     "cluster.backend": ("auto", "gloo", "nccl"),
     "logger.name": ("wandb", "none"),
     "logger.mode": ("offline", "online"),
-    "trainer.optimizer": ("adam", "sgd"),
+    "trainer.optimizer": ("adam", "sgd", "adagrad", "adadelta"),
 }
 
 # key: (lowest allowed, whether the bound is exclusive)
@@ -34,12 +36,18 @@ LOWER_BOUNDS = {
     "cluster.timeout_s": (1, False),
     "cluster.threads_per_rank": (0, False),
     "trainer.epochs": (1, False),
+    "quantizer.link_gbit_per_s": (0.0, True),
+    "quantizer.link_latency_ms": (0.0, False),
     "trainer.lr": (0.0, True),
     "trainer.weight_decay": (0.0, False),
     "trainer.eval_every": (1, False),
     "parallel.momentum": (0.0, False),
     "parallel.sampling_rate": (0.0, True),
     "parallel.batch_size": (1, False),
+    "parallel.rho": (0.0, True),
+    "parallel.nu": (0.0, True),
+    "parallel.rho_max": (0.0, True),
+    "model.hops": (0, False),
     "dataset.num_nodes": (2, False),
     "dataset.avg_degree": (0.0, True),
     "dataset.num_classes": (2, False),
@@ -95,6 +103,12 @@ QUANT_BITS = (1, 2, 4, 8)
 
 
 def _check_quantizer(q: DictConfig) -> None:
+    if q.name == "grid":
+        if not 2 <= q.grid_levels <= 2**16:
+            raise ConfigError(f"quantizer.grid_levels={q.grid_levels} is not allowed; it must be in 2..65536")
+        if not q.grid_max > q.grid_min:
+            raise ConfigError(f"quantizer.grid_max={q.grid_max} is not allowed; it must be > quantizer.grid_min={q.grid_min}")
+        return
     if q.name == "fp32":
         if q.bits != 32:
             raise ConfigError(f"quantizer.bits={q.bits} needs quantizer=uniform; with quantizer=fp32 it must be 32")
@@ -124,8 +138,37 @@ def _check_adaptive(q: DictConfig) -> None:
         raise ConfigError(f"quantizer.variance_weight={q.variance_weight} is not allowed; it must be in [0, 1]")
 
 
+def _check_gamlp(cfg: DictConfig) -> None:
+    """GA-MLP runs: ADMM (pdADMM-G, -Q) or gradient baselines; grid quantization only under ADMM."""
+    p, q, m = cfg.parallel, cfg.quantizer, cfg.model
+    if q.name == "grid" and p.name != "admm":
+        raise ConfigError(f"quantizer=grid is not allowed with parallel={p.name}; it quantizes pdADMM-G's messages (parallel=admm)")
+    if p.name == "admm":
+        if m.name != "gamlp":
+            raise ConfigError(f"parallel=admm is not allowed with model={m.name}; it trains model=gamlp")
+        if q.name not in ("fp32", "grid"):
+            raise ConfigError(f"quantizer={q.name} is not allowed with parallel=admm; allowed: fp32 (pdADMM-G), grid (pdADMM-G-Q)")
+        if m.dropout != 0 or m.norm != "none":
+            raise ConfigError(
+                f"model.dropout={m.dropout}, model.norm={m.norm} are not allowed with parallel=admm (it trains a plain "
+                "ReLU MLP); use model.dropout=0 model.norm=none"
+            )
+        ranks = cfg.cluster.nproc * cfg.cluster.hosts
+        if ranks > m.layers:
+            raise ConfigError(
+                f"cluster.nproc x cluster.hosts = {ranks} ranks is not allowed with model.layers={m.layers} under "
+                "parallel=admm: each rank needs at least one layer"
+            )
+    elif m.name == "gamlp":
+        if p.name != "sync":
+            raise ConfigError(f"parallel={p.name} is not allowed with model=gamlp; allowed: sync (gradient baselines), admm")
+        if q.name != "fp32":
+            raise ConfigError(f"quantizer={q.name} is not allowed with model=gamlp and parallel=sync (no halo messages); use quantizer=fp32")
+
+
 def _check_parallel(cfg: DictConfig) -> None:
     p = cfg.parallel
+    _check_gamlp(cfg)
     if p.name == "sampling" and cfg.quantizer.name == "adaptive":
         raise ConfigError(
             "parallel=sampling is not allowed with quantizer=adaptive (per-row widths need every boundary row "

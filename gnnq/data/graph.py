@@ -70,6 +70,7 @@ class Graph:
         for arr in (self.edge_index, self.x, self.y, self.train_mask, self.val_mask, self.test_mask):
             a = np.ascontiguousarray(arr)
             h.update(str((a.dtype.str, a.shape)).encode())
-            h.update(memoryview(a).cast("B"))
+            if a.size:  # memoryview cannot cast an empty array (a GA-MLP graph has no edges)
+                h.update(memoryview(a).cast("B"))
         h.update(f"{self.num_classes}|{self.multilabel}|{self.metric}".encode())
         return h.hexdigest()

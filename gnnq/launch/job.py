@@ -59,6 +59,7 @@ def run_job(cfg: DictConfig, run_dir: Path) -> dict:
 
 def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
     """Load the dataset and build (or reuse) its cached parts, before any rank starts."""
+    from gnnq.data.gamlp import gamlp_graph
     from gnnq.data.part_cache import prepare_parts
     from gnnq.data.registry import data_root, load_dataset
     from gnnq.errors import ConfigError
@@ -72,6 +73,12 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
         )
     say(f"dataset {graph.name}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges, {graph.num_features} features, "
         f"{graph.num_classes} classes ({time.perf_counter() - t0:.1f}s)")  # fmt: skip
+    if cfg.model.name == "gamlp":
+        t0 = time.perf_counter()
+        graph = gamlp_graph(graph, cfg.model.hops, data_root(cfg.dataset) / "gamlp")
+        say(f"GA-MLP inputs [X, AX, ..., A^{cfg.model.hops}X]: {graph.num_features} features ({time.perf_counter() - t0:.1f}s)")
+    if cfg.parallel.name == "admm":
+        nparts = 1  # layer-parallel: every rank reads the whole (edgeless) GA-MLP graph
     parts_dir, meta = prepare_parts(graph, cfg.partitioner.name, cfg.partitioner.seed, nparts, data_root(cfg.dataset) / "parts")
     cut = meta["edge_cut"] / max(1, meta["num_edges"])
     say(f"{nparts} parts ({cfg.partitioner.name}): edge cut {cut:.1%}, halo nodes per part {meta['halo_nodes']}")

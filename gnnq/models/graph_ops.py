@@ -108,7 +108,7 @@ def _from_coo(rows, cols, weights, num_rows, num_cols) -> LocalGraph:
 
 
 def local_graph_for(model_name: str, part: Part) -> LocalGraph:
-    if model_name == "gcn":
+    if model_name in ("gcn", "gamlp"):  # a GA-MLP part has no edges; the operator is never used
         return gcn_graph(part)
     if model_name == "sage":
         return mean_graph(part)

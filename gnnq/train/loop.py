@@ -18,22 +18,26 @@ from gnnq.comm.accounting import CONTROL, GRAD_SYNC, HALO_EVAL, HALO_SETUP, HALO
 from gnnq.comm.codec import message_quantization
 from gnnq.data.halo import Part
 from gnnq.models import GNN, local_graph_for
+from gnnq.models.gamlp import GAMLP
 from gnnq.parallel import make_strategy
 from gnnq.train.metrics import loss_sum, metrics_from_counts, split_counts
 
 EpochCallback = Callable[[dict], None]
 
 
-def build_model(cfg: DictConfig, part: Part) -> GNN:
+def build_model(cfg: DictConfig, part: Part) -> torch.nn.Module:
     m = cfg.model
+    if m.name == "gamlp":
+        return GAMLP(part.x.shape[1], m.hidden, part.num_classes, m.layers, m.dropout, m.norm)
     return GNN(m.name, part.x.shape[1], m.hidden, part.num_classes, m.layers, m.dropout, m.norm)
+
+
+OPTIMIZERS = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD, "adagrad": torch.optim.Adagrad, "adadelta": torch.optim.Adadelta}
 
 
 def make_optimizer(cfg: DictConfig, params) -> torch.optim.Optimizer:
     t = cfg.trainer
-    if t.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=t.lr, weight_decay=t.weight_decay)
-    return torch.optim.Adam(params, lr=t.lr, weight_decay=t.weight_decay)
+    return OPTIMIZERS[t.optimizer](params, lr=t.lr, weight_decay=t.weight_decay)
 
 
 def sync_parameters(model: torch.nn.Module, comm: Communicator) -> None:

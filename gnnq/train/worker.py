@@ -64,6 +64,7 @@ def run(run_dir: Path, parts_dir: Path) -> None:
     import torch.distributed as dist
     from omegaconf import OmegaConf
 
+    from gnnq.admm.train import train_admm
     from gnnq.comm import Communicator
     from gnnq.data.part_cache import load_part
     from gnnq.track.files import write_json_atomic
@@ -84,7 +85,7 @@ def run(run_dir: Path, parts_dir: Path) -> None:
     logger = NullLogger()
     exit_code = 1
     try:
-        part = load_part(parts_dir, rank)
+        part = load_part(parts_dir, 0 if cfg.parallel.name == "admm" else rank)
         comm = Communicator()
         metrics_file = None
         if rank == 0:
@@ -100,6 +101,8 @@ def run(run_dir: Path, parts_dir: Path) -> None:
         callback = on_epoch if rank == 0 else None
         if cfg.parallel.name == "minibatch":
             summary = train_minibatch(cfg, part, comm, callback, device=device)
+        elif cfg.parallel.name == "admm":
+            summary = train_admm(cfg, part, comm, callback, device=device)
         else:
             summary = train(cfg, part, comm, callback, device=device, cache_dir=parts_dir)
         if rank == 0:

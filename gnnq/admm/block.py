@@ -1,0 +1,166 @@
+"""The layers one rank owns in pdADMM-G, their variables, and one ADMM iteration over them.
+
+Layers 1..L are split into contiguous blocks, one per rank. Layer l holds W_l, b_l, z_l, its
+input p_l (layer 1's input is the data) and, below the top, its output q_l and the dual u_l
+of p_{l+1} = q_l. Per layer the iteration is (k -> k+1), every step closed form or one
+linearized proximal step (``gnnq.admm.updates``):
+
+    p_l  <- p-step with q_{l-1}^k, u_{l-1}^k        (l >= 2; projected on the grid under -Q)
+    W_l  <- W-step with p_l^{k+1};  b_l <- argmin;  z_l <- closed form / FISTA (top layer)
+    q_l  <- closed form with p_{l+1}^{k+1}           (l < L; optionally projected)
+    u_l  <- u_l + rho (p_{l+1}^{k+1} - q_l^{k+1})
+
+A layer reads only its neighbours' values, the same ones whichever rank owns the neighbour,
+so any number of ranks computes what one rank computes. Across a block boundary the values
+travel through ``NeighbourLinks``; inside a block they are read directly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from gnnq.admm import updates
+
+
+def layer_blocks(layers: int, ranks: int) -> list[range]:
+    """Contiguous 1-based layer ranges, sizes differing by at most one, larger blocks first."""
+    if not 1 <= ranks <= layers:
+        raise ValueError(f"cannot split {layers} layers over {ranks} ranks (need 1 <= ranks <= layers)")
+    base, extra = divmod(layers, ranks)
+    blocks, start = [], 1
+    for r in range(ranks):
+        size = base + (1 if r < extra else 0)
+        blocks.append(range(start, start + size))
+        start += size
+    return blocks
+
+
+@dataclass
+class Layer:
+    index: int  # 1-based
+    W: torch.Tensor  # (d_in, d_out)
+    b: torch.Tensor  # (d_out,)
+    z: torch.Tensor  # (n, d_out)
+    p: torch.Tensor | None  # (n, d_in) input; None for layer 1 (the data)
+    q: torch.Tensor | None  # (n, d_out) output; None for the top layer
+    u: torch.Tensor | None  # dual of p_{l+1} = q_l; None for the top layer
+    t_p: float = 1.0  # last accepted backtracking constants (the next search starts just below)
+    t_w: float = 1.0
+
+
+def initial_layers(x: torch.Tensor, dims: list[int], seed: int) -> list[Layer]:
+    """Every layer of the network, identical on every rank: He-normal W, zero b, and p, z, q
+    from one forward pass over the training rows (so every constraint starts satisfied), u = 0."""
+    gen = torch.Generator().manual_seed(seed)
+    layers, h = [], x
+    top = len(dims) - 1
+    for i in range(1, top + 1):
+        d_in, d_out = dims[i - 1], dims[i]
+        W = (torch.randn(d_in, d_out, generator=gen) * math.sqrt(2.0 / d_in)).to(x.device)
+        b = torch.zeros(d_out, device=x.device)
+        z = h @ W + b
+        q = F.relu(z) if i < top else None
+        layers.append(Layer(i, W, b, z, None if i == 1 else h, q, None if q is None else torch.zeros_like(q)))
+        h = q
+    return layers
+
+
+@dataclass(frozen=True)
+class Penalties:
+    rho: float
+    nu: float
+    mu: float  # weight decay on ||W||^2
+
+
+class Block:
+    """One rank's layers and the neighbour values it reads (ghosts)."""
+
+    def __init__(self, layers: list[Layer], num_layers: int, x: torch.Tensor, y: torch.Tensor, grid=None, quantize_q=False):
+        self.layers, self.L, self.x, self.y = layers, num_layers, x, y
+        self.project_p = grid.project if grid is not None else None
+        self.project_q = grid.project if grid is not None and quantize_q else None
+        first, last = layers[0].index, layers[-1].index
+        self.first, self.last = first, last
+        # Ghosts: q_{first-1} and a replica of u_{first-1} (both ends update it identically),
+        # and p_{last+1}. Filled by the caller from the initial network.
+        self.q_below: torch.Tensor | None = None
+        self.u_below: torch.Tensor | None = None
+        self.p_above: torch.Tensor | None = None
+
+    def input_of(self, layer: Layer) -> torch.Tensor:
+        return self.x if layer.p is None else layer.p
+
+    def below(self, layer: Layer) -> tuple[torch.Tensor, torch.Tensor]:
+        """q_{l-1} and u_{l-1}."""
+        if layer.index == self.first:
+            return self.q_below, self.u_below
+        prev = self.layers[layer.index - 1 - self.first]
+        return prev.q, prev.u
+
+    def p_next(self, layer: Layer) -> torch.Tensor:
+        if layer.index == self.last:
+            return self.p_above
+        return self.layers[layer.index + 1 - self.first].p
+
+    def step_p(self, pen: Penalties) -> None:
+        for layer in self.layers:
+            if layer.p is None:
+                continue
+            q_prev, u_prev = self.below(layer)
+            layer.p, layer.t_p = updates.update_p(
+                layer.p, layer.W, layer.b, layer.z, q_prev, u_prev, pen.rho, pen.nu, t0=layer.t_p / 2, project=self.project_p
+            )
+
+    def step_wbz(self, pen: Penalties) -> None:
+        for layer in self.layers:
+            p = self.input_of(layer)
+            layer.W, layer.t_w = updates.update_W(p, layer.W, layer.b, layer.z, pen.nu, pen.mu, t0=layer.t_w / 2)
+            layer.b = updates.update_b(p, layer.W, layer.z)
+            a = p @ layer.W + layer.b
+            if layer.index < self.L:
+                layer.z = updates.update_z_hidden(a, layer.q, layer.z)
+            else:
+                layer.z = updates.update_z_out(layer.z, a, self.y, pen.nu)
+
+    def step_qu(self, pen: Penalties) -> None:
+        """Needs p_above (p_{last+1}^{k+1}) when this block is not the top."""
+        for layer in self.layers:
+            if layer.q is None:
+                continue
+            p_next = self.p_next(layer)
+            layer.q = updates.update_q(p_next, layer.z, layer.u, pen.rho, pen.nu, project=self.project_q)
+            layer.u = updates.update_u(layer.u, p_next, layer.q, pen.rho)
+
+    def receive_q_below(self, q: torch.Tensor, pen: Penalties) -> None:
+        """q_{first-1}^{k+1} from the rank below; update the replica of u_{first-1} as that rank did."""
+        self.q_below = q
+        self.u_below = updates.update_u(self.u_below, self.layers[0].p, q, pen.rho)
+
+    def local_terms(self, pen: Penalties) -> torch.Tensor:
+        """This block's share of [objective, residual sum ||p_{l+1} - q_l||^2] (float64)."""
+        obj = torch.zeros((), dtype=torch.float64)
+        res = torch.zeros((), dtype=torch.float64)
+        for layer in self.layers:
+            p = self.input_of(layer)
+            fit = layer.z - p @ layer.W - layer.b
+            obj += pen.nu / 2 * fit.double().square().sum() + pen.mu / 2 * layer.W.double().square().sum()
+            if layer.q is None:
+                obj += F.cross_entropy(layer.z, self.y, reduction="sum").double()
+                continue
+            gap = self.p_next(layer) - layer.q
+            obj += pen.nu / 2 * (layer.q - F.relu(layer.z)).double().square().sum()
+            obj += (layer.u * gap).double().sum() + pen.rho / 2 * gap.double().square().sum()
+            res += gap.double().square().sum()
+        return torch.stack([obj, res])
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        """This block's layers applied to ``h`` (evaluation: the trained network, no ADMM variables)."""
+        for layer in self.layers:
+            h = h @ layer.W + layer.b
+            if layer.index < self.L:
+                h = F.relu(h)
+        return h

@@ -1,0 +1,78 @@
+"""pdADMM-G's messages between neighbouring blocks, all through the ``Communicator``.
+
+Per iteration a rank sends p of its first layer to the rank below and q of its last layer to
+the rank above (fp32, or grid codes under pdADMM-G-Q: the receiver decodes the very tensor
+the sender holds). The dual u of a boundary is never sent: both ends start it at 0 and update
+it with the same p and q by the same fp32 operations, so each recomputes it exactly; sending
+it would double the forward bytes for nothing.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from gnnq.comm import Communicator
+from gnnq.comm.accounting import ADMM_EVAL, ADMM_TRAIN
+from gnnq.comm.grid_codec import Grid
+
+
+class NeighbourLinks:
+    def __init__(self, comm: Communicator, first: int, last: int, num_layers: int, shape: tuple[int, int],
+                 p_grid: Grid | None, q_grid: Grid | None):  # fmt: skip
+        self.comm, self.first, self.last = comm, first, last
+        self.below = comm.rank - 1 if first > 1 else None
+        self.above = comm.rank + 1 if last < num_layers else None
+        self.shape, self.p_grid, self.q_grid = shape, p_grid, q_grid
+
+    def _wire(self, t: torch.Tensor, grid: Grid | None) -> torch.Tensor:
+        return t.contiguous() if grid is None else grid.encode(t)
+
+    def _empty_wire(self, grid: Grid | None, device) -> torch.Tensor:
+        n = self.shape[0] * self.shape[1]
+        if grid is None:
+            return torch.empty(self.shape, device=device)
+        return torch.empty(grid.wire_bytes(n), dtype=torch.uint8, device=device)
+
+    def _read(self, wire: torch.Tensor, grid: Grid | None) -> torch.Tensor:
+        return wire if grid is None else grid.decode(wire, self.shape)
+
+    def exchange_p_start(self, p_first: torch.Tensor | None):
+        """Send p_first down, start receiving p_{last+1} from above; returns a handle for ``finish``."""
+        sent = None
+        if self.below is not None:
+            sent = self.comm.send_start(self._wire(p_first, self.p_grid), self.below, category=ADMM_TRAIN, layer=self.first, direction="bwd")
+        recv = None
+        if self.above is not None:
+            out = self._empty_wire(self.p_grid, p_first.device if p_first is not None else "cpu")
+            recv = self.comm.recv_start(out, self.above, category=ADMM_TRAIN, layer=self.last + 1, direction="bwd")
+        return sent, recv, self.p_grid
+
+    def exchange_q_start(self, q_last: torch.Tensor | None, device):
+        """Send q_last up, start receiving q_{first-1} from below."""
+        sent = None
+        if self.above is not None:
+            sent = self.comm.send_start(self._wire(q_last, self.q_grid), self.above, category=ADMM_TRAIN, layer=self.last, direction="fwd")
+        recv = None
+        if self.below is not None:
+            out = self._empty_wire(self.q_grid, device)
+            recv = self.comm.recv_start(out, self.below, category=ADMM_TRAIN, layer=self.first - 1, direction="fwd")
+        return sent, recv, self.q_grid
+
+    def finish(self, handle) -> torch.Tensor | None:
+        """Wait for both ends of an exchange; the received tensor (None at the network's edge)."""
+        sent, recv, grid = handle
+        if sent is not None:
+            sent.wait()
+        return None if recv is None else self._read(recv.wait(), grid)
+
+    def forward_eval(self, h: torch.Tensor, compute) -> torch.Tensor | None:
+        """Evaluation pipeline: ``h`` is the data (first block) or a buffer that receives the
+        activations from below; apply ``compute`` and pass the result up. Returns the top
+        block's output, None elsewhere."""
+        if self.below is not None:
+            self.comm.recv_start(h, self.below, category=ADMM_EVAL, layer=self.first - 1, direction="fwd").wait()
+        h = compute(h)
+        if self.above is not None:
+            self.comm.send_start(h, self.above, category=ADMM_EVAL, layer=self.last, direction="fwd").wait()
+            return None
+        return h
