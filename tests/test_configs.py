@@ -77,6 +77,8 @@ def test_every_experiment_composes(name):
     preset = OmegaConf.load(CONF / "experiment" / f"{name}.yaml")
     # the preset's group choices took effect ...
     for entry in preset.get("defaults", []):
+        if isinstance(entry, str):  # another preset it builds on (composed above)
+            continue
         for key, option in entry.items():
             group = key.split()[-1].lstrip("/")
             chosen = OmegaConf.load(CONF / group / f"{option}.yaml")

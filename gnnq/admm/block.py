@@ -52,9 +52,18 @@ class Layer:
     t_w: float = 1.0
 
 
-def initial_layers(x: torch.Tensor, dims: list[int], seed: int) -> list[Layer]:
-    """Every layer of the network, identical on every rank: He-normal W, zero b, and p, z, q
-    from one forward pass over the training rows (so every constraint starts satisfied), u = 0."""
+HIDDEN_INITS = ("he", "identity")
+
+
+def initial_layers(x: torch.Tensor, dims: list[int], seed: int, hidden_init: str = "he",
+                   first: tuple[torch.Tensor, torch.Tensor] | None = None) -> list[Layer]:  # fmt: skip
+    """Every layer of the network, identical on every rank, with p, z, q from one forward pass
+    over the training rows (so every constraint starts satisfied) and u = 0.
+
+    W is He-normal and b zero, except: ``hidden_init="identity"`` starts every square
+    hidden-to-hidden layer at the identity (a deep ReLU network then starts as a shallow one),
+    and ``first`` = (W_1, b_1) replaces the first layer (see ``warm_start``).
+    """
     gen = torch.Generator().manual_seed(seed)
     layers, h = [], x
     top = len(dims) - 1
@@ -62,6 +71,10 @@ def initial_layers(x: torch.Tensor, dims: list[int], seed: int) -> list[Layer]:
         d_in, d_out = dims[i - 1], dims[i]
         W = (torch.randn(d_in, d_out, generator=gen) * math.sqrt(2.0 / d_in)).to(x.device)
         b = torch.zeros(d_out, device=x.device)
+        if i == 1 and first is not None:
+            W, b = first
+        elif hidden_init == "identity" and 1 < i < top and d_in == d_out:
+            W = torch.eye(d_in, device=x.device)
         z = h @ W + b
         q = F.relu(z) if i < top else None
         layers.append(Layer(i, W, b, z, None if i == 1 else h, q, None if q is None else torch.zeros_like(q)))
@@ -164,3 +177,16 @@ class Block:
             if layer.index < self.L:
                 h = F.relu(h)
         return h
+
+
+def warm_start(x: torch.Tensor, y: torch.Tensor, dims: list[int], seed: int, pen: Penalties, iterations: int):
+    """(W_1, b_1) of a 2-layer network [dims[0] -> dims[1] -> classes] trained by ``iterations``
+    ADMM iterations: how the authors' code starts deep networks (a trained shallow network
+    with identity layers inserted). Every rank computes it alike, so nothing is sent."""
+    shallow = [dims[0], dims[1], dims[-1]]
+    block = Block(initial_layers(x, shallow, seed), 2, x, y)
+    for _ in range(iterations):
+        block.step_p(pen)
+        block.step_wbz(pen)
+        block.step_qu(pen)
+    return block.layers[0].W, block.layers[0].b

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from omegaconf import DictConfig
 
-from gnnq.admm.block import Block, Penalties, initial_layers, layer_blocks
+from gnnq.admm.block import Block, Penalties, initial_layers, layer_blocks, warm_start
 from gnnq.admm.links import NeighbourLinks
 from gnnq.comm import Communicator
 from gnnq.comm.accounting import ADMM_EVAL, ADMM_TRAIN, CONTROL
@@ -63,19 +63,17 @@ def train_admm(cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochC
     x_eval, y_eval = part.x[eval_rows], part.y[eval_rows]
     masks = [part.train_mask[eval_rows], part.val_mask[eval_rows], part.test_mask[eval_rows]]
 
-    mine = layer_blocks(m.layers, comm.world_size)[comm.rank]
-    network = initial_layers(x, dims, seed)
     p_grid, q_grid = admm_grids(cfg.quantizer)
-    block = Block([network[i - 1] for i in mine], m.layers, x, y, p_grid, q_grid is not None)
-    if mine.start > 1:
-        below = network[mine.start - 2]
-        block.q_below, block.u_below = below.q, below.u
-    if mine.stop <= m.layers:
-        block.p_above = network[mine.stop - 1].p
-    del network
-    _project_start(block, p_grid, q_grid)
-    links = NeighbourLinks(comm, mine.start, mine.stop - 1, m.layers, (x.shape[0], m.hidden), p_grid, q_grid)
     schedule = RhoSchedule(cfg.parallel)
+    pcfg = cfg.parallel
+    t0 = time.perf_counter()
+    first_layer = None
+    if pcfg.warmup_iterations > 0 and m.layers > 2:
+        pen = Penalties(schedule.rho, float(pcfg.nu), float(cfg.trainer.weight_decay))
+        first_layer = warm_start(x, y, dims, seed, pen, pcfg.warmup_iterations)
+    warmup_time = time.perf_counter() - t0
+    block, links = build_block(comm, x, y, dims, seed, p_grid, q_grid, pcfg.hidden_init, first_layer)
+    first = block.first
 
     history: list[dict] = []
     best = {"val": None, "test": None, "epoch": None}
@@ -83,17 +81,7 @@ def train_admm(cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochC
         pen = Penalties(schedule.rho, float(cfg.parallel.nu), float(cfg.trainer.weight_decay))
         comm.stats.reset()
         t0 = time.perf_counter()
-        block.step_p(pen)
-        handle = links.exchange_p_start(block.layers[0].p)
-        block.step_wbz(pen)
-        received = links.finish(handle)
-        if received is not None:
-            block.p_above = received
-        block.step_qu(pen)
-        handle = links.exchange_q_start(block.layers[-1].q, device)
-        received = links.finish(handle)
-        if received is not None:
-            block.receive_q_below(received, pen)
+        iterate(block, links, pen)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         iter_time = time.perf_counter() - t0
@@ -103,7 +91,7 @@ def train_admm(cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochC
         loss_sum = torch.zeros((), **f64)
         evaluated = it % cfg.trainer.eval_every == 0 or it == cfg.trainer.epochs
         if evaluated:
-            buffer = x_eval if mine.start == 1 else torch.empty(x_eval.shape[0], dims[mine.start - 1], device=device)
+            buffer = x_eval if first == 1 else torch.empty(x_eval.shape[0], dims[first - 1], device=device)
             with torch.no_grad():
                 logits = links.forward_eval(buffer, block.forward)
             if logits is not None:
@@ -148,10 +136,44 @@ def train_admm(cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochC
         "final_objective": history[-1]["objective"],
         "final_residual": history[-1]["residual"],
         "final_rho": schedule.rho,
+        "warmup_iterations": pcfg.warmup_iterations if first_layer is not None else 0,
+        "warmup_time_s": warmup_time,
         "grid": None if p_grid is None else {"lo": p_grid.lo, "hi": p_grid.hi, "levels": p_grid.levels, "bits": p_grid.bits,
                                              "quantize_q": q_grid is not None},  # fmt: skip
     }
     return summary
+
+
+def build_block(comm: Communicator, x: torch.Tensor, y: torch.Tensor, dims: list[int], seed: int,
+                p_grid: Grid | None, q_grid: Grid | None, hidden_init: str = "he",
+                first: tuple[torch.Tensor, torch.Tensor] | None = None) -> tuple[Block, NeighbourLinks]:  # fmt: skip
+    """This rank's block of the initial network (identical for any number of ranks) and its links."""
+    num_layers = len(dims) - 1
+    mine = layer_blocks(num_layers, comm.world_size)[comm.rank]
+    network = initial_layers(x, dims, seed, hidden_init, first)
+    block = Block([network[i - 1] for i in mine], num_layers, x, y, p_grid, q_grid is not None)
+    if mine.start > 1:
+        below = network[mine.start - 2]
+        block.q_below, block.u_below = below.q, below.u
+    if mine.stop <= num_layers:
+        block.p_above = network[mine.stop - 1].p
+    _project_start(block, p_grid, q_grid)
+    links = NeighbourLinks(comm, mine.start, mine.stop - 1, num_layers, (x.shape[0], dims[1]), p_grid, q_grid)
+    return block, links
+
+
+def iterate(block: Block, links: NeighbourLinks, pen: Penalties) -> None:
+    """One pdADMM-G iteration of this rank's block; p in flight while W, b and z update."""
+    block.step_p(pen)
+    handle = links.exchange_p_start(block.layers[0].p)
+    block.step_wbz(pen)
+    received = links.finish(handle)
+    if received is not None:
+        block.p_above = received
+    block.step_qu(pen)
+    received = links.finish(links.exchange_q_start(block.layers[-1].q, block.x.device))
+    if received is not None:
+        block.receive_q_below(received, pen)
 
 
 def _project_start(block: Block, p_grid: Grid | None, q_grid: Grid | None) -> None:

@@ -95,10 +95,12 @@ class ParallelConfig:
     fanouts: List[int] = field(default_factory=lambda: [10])  # neighbours per layer, input layer first; one value: every layer; -1: all
     batch_size: int = 1024  # training (target) nodes per step
     # --- admm (pdADMM-G; model=gamlp; trainer.epochs = iterations, trainer.weight_decay = mu on ||W||^2) ---
-    rho: float = 1e-3  # penalty on p_{l+1} = q_l (and the dual step)
-    nu: float = 1e-3  # penalty on z_l = W_l p_l + b_l and q_l = relu(z_l)
+    rho: float = 1.0  # penalty on p_{l+1} = q_l (and the dual step)
+    nu: float = 1.0  # penalty on z_l = W_l p_l + b_l and q_l = relu(z_l)
+    hidden_init: str = "identity"  # he | identity: square hidden-to-hidden layers start at the identity
+    warmup_iterations: int = 50  # > 0: layer 1 starts from a 2-layer network trained this many iterations
     rho_schedule: str = "none"  # none | grow: rho x10 (up to rho_max) when the training loss stalls 2 iterations
-    rho_max: float = 1.0
+    rho_max: float = 100.0
 
 
 @dataclass

@@ -19,6 +19,7 @@ ALLOWED = {
     "quantizer.nonfinite": ("error", "zero"),
     "parallel.name": ("sync", "overlap", "stale", "sampling", "minibatch", "admm"),
     "parallel.rho_schedule": ("none", "grow"),
+    "parallel.hidden_init": ("he", "identity"),
     "cluster.name": ("local",),
     "cluster.backend": ("auto", "gloo", "nccl"),
     "logger.name": ("wandb", "none"),
@@ -47,6 +48,7 @@ LOWER_BOUNDS = {
     "parallel.rho": (0.0, True),
     "parallel.nu": (0.0, True),
     "parallel.rho_max": (0.0, True),
+    "parallel.warmup_iterations": (0, False),
     "model.hops": (0, False),
     "dataset.num_nodes": (2, False),
     "dataset.avg_degree": (0.0, True),
@@ -153,6 +155,8 @@ def _check_gamlp(cfg: DictConfig) -> None:
                 f"model.dropout={m.dropout}, model.norm={m.norm} are not allowed with parallel=admm (it trains a plain "
                 "ReLU MLP); use model.dropout=0 model.norm=none"
             )
+        if p.rho_schedule == "grow" and p.rho > p.rho_max:
+            raise ConfigError(f"parallel.rho={p.rho} is not allowed with parallel.rho_max={p.rho_max}; it must be <= rho_max")
         ranks = cfg.cluster.nproc * cfg.cluster.hosts
         if ranks > m.layers:
             raise ConfigError(

@@ -1,0 +1,166 @@
+"""pdADMM-G / -G-Q: the grid codec, layer blocks, and parallel == serial on real gloo groups."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from gnnq.admm.block import Penalties, initial_layers, layer_blocks, warm_start
+from gnnq.admm.train import build_block, iterate
+from gnnq.comm.accounting import ADMM_TRAIN
+from gnnq.comm.communicator import Communicator
+from gnnq.comm.grid_codec import Grid, pack_bits, unpack_bits
+from tests.helpers import run_distributed
+
+PAPER_GRID = Grid(-1.0, 20.0, 22)
+
+
+# --- grid projection and codes ---
+
+
+def test_paper_grid_is_the_integers_minus_one_to_twenty_in_five_bits():
+    assert PAPER_GRID.step == 1.0 and PAPER_GRID.bits == 5
+    assert PAPER_GRID.values(torch.arange(22)).tolist() == [float(v) for v in range(-1, 21)]
+
+
+@pytest.mark.parametrize("grid", [PAPER_GRID, Grid(-1.0, 2.0, 1000), Grid(0.0, 1.0, 2), Grid(-3.5, 7.25, 37)])
+def test_projection_is_the_nearest_grid_point_and_idempotent(grid):
+    x = torch.randn(4000) * (grid.hi - grid.lo) + grid.lo / 2
+    proj = grid.project(x)
+    levels = grid.values(torch.arange(grid.levels))
+    brute = levels[(x[:, None] - levels[None, :]).abs().argmin(dim=1)]
+    # Equal distances (exact midpoints) may round either way; the distance is what must match.
+    assert torch.allclose((proj - x).abs(), (brute - x).abs(), atol=1e-5)
+    assert torch.isin(proj, levels).all()
+    assert torch.equal(grid.project(proj), proj)
+
+
+@pytest.mark.parametrize("grid", [PAPER_GRID, Grid(-1.0, 2.0, 1000), Grid(0.0, 1.0, 2)])
+@pytest.mark.parametrize("shape", [(1, 1), (7, 13), (140, 500)])
+def test_codes_decode_to_the_projection_in_the_formula_bytes(grid, shape):
+    x = torch.randn(shape) * 5
+    wire = grid.encode(x)
+    n = math.prod(shape)
+    assert wire.dtype == torch.uint8 and wire.numel() == math.ceil(n * grid.bits / 8) == grid.wire_bytes(n)
+    assert torch.equal(grid.decode(wire, shape), grid.project(x))
+
+
+@pytest.mark.parametrize("bits", range(1, 17))
+def test_pack_bits_round_trip(bits):
+    codes = torch.randint(0, 2**bits, (1001,))
+    wire = pack_bits(codes, bits)
+    assert wire.numel() == math.ceil(1001 * bits / 8)
+    assert torch.equal(unpack_bits(wire, bits, 1001), codes)
+
+
+def test_grid_rejects_bad_ranges():
+    with pytest.raises(ValueError, match="levels >= 2"):
+        Grid(0.0, 1.0, 1)
+    with pytest.raises(ValueError, match="hi > lo"):
+        Grid(1.0, 1.0, 4)
+
+
+# --- layer blocks ---
+
+
+def test_layer_blocks_are_contiguous_and_balanced():
+    assert layer_blocks(10, 4) == [range(1, 4), range(4, 7), range(7, 9), range(9, 11)]
+    assert layer_blocks(3, 1) == [range(1, 4)]
+    assert layer_blocks(3, 3) == [range(1, 2), range(2, 3), range(3, 4)]
+    with pytest.raises(ValueError):
+        layer_blocks(2, 3)
+
+
+# --- parallel equals serial (real gloo groups) ---
+
+N, F, H, C, LAYERS, ITERS = 60, 24, 16, 5, 6, 6
+PEN = Penalties(rho=0.5, nu=1.0, mu=0.01)
+
+
+def _data():
+    gen = torch.Generator().manual_seed(7)
+    return torch.rand(N, F, generator=gen) * 3, torch.randint(0, C, (N,), generator=gen)
+
+
+def _run_blocks(grid_levels: int | None, deep_start: bool = False):
+    """Every rank: ITERS iterations of its block; returns its layers' variables and the bytes it sent.
+    ``deep_start``: identity hidden layers and a warm-started first layer (the paper preset's start)."""
+    comm = Communicator()
+    x, y = _data()
+    grid = None if grid_levels is None else Grid(-1.0, 20.0, grid_levels)
+    dims = [F] + [H] * (LAYERS - 1) + [C]
+    first = warm_start(x, y, dims, 3, PEN, iterations=4) if deep_start else None
+    block, links = build_block(comm, x, y, dims, seed=3, p_grid=grid, q_grid=grid,
+                               hidden_init="identity" if deep_start else "he", first=first)  # fmt: skip
+    comm.stats.reset()
+    for _ in range(ITERS):
+        iterate(block, links, PEN)
+    state = {
+        layer.index: {k: getattr(layer, k).clone() for k in ("W", "b", "z", "p", "q", "u") if getattr(layer, k) is not None}
+        for layer in block.layers
+    }
+    return state, comm.stats.total_bytes(ADMM_TRAIN)
+
+
+def _merged(results) -> dict:
+    merged = {}
+    for state, _ in results:
+        merged.update(state)
+    return merged
+
+
+@pytest.mark.parametrize(
+    "grid_levels,deep_start", [(None, False), (22, False), (None, True)], ids=["pdADMM-G", "pdADMM-G-Q", "deep-start"]
+)
+def test_any_number_of_ranks_computes_the_serial_iterates(grid_levels, deep_start):
+    serial = _merged([_run_blocks(grid_levels, deep_start)])  # one process: no group, the whole network in one block
+    assert sorted(serial) == list(range(1, LAYERS + 1))
+    for world_size in (2, 4):
+        results = run_distributed(world_size, _run_blocks, grid_levels, deep_start)
+        parallel = _merged(results)
+        assert sorted(parallel) == sorted(serial)
+        for index, variables in serial.items():
+            for name, value in variables.items():
+                got = parallel[index][name]
+                assert torch.allclose(got, value, rtol=1e-5, atol=1e-6), (world_size, index, name, (got - value).abs().max())
+        # Bytes: each of the world_size - 1 boundaries carries one p down and one q up per iteration.
+        boundaries = world_size - 1
+        per_message = N * H * 4 if grid_levels is None else math.ceil(N * H * Grid(-1.0, 20.0, grid_levels).bits / 8)
+        assert sum(b for _, b in results) == ITERS * boundaries * 2 * per_message
+    if grid_levels is not None:
+        levels = Grid(-1.0, 20.0, grid_levels).values(torch.arange(grid_levels))
+        for index, variables in serial.items():
+            for name in ("p", "q"):
+                if name in variables:
+                    assert torch.isin(variables[name], levels).all(), (index, name)
+
+
+def test_iterations_move_the_network():
+    """A guard against a parallel == serial test passing because nothing changes."""
+    comm = Communicator()
+    x, y = _data()
+    block, links = build_block(comm, x, y, [F] + [H] * (LAYERS - 1) + [C], seed=3, p_grid=None, q_grid=None)
+    before = [layer.W.clone() for layer in block.layers]
+    loss_before = torch.nn.functional.cross_entropy(block.forward(x), y)
+    for _ in range(ITERS):
+        iterate(block, links, PEN)
+    assert all(not torch.equal(b, layer.W) for b, layer in zip(before, block.layers))
+    assert float(block.local_terms(PEN)[1]) > 0  # p and q have left their initial agreement
+    assert torch.nn.functional.cross_entropy(block.forward(x), y) < loss_before
+
+
+def test_identity_hidden_layers_and_warm_first_layer():
+    x, y = _data()
+    dims = [F] + [H] * (LAYERS - 1) + [C]
+    first = warm_start(x, y, dims, 3, PEN, iterations=4)
+    he = initial_layers(x, dims, 3)
+    assert not torch.equal(first[0], he[0].W)  # the warm-up moved layer 1
+    layers = initial_layers(x, dims, 3, hidden_init="identity", first=first)
+    assert torch.equal(layers[0].W, first[0]) and torch.equal(layers[0].b, first[1])
+    for layer in layers[1:-1]:
+        assert torch.equal(layer.W, torch.eye(H))
+        assert torch.equal(layer.p, layers[layer.index - 2].q)  # constraints hold at the start
+    assert torch.equal(layers[-1].W, he[-1].W)  # the output layer keeps its random start
+    assert torch.equal(layers[1].q, layers[0].q)  # identity on a ReLU output passes it through
