@@ -164,3 +164,25 @@ def test_identity_hidden_layers_and_warm_first_layer():
         assert torch.equal(layer.p, layers[layer.index - 2].q)  # constraints hold at the start
     assert torch.equal(layers[-1].W, he[-1].W)  # the output layer keeps its random start
     assert torch.equal(layers[1].q, layers[0].q)  # identity on a ReLU output passes it through
+
+
+def test_rho_grows_tenfold_after_two_stalled_iterations_up_to_the_cap():
+    from types import SimpleNamespace
+
+    from gnnq.admm.train import RhoSchedule
+
+    schedule = RhoSchedule(SimpleNamespace(rho=0.1, rho_schedule="grow", rho_max=5.0))
+    for loss in (1.0, 0.5, 0.2):  # falling: no change
+        schedule.after(loss)
+    assert schedule.rho == 0.1
+    schedule.after(0.2)  # one stalled iteration
+    assert schedule.rho == 0.1
+    schedule.after(0.1995)  # two: x10
+    assert schedule.rho == pytest.approx(1.0)
+    for loss in (0.1995, 0.1995):
+        schedule.after(loss)
+    assert schedule.rho == 5.0  # capped
+    fixed = RhoSchedule(SimpleNamespace(rho=0.1, rho_schedule="none", rho_max=5.0))
+    for loss in (1.0, 1.0, 1.0, 1.0):
+        fixed.after(loss)
+    assert fixed.rho == 0.1
