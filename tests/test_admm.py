@@ -84,55 +84,78 @@ def _data():
     return torch.rand(N, F, generator=gen) * 3, torch.randint(0, C, (N,), generator=gen)
 
 
-def _run_blocks(grid_levels: int | None, deep_start: bool = False):
-    """Every rank: ITERS iterations of its block; returns its layers' variables and the bytes it sent.
-    ``deep_start``: identity hidden layers and a warm-started first layer (the paper preset's start)."""
-    comm = Communicator()
-    x, y = _data()
-    grid = None if grid_levels is None else Grid(-1.0, 20.0, grid_levels)
-    dims = [F] + [H] * (LAYERS - 1) + [C]
-    first = warm_start(x, y, dims, 3, PEN, iterations=4) if deep_start else None
-    block, links = build_block(comm, x, y, dims, seed=3, p_grid=grid, q_grid=grid,
-                               hidden_init="identity" if deep_start else "he", first=first)  # fmt: skip
-    comm.stats.reset()
-    for _ in range(ITERS):
-        iterate(block, links, PEN)
-    state = {
-        layer.index: {k: getattr(layer, k).clone() for k in ("W", "b", "z", "p", "q", "u") if getattr(layer, k) is not None}
-        for layer in block.layers
-    }
-    return state, comm.stats.total_bytes(ADMM_TRAIN)
+GRIDS = {"fp32": None, "grid": Grid(-1.0, 4.0, 256)}  # the grid spans this data's activations, so p and q move on it
+
+
+def _run_blocks(variant: str, deep_start: bool = False):
+    """Every rank: ITERS iterations of its block with one intra-op thread (so the arithmetic is the
+    same in every process); returns its layers' variables, its neighbour values and its bytes sent.
+    ``variant``: fp32, grid (p and q coded) or grid_p (only p). ``deep_start``: identity hidden
+    layers and a warm-started first layer (the paper preset's start)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        comm = Communicator()
+        x, y = _data()
+        grid = GRIDS["grid" if variant.startswith("grid") else "fp32"]
+        dims = [F] + [H] * (LAYERS - 1) + [C]
+        first = warm_start(x, y, dims, 3, PEN, iterations=4) if deep_start else None
+        block, links = build_block(comm, x, y, dims, seed=3, p_grid=grid, q_grid=grid if variant == "grid" else None,
+                                   hidden_init="identity" if deep_start else "he", first=first)  # fmt: skip
+        start = {layer.index: layer.p for layer in block.layers if layer.p is not None}
+        comm.stats.reset()
+        for _ in range(ITERS):
+            iterate(block, links, PEN)
+        names = ("W", "b", "z", "p", "q", "u")
+        state = {layer.index: {k: getattr(layer, k).clone() for k in names if getattr(layer, k) is not None} for layer in block.layers}
+        ghosts = {"q_below": block.q_below, "u_below": block.u_below, "p_above": block.p_above}
+        moved = all(not torch.equal(start[i], state[i]["p"]) for i in start)
+        return state, comm.stats.total_bytes(ADMM_TRAIN), ghosts, moved
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _merged(results) -> dict:
     merged = {}
-    for state, _ in results:
+    for state, *_ in results:
         merged.update(state)
     return merged
 
 
 @pytest.mark.parametrize(
-    "grid_levels,deep_start", [(None, False), (22, False), (None, True)], ids=["pdADMM-G", "pdADMM-G-Q", "deep-start"]
+    "variant,deep_start",
+    [("fp32", False), ("grid", False), ("grid_p", False), ("fp32", True)],
+    ids=["pdADMM-G", "pdADMM-G-Q", "pdADMM-G-Q-p-only", "deep-start"],
 )
-def test_any_number_of_ranks_computes_the_serial_iterates(grid_levels, deep_start):
-    serial = _merged([_run_blocks(grid_levels, deep_start)])  # one process: no group, the whole network in one block
+def test_any_number_of_ranks_computes_the_serial_iterates(variant, deep_start):
+    serial = _merged([_run_blocks(variant, deep_start)])  # one process: no group, the whole network in one block
     assert sorted(serial) == list(range(1, LAYERS + 1))
+    grid = GRIDS["grid" if variant.startswith("grid") else "fp32"]
     for world_size in (2, 4):
-        results = run_distributed(world_size, _run_blocks, grid_levels, deep_start)
+        results = run_distributed(world_size, _run_blocks, variant, deep_start)
         parallel = _merged(results)
         assert sorted(parallel) == sorted(serial)
         for index, variables in serial.items():
             for name, value in variables.items():
-                got = parallel[index][name]
-                assert torch.allclose(got, value, rtol=1e-5, atol=1e-6), (world_size, index, name, (got - value).abs().max())
+                assert torch.equal(parallel[index][name], value), (world_size, index, name, (parallel[index][name] - value).abs().max())
+        for rank, (_, _, ghosts, moved) in enumerate(results):
+            assert moved, f"rank {rank}: p did not move"
+            blocks = layer_blocks(LAYERS, world_size)[rank]
+            if blocks.start > 1:  # q and the replica of u of the layer below equal its owner's
+                assert torch.equal(ghosts["q_below"], serial[blocks.start - 1]["q"])
+                assert torch.equal(ghosts["u_below"], serial[blocks.start - 1]["u"])
+            if blocks.stop <= LAYERS:
+                assert torch.equal(ghosts["p_above"], serial[blocks.stop]["p"])
         # Bytes: each of the world_size - 1 boundaries carries one p down and one q up per iteration.
-        boundaries = world_size - 1
-        per_message = N * H * 4 if grid_levels is None else math.ceil(N * H * Grid(-1.0, 20.0, grid_levels).bits / 8)
-        assert sum(b for _, b in results) == ITERS * boundaries * 2 * per_message
-    if grid_levels is not None:
-        levels = Grid(-1.0, 20.0, grid_levels).values(torch.arange(grid_levels))
+        fp32_message = N * H * 4
+        coded = fp32_message if grid is None else math.ceil(N * H * grid.bits / 8)
+        per_boundary = coded + (coded if variant == "grid" else fp32_message)
+        assert sum(r[1] for r in results) == ITERS * (world_size - 1) * per_boundary
+    if grid is not None:
+        levels = grid.values(torch.arange(grid.levels))
         for index, variables in serial.items():
-            for name in ("p", "q"):
+            names = ("p", "q") if variant == "grid" else ("p",)
+            for name in names:
                 if name in variables:
                     assert torch.isin(variables[name], levels).all(), (index, name)
 
@@ -179,10 +202,26 @@ def test_rho_grows_tenfold_after_two_stalled_iterations_up_to_the_cap():
     assert schedule.rho == 0.1
     schedule.after(0.1995)  # two: x10
     assert schedule.rho == pytest.approx(1.0)
-    for loss in (0.1995, 0.1995):
-        schedule.after(loss)
-    assert schedule.rho == 5.0  # capped
+    schedule.after(0.1995)  # the window starts over after a growth
+    assert schedule.rho == pytest.approx(1.0)
+    schedule.after(0.1995)
+    assert schedule.rho == pytest.approx(1.0)
+    schedule.after(0.1995)
+    assert schedule.rho == 5.0  # two more stalled iterations: x10, capped
     fixed = RhoSchedule(SimpleNamespace(rho=0.1, rho_schedule="none", rho_max=5.0))
     for loss in (1.0, 1.0, 1.0, 1.0):
         fixed.after(loss)
     assert fixed.rho == 0.1
+
+
+def test_nan_cannot_be_grid_coded():
+    from gnnq.comm.codec import NonFiniteMessageError
+
+    with pytest.raises(NonFiniteMessageError, match="NaN"):
+        PAPER_GRID.encode(torch.tensor([0.5, float("nan")]))
+    assert PAPER_GRID.project(torch.tensor([float("inf"), -float("inf")])).tolist() == [20.0, -1.0]
+
+
+def test_grid_rejects_levels_fp32_cannot_tell_apart():
+    with pytest.raises(ValueError, match="fp32"):
+        Grid(1e6, 1e6 + 1, 1000)

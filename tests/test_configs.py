@@ -236,6 +236,8 @@ BAD = {
     "admm dropout": (["parallel=admm", "model=gamlp", "model.dropout=0.5"], ["model.dropout=0.5", "model.dropout=0"]),
     "admm more ranks than layers": (["parallel=admm", "model=gamlp", "model.layers=2", "cluster.nproc=3"], ["3 ranks", "model.layers=2"]),
     "admm rho 0": (["parallel=admm", "model=gamlp", "parallel.rho=0"], ["parallel.rho", "> 0"]),
+    "admm grow needs every loss": (["parallel=admm", "model=gamlp", "parallel.rho_schedule=grow", "trainer.eval_every=5"],
+                                   ["trainer.eval_every=5", "trainer.eval_every=1"]),
     "admm schedule": (["parallel=admm", "model=gamlp", "parallel.rho_schedule=fast"], ["parallel.rho_schedule='fast'", "none, grow"]),
     "grid without admm": (["quantizer=grid"], ["quantizer=grid", "parallel=sync", "admm"]),
     "grid levels": (["parallel=admm", "model=gamlp", "quantizer=grid", "quantizer.grid_levels=1"], ["quantizer.grid_levels=1", "2..65536"]),

@@ -55,6 +55,26 @@ class Layer:
 HIDDEN_INITS = ("he", "identity")
 
 
+def _initial_network(x: torch.Tensor, dims: list[int], seed: int, hidden_init: str,
+                     first: tuple[torch.Tensor, torch.Tensor] | None):  # fmt: skip
+    """Yield the layers of the initial network in order (see ``initial_layers``)."""
+    gen = torch.Generator().manual_seed(seed)
+    h = x
+    top = len(dims) - 1
+    for i in range(1, top + 1):
+        d_in, d_out = dims[i - 1], dims[i]
+        W = (torch.randn(d_in, d_out, generator=gen) * math.sqrt(2.0 / d_in)).to(x.device)  # drawn for every layer alike
+        b = torch.zeros(d_out, device=x.device)
+        if i == 1 and first is not None:
+            W, b = first
+        elif hidden_init == "identity" and 1 < i < top and d_in == d_out:
+            W = torch.eye(d_in, device=x.device)
+        z = h @ W + b
+        q = F.relu(z) if i < top else None
+        yield Layer(i, W, b, z, None if i == 1 else h, q, None if q is None else torch.zeros_like(q))
+        h = q
+
+
 def initial_layers(x: torch.Tensor, dims: list[int], seed: int, hidden_init: str = "he",
                    first: tuple[torch.Tensor, torch.Tensor] | None = None) -> list[Layer]:  # fmt: skip
     """Every layer of the network, identical on every rank, with p, z, q from one forward pass
@@ -64,22 +84,26 @@ def initial_layers(x: torch.Tensor, dims: list[int], seed: int, hidden_init: str
     hidden-to-hidden layer at the identity (a deep ReLU network then starts as a shallow one),
     and ``first`` = (W_1, b_1) replaces the first layer (see ``warm_start``).
     """
-    gen = torch.Generator().manual_seed(seed)
-    layers, h = [], x
-    top = len(dims) - 1
-    for i in range(1, top + 1):
-        d_in, d_out = dims[i - 1], dims[i]
-        W = (torch.randn(d_in, d_out, generator=gen) * math.sqrt(2.0 / d_in)).to(x.device)
-        b = torch.zeros(d_out, device=x.device)
-        if i == 1 and first is not None:
-            W, b = first
-        elif hidden_init == "identity" and 1 < i < top and d_in == d_out:
-            W = torch.eye(d_in, device=x.device)
-        z = h @ W + b
-        q = F.relu(z) if i < top else None
-        layers.append(Layer(i, W, b, z, None if i == 1 else h, q, None if q is None else torch.zeros_like(q)))
-        h = q
-    return layers
+    return list(_initial_network(x, dims, seed, hidden_init, first))
+
+
+def initial_block(x: torch.Tensor, y: torch.Tensor, dims: list[int], seed: int, keep: range, hidden_init: str = "he",
+                  first: tuple[torch.Tensor, torch.Tensor] | None = None, grid=None, quantize_q: bool = False) -> "Block":  # fmt: skip
+    """The block of layers ``keep`` of ``initial_layers`` with its neighbour values; the other
+    layers' variables are dropped as the forward pass goes, so a rank never holds them all."""
+    num_layers = len(dims) - 1
+    kept, q_below, u_below, p_above = [], None, None, None
+    for layer in _initial_network(x, dims, seed, hidden_init, first):
+        if layer.index in keep:
+            kept.append(layer)
+        elif layer.index == keep.start - 1:
+            q_below, u_below = layer.q, layer.u
+        elif layer.index == keep.stop:
+            p_above = layer.p
+            break
+    block = Block(kept, num_layers, x, y, grid, quantize_q)
+    block.q_below, block.u_below, block.p_above = q_below, u_below, p_above
+    return block
 
 
 @dataclass(frozen=True)
@@ -99,7 +123,7 @@ class Block:
         first, last = layers[0].index, layers[-1].index
         self.first, self.last = first, last
         # Ghosts: q_{first-1} and a replica of u_{first-1} (both ends update it identically),
-        # and p_{last+1}. Filled by the caller from the initial network.
+        # and p_{last+1}. Filled from the initial network (``initial_block``).
         self.q_below: torch.Tensor | None = None
         self.u_below: torch.Tensor | None = None
         self.p_above: torch.Tensor | None = None
@@ -155,8 +179,8 @@ class Block:
 
     def local_terms(self, pen: Penalties) -> torch.Tensor:
         """This block's share of [objective, residual sum ||p_{l+1} - q_l||^2] (float64)."""
-        obj = torch.zeros((), dtype=torch.float64)
-        res = torch.zeros((), dtype=torch.float64)
+        obj = torch.zeros((), dtype=torch.float64, device=self.x.device)
+        res = torch.zeros((), dtype=torch.float64, device=self.x.device)
         for layer in self.layers:
             p = self.input_of(layer)
             fit = layer.z - p @ layer.W - layer.b

@@ -17,35 +17,34 @@ from gnnq.comm.grid_codec import Grid
 
 
 class NeighbourLinks:
-    def __init__(self, comm: Communicator, first: int, last: int, num_layers: int, shape: tuple[int, int],
-                 p_grid: Grid | None, q_grid: Grid | None):  # fmt: skip
+    def __init__(self, comm: Communicator, first: int, last: int, num_layers: int, rows: int, below_width: int,
+                 above_width: int, p_grid: Grid | None, q_grid: Grid | None):  # fmt: skip
         self.comm, self.first, self.last = comm, first, last
         self.below = comm.rank - 1 if first > 1 else None
         self.above = comm.rank + 1 if last < num_layers else None
-        self.shape, self.p_grid, self.q_grid = shape, p_grid, q_grid
+        self.below_shape, self.above_shape = (rows, below_width), (rows, above_width)
+        self.p_grid, self.q_grid = p_grid, q_grid
 
-    def _wire(self, t: torch.Tensor, grid: Grid | None) -> torch.Tensor:
+    @staticmethod
+    def _wire(t: torch.Tensor, grid: Grid | None) -> torch.Tensor:
         return t.contiguous() if grid is None else grid.encode(t)
 
-    def _empty_wire(self, grid: Grid | None, device) -> torch.Tensor:
-        n = self.shape[0] * self.shape[1]
+    @staticmethod
+    def _empty_wire(shape: tuple[int, int], grid: Grid | None, device) -> torch.Tensor:
         if grid is None:
-            return torch.empty(self.shape, device=device)
-        return torch.empty(grid.wire_bytes(n), dtype=torch.uint8, device=device)
+            return torch.empty(shape, device=device)
+        return torch.empty(grid.wire_bytes(shape[0] * shape[1]), dtype=torch.uint8, device=device)
 
-    def _read(self, wire: torch.Tensor, grid: Grid | None) -> torch.Tensor:
-        return wire if grid is None else grid.decode(wire, self.shape)
-
-    def exchange_p_start(self, p_first: torch.Tensor | None):
+    def exchange_p_start(self, p_first: torch.Tensor | None, device):
         """Send p_first down, start receiving p_{last+1} from above; returns a handle for ``finish``."""
         sent = None
         if self.below is not None:
             sent = self.comm.send_start(self._wire(p_first, self.p_grid), self.below, category=ADMM_TRAIN, layer=self.first, direction="bwd")
         recv = None
         if self.above is not None:
-            out = self._empty_wire(self.p_grid, p_first.device if p_first is not None else "cpu")
+            out = self._empty_wire(self.above_shape, self.p_grid, device)
             recv = self.comm.recv_start(out, self.above, category=ADMM_TRAIN, layer=self.last + 1, direction="bwd")
-        return sent, recv, self.p_grid
+        return sent, recv, self.p_grid, self.above_shape
 
     def exchange_q_start(self, q_last: torch.Tensor | None, device):
         """Send q_last up, start receiving q_{first-1} from below."""
@@ -54,16 +53,19 @@ class NeighbourLinks:
             sent = self.comm.send_start(self._wire(q_last, self.q_grid), self.above, category=ADMM_TRAIN, layer=self.last, direction="fwd")
         recv = None
         if self.below is not None:
-            out = self._empty_wire(self.q_grid, device)
+            out = self._empty_wire(self.below_shape, self.q_grid, device)
             recv = self.comm.recv_start(out, self.below, category=ADMM_TRAIN, layer=self.first - 1, direction="fwd")
-        return sent, recv, self.q_grid
+        return sent, recv, self.q_grid, self.below_shape
 
     def finish(self, handle) -> torch.Tensor | None:
         """Wait for both ends of an exchange; the received tensor (None at the network's edge)."""
-        sent, recv, grid = handle
+        sent, recv, grid, shape = handle
         if sent is not None:
             sent.wait()
-        return None if recv is None else self._read(recv.wait(), grid)
+        if recv is None:
+            return None
+        wire = recv.wait()
+        return wire if grid is None else grid.decode(wire, shape)
 
     def forward_eval(self, h: torch.Tensor, compute) -> torch.Tensor | None:
         """Evaluation pipeline: ``h`` is the data (first block) or a buffer that receives the

@@ -14,13 +14,13 @@ import torch
 import torch.nn.functional as F
 from omegaconf import DictConfig
 
-from gnnq.admm.block import Block, Penalties, initial_layers, layer_blocks, warm_start
+from gnnq.admm.block import Block, Penalties, initial_block, layer_blocks, warm_start
 from gnnq.admm.links import NeighbourLinks
 from gnnq.comm import Communicator
 from gnnq.comm.accounting import ADMM_EVAL, ADMM_TRAIN, CONTROL
 from gnnq.comm.grid_codec import Grid
 from gnnq.data.halo import Part
-from gnnq.errors import ConfigError
+from gnnq.errors import ConfigError, GnnqError
 from gnnq.train.loop import EpochCallback, summarize
 from gnnq.train.metrics import metrics_from_counts, split_counts
 
@@ -43,10 +43,12 @@ class RhoSchedule:
         self.losses: list[float] = []
 
     def after(self, loss: float) -> None:
+        """Called with every iteration's training loss (rho_schedule=grow needs trainer.eval_every=1)."""
         self.losses.append(loss)
         last = self.losses[-3:]
         if self.grow and len(last) == 3 and last[2] > last[1] - STALL_TOLERANCE and last[1] > last[0] - STALL_TOLERANCE:
             self.rho = min(10.0 * self.rho, self.cap)
+            self.losses.clear()  # the next growth needs two more stalled iterations
 
 
 def train_admm(cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochCallback | None = None,
@@ -106,6 +108,8 @@ def train_admm(cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochC
         maxes = torch.tensor([iter_time, comm_time, iter_time - comm_time], **f64)
         comm.all_reduce(sums, category=CONTROL)
         comm.all_reduce(maxes, category=CONTROL, op=torch.distributed.ReduceOp.MAX)
+        if not bool(torch.isfinite(sums[:2]).all()):  # every rank sees the same sums, so all stop here
+            raise GnnqError(f"parallel=admm diverged: non-finite objective at iteration {it}; lower parallel.rho/nu or check the inputs")
         num_train = float(x.shape[0])
         row = {
             "epoch": it,
@@ -150,22 +154,18 @@ def build_block(comm: Communicator, x: torch.Tensor, y: torch.Tensor, dims: list
     """This rank's block of the initial network (identical for any number of ranks) and its links."""
     num_layers = len(dims) - 1
     mine = layer_blocks(num_layers, comm.world_size)[comm.rank]
-    network = initial_layers(x, dims, seed, hidden_init, first)
-    block = Block([network[i - 1] for i in mine], num_layers, x, y, p_grid, q_grid is not None)
-    if mine.start > 1:
-        below = network[mine.start - 2]
-        block.q_below, block.u_below = below.q, below.u
-    if mine.stop <= num_layers:
-        block.p_above = network[mine.stop - 1].p
+    block = initial_block(x, y, dims, seed, mine, hidden_init, first, p_grid, q_grid is not None)
     _project_start(block, p_grid, q_grid)
-    links = NeighbourLinks(comm, mine.start, mine.stop - 1, num_layers, (x.shape[0], dims[1]), p_grid, q_grid)
+    below_width = dims[mine.start - 1]  # p of the first layer and q of the layer below
+    above_width = dims[mine.stop - 1]  # q of the last layer and p of the layer above
+    links = NeighbourLinks(comm, mine.start, mine.stop - 1, num_layers, x.shape[0], below_width, above_width, p_grid, q_grid)
     return block, links
 
 
 def iterate(block: Block, links: NeighbourLinks, pen: Penalties) -> None:
     """One pdADMM-G iteration of this rank's block; p in flight while W, b and z update."""
     block.step_p(pen)
-    handle = links.exchange_p_start(block.layers[0].p)
+    handle = links.exchange_p_start(block.layers[0].p, block.x.device)
     block.step_wbz(pen)
     received = links.finish(handle)
     if received is not None:

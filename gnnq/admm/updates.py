@@ -63,7 +63,8 @@ def _backtrack(
 ) -> tuple[Tensor, float]:
     """Linearized proximal step x - g/t, growing t until the quadratic upper bound holds at the candidate.
 
-    Returns (x, last tried t) when no t within max_backtracks is accepted.
+    Returns (x, t0) when no t within max_backtracks is accepted (only non-finite values get
+    there), so the next search does not start from the largest t tried.
     """
     f0 = objective(x).item()
     t = float(t0)
@@ -80,7 +81,7 @@ def _backtrack(
         # off-grid x or fp32 rounding can break that, so monotonicity is enforced explicitly.
         if fc <= bound and fc <= f0:
             return c, t
-    return x, t
+    return x, float(t0)
 
 
 @torch.no_grad()

@@ -9,7 +9,7 @@
 2. Bytes per iteration of pdADMM-G-Q against pdADMM-G (from the same runs) with the accuracy cost.
 3. Time per iteration of the paper's network (10 layers of 500) on Cora with 1, 2 and 4 ranks,
    pdADMM-G and -Q: short runs without warm-up or evaluation, medians over iterations, one
-   intra-op thread per rank (so 4 ranks on a 2-core machine share cores: said in the output).
+   intra-op thread per rank (the output says when there are more ranks than cores).
 """
 
 from __future__ import annotations
@@ -112,6 +112,8 @@ def main(argv: list[str] | None = None) -> None:
         f"## Time per iteration on Cora, 10 layers of 500 ({args.timing_iterations} iterations, medians, 1 thread per rank)",
         "",
         _md(timing),
+        "",
+        *([f"4 ranks ran on {machine['cores']} cores, so ranks shared cores there."] if (machine.get("cores") or 0) < 4 else []),
         "",
     ]
     (args.out / "README.md").write_text("\n".join(text))

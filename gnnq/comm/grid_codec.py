@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
+from gnnq.comm.codec import NonFiniteMessageError
+
 
 @dataclass(frozen=True)
 class Grid:
@@ -29,6 +31,9 @@ class Grid:
             raise ValueError(f"a grid needs levels >= 2 and hi > lo; got lo={self.lo}, hi={self.hi}, levels={self.levels}")
         if self.levels > 2**16:
             raise ValueError(f"at most 65536 grid levels are supported; got {self.levels}")
+        ends = self.values(torch.tensor([0, 1, self.levels - 2, self.levels - 1]))
+        if not (ends[1] > ends[0] and ends[3] > ends[2]):
+            raise ValueError(f"grid lo={self.lo}, hi={self.hi}, levels={self.levels}: neighbouring values are equal in fp32; use fewer levels")
 
     @property
     def step(self) -> float:
@@ -39,7 +44,10 @@ class Grid:
         return max(1, math.ceil(math.log2(self.levels)))
 
     def indices(self, x: torch.Tensor) -> torch.Tensor:
-        """Index of the nearest grid value of every element (int64; ties round half to even)."""
+        """Index of the nearest grid value of every element (int64; ties round half to even; ±inf
+        to the ends). NaN has no nearest value: it raises, rather than decoding differently."""
+        if bool(torch.isnan(x).any()):
+            raise NonFiniteMessageError("NaN in a grid-quantized message (p or q of parallel=admm); the run diverged")
         return torch.round((x.float() - self.lo) / self.step).clamp_(0, self.levels - 1).long()
 
     def values(self, idx: torch.Tensor) -> torch.Tensor:

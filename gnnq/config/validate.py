@@ -155,6 +155,11 @@ def _check_gamlp(cfg: DictConfig) -> None:
                 f"model.dropout={m.dropout}, model.norm={m.norm} are not allowed with parallel=admm (it trains a plain "
                 "ReLU MLP); use model.dropout=0 model.norm=none"
             )
+        if p.rho_schedule == "grow" and cfg.trainer.eval_every != 1:
+            raise ConfigError(
+                f"trainer.eval_every={cfg.trainer.eval_every} is not allowed with parallel.rho_schedule=grow: the schedule "
+                "reads every iteration's training loss; use trainer.eval_every=1"
+            )
         if p.rho_schedule == "grow" and p.rho > p.rho_max:
             raise ConfigError(f"parallel.rho={p.rho} is not allowed with parallel.rho_max={p.rho_max}; it must be <= rho_max")
         ranks = cfg.cluster.nproc * cfg.cluster.hosts

@@ -60,6 +60,7 @@ def cached_features(graph: Graph, hops: int, cache_root: Path) -> np.ndarray:
     try:
         with os.fdopen(fd, "wb") as f:
             np.save(f, features)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; the cache is shared like the partition cache
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -73,6 +73,8 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
         )
     say(f"dataset {graph.name}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges, {graph.num_features} features, "
         f"{graph.num_classes} classes ({time.perf_counter() - t0:.1f}s)")  # fmt: skip
+    if cfg.parallel.name == "admm" and graph.multilabel:
+        raise ConfigError(f"parallel=admm trains single-label classification; dataset {graph.name} is multi-label")
     if cfg.model.name == "gamlp":
         t0 = time.perf_counter()
         graph = gamlp_graph(graph, cfg.model.hops, data_root(cfg.dataset) / "gamlp")
@@ -80,8 +82,11 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
     if cfg.parallel.name == "admm":
         nparts = 1  # layer-parallel: every rank reads the whole (edgeless) GA-MLP graph
     parts_dir, meta = prepare_parts(graph, cfg.partitioner.name, cfg.partitioner.seed, nparts, data_root(cfg.dataset) / "parts")
-    cut = meta["edge_cut"] / max(1, meta["num_edges"])
-    say(f"{nparts} parts ({cfg.partitioner.name}): edge cut {cut:.1%}, halo nodes per part {meta['halo_nodes']}")
+    if cfg.parallel.name == "admm":
+        say(f"layer-parallel: each of {cfg.cluster.nproc * cfg.cluster.hosts} rank(s) holds the whole GA-MLP input and a block of layers")
+    else:
+        cut = meta["edge_cut"] / max(1, meta["num_edges"])
+        say(f"{nparts} parts ({cfg.partitioner.name}): edge cut {cut:.1%}, halo nodes per part {meta['halo_nodes']}")
     return parts_dir, meta
 
 
