@@ -60,6 +60,8 @@ def markdown_table(headers: list[str], rows: list[list]) -> str:
 def summary_table(record: dict) -> str:
     s = record.get("summary") or {}
     metric = s.get("metric", "accuracy")
+    admm = "admm" in s  # an epoch is one ADMM iteration; its messages are p and q, not halo rows
+    bytes_label = "p/q bytes / iteration (all ranks)" if admm else "halo bytes / epoch (all ranks)"
     rows = [
         ["status", record["status"]],
         [f"best val {metric}", fmt_value(record.get("best_val"))],
@@ -67,7 +69,7 @@ def summary_table(record: dict) -> str:
         ["best epoch", s.get("best_epoch", "-")],
         ["epoch time (median)", f"{record['epoch_time_s'] * 1000:.1f} ms" if record.get("epoch_time_s") else "-"],
         ["comm time (median)", f"{record['comm_time_s'] * 1000:.1f} ms" if record.get("comm_time_s") is not None else "-"],
-        ["halo bytes / epoch (all ranks)", f"{record['comm_bytes_per_epoch']:,}" if record.get("comm_bytes_per_epoch") is not None else "-"],
+        [bytes_label, f"{record['comm_bytes_per_epoch']:,}" if record.get("comm_bytes_per_epoch") is not None else "-"],
         ["ranks", record.get("world_size") or "-"],
         ["peak memory / rank (MiB)", ", ".join(f"{m:.0f}" for m in s.get("peak_memory_mib_per_rank", [])) or "-"],
     ]
