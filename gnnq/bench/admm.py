@@ -1,11 +1,11 @@
 """pdADMM-G / pdADMM-G-Q: Table IV, bytes per iteration, and time per iteration by rank count.
 
-    python -m gnnq.bench.admm --data DIR --out results/admm [--runs DIR] [--timing-iterations 20]
+    python -m gnnq.bench.admm --data DIR --out results/admm [--runs DIR...] [--timing-iterations 20]
 
 1. Table IV: the runs of ``sweeps/table4.yaml`` (pdADMM-G, pdADMM-G-Q, GD, Adam, Adagrad,
-   Adadelta on the same GA-MLP; Cora and CiteSeer; 5 seeds), run here unless ``--runs`` names a
-   directory that already holds them, rendered through ``sweeps/table4.table.yaml`` beside the
-   paper's numbers (Markdown, CSV, LaTeX).
+   Adadelta on the same GA-MLP; Cora and CiteSeer; 5 seeds), run here unless ``--runs`` names
+   directories that already hold them, rendered through ``sweeps/table4.table.yaml`` beside
+   the paper's numbers (Markdown, CSV, LaTeX).
 2. Bytes per iteration of pdADMM-G-Q against pdADMM-G (from the same runs) with the accuracy cost.
 3. Time per iteration of the paper's network (10 layers of 500) on Cora with 1, 2 and 4 ranks,
    pdADMM-G and -Q: short runs without warm-up or evaluation, medians over iterations, one
@@ -31,11 +31,11 @@ SWEEPS = CONF_DIR.parent / "sweeps"
 METHODS = {"pdADMM-G": "pdadmm_g", "pdADMM-G-Q": "pdadmm_g_q"}
 
 
-def table4_records(data: Path, runs: Path | None, work: Path) -> list[dict]:
-    if runs is None:
-        runs = work / "table4"
-        run_gnnq(["-m", "--config-dir", str(SWEEPS), "--config-name", "table4"], data, runs)
-    return [r for _, r in find_records([runs])[0]]
+def table4_records(data: Path, runs: list[Path] | None, work: Path) -> list[dict]:
+    if not runs:
+        runs = [work / "table4"]
+        run_gnnq(["-m", "--config-dir", str(SWEEPS), "--config-name", "table4"], data, runs[0])
+    return [r for _, r in find_records(runs)[0]]
 
 
 def byte_rows(records: list[dict]) -> list[dict]:
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, required=True, help="data root holding Cora/ and CiteSeer/")
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--runs", type=Path, default=None, help="existing runs of sweeps/table4.yaml (skip running them)")
+    parser.add_argument("--runs", type=Path, nargs="+", default=None, help="directories holding the runs of sweeps/table4.yaml (skip running them)")
     parser.add_argument("--timing-iterations", type=int, default=20)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
