@@ -61,3 +61,17 @@ def test_gamlp_graph_keeps_nodes_labels_and_split_and_drops_edges(tmp_path):
     assert h.num_edges == 0 and h.num_features == 3 * g.num_features
     assert np.array_equal(h.y, g.y) and np.array_equal(h.test_mask, g.test_mask)
     assert h.fingerprint() != g.fingerprint()
+
+
+def test_gamlp_is_rowwise_so_training_rows_alone_give_the_same_logits():
+    """The training loop runs a row-wise model on the training rows only (gnnq.train.loop.forward_backward)."""
+    import torch
+
+    from gnnq.models.gamlp import GAMLP
+
+    torch.manual_seed(0)
+    model = GAMLP(20, 16, 4, layers=3, dropout=0.0, norm="layer").eval()
+    x = torch.randn(50, 20)
+    rows = torch.rand(50) < 0.3
+    assert GAMLP.rowwise
+    assert torch.allclose(model(x)[rows], model(x[rows]), atol=1e-6)

@@ -12,6 +12,8 @@ from torch import nn
 
 
 class GAMLP(nn.Module):
+    rowwise = True  # an output row depends on its own input row only (the training loop exploits it)
+
     def __init__(self, in_dim: int, hidden: int, out_dim: int, layers: int, dropout: float, norm: str):
         super().__init__()
         dims = [in_dim] + [hidden] * (layers - 1) + [out_dim]

@@ -59,10 +59,19 @@ def all_reduce_gradients(model: torch.nn.Module, comm: Communicator) -> None:
         offset += p.numel()
 
 
-def forward_backward(model: GNN, part: Part, strategy, num_train: float, comm: Communicator):
-    """One full-graph forward and backward; leaves the global (all-reduced) gradients in ``.grad``."""
-    logits = model(part.x, strategy)
-    loss = loss_sum(logits[part.train_mask], part.y[part.train_mask], part.multilabel) / num_train
+def forward_backward(model: torch.nn.Module, part: Part, strategy, num_train: float, comm: Communicator):
+    """One full-graph forward and backward; leaves the global (all-reduced) gradients in ``.grad``.
+
+    A row-wise model (each output row depends on its own input row only: the GA-MLP) runs on the
+    training rows alone, which gives the same loss and gradients for a fraction of the work;
+    the returned logits are then those of the training rows.
+    """
+    if getattr(model, "rowwise", False):
+        logits = model(part.x[part.train_mask], strategy)
+        loss = loss_sum(logits, part.y[part.train_mask], part.multilabel) / num_train
+    else:
+        logits = model(part.x, strategy)
+        loss = loss_sum(logits[part.train_mask], part.y[part.train_mask], part.multilabel) / num_train
     loss.backward()
     all_reduce_gradients(model, comm)
     return logits, loss
