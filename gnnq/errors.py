@@ -17,5 +17,9 @@ class PartitionError(GnnqError):
     """A graph cannot be partitioned as asked."""
 
 
+class CacheError(GnnqError):
+    """A cached file (partition parts, GA-MLP features) is missing, unreadable or fails its checksum."""
+
+
 class LaunchError(GnnqError):
     """The distributed job could not be started or one of its ranks failed."""

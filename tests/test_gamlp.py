@@ -7,6 +7,7 @@ import pytest
 
 from gnnq.data.gamlp import cache_key, cached_features, gamlp_graph, normalized_adjacency, propagated_features
 from gnnq.data.graph import Graph
+from gnnq.data.integrity import file_sha256
 
 
 def _graph(seed: int = 0, n: int = 12) -> Graph:
@@ -49,7 +50,9 @@ def test_cache_is_keyed_by_content_and_hops(tmp_path):
     assert (tmp_path / f"{cache_key(g, 2)}.npy").is_file()
     keys = {cache_key(g, 2), cache_key(g, 3), cache_key(_graph(seed=1), 2)}
     assert len(keys) == 3
-    np.save(tmp_path / f"{cache_key(g, 2)}.npy", first * 2)  # a read, not a recompute
+    path = tmp_path / f"{cache_key(g, 2)}.npy"
+    np.save(path, first * 2)  # a read, not a recompute: stored with its checksum, as the cache writes it
+    path.with_suffix(".sha256").write_text(file_sha256(path))
     assert np.array_equal(cached_features(g, 2, tmp_path), first * 2)
     assert not list(tmp_path.glob(".*"))  # no temporary files left behind
 

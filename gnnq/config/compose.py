@@ -9,7 +9,7 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.errors import HydraException, MissingConfigException
+from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
@@ -26,7 +26,7 @@ def expand_sweep(overrides: list[str]) -> list[list[str]]:
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except HydraException as exc:
-        raise ConfigError(_first_line(str(exc))) from None
+        raise ConfigError(_composition_message(exc)) from None
     axes = []
     for o in parsed:
         if o.is_sweep_override():
@@ -106,6 +106,8 @@ def _missing_option_message(exc: MissingConfigException, overrides: list[str]) -
 
 
 def _composition_message(exc: BaseException) -> str:
+    if isinstance(exc, OverrideParseException):  # Hydra's message names neither the override nor its key
+        return f"cannot parse override {exc.override!r}: {_first_line(exc.message)}"
     cause = exc
     while cause.__cause__ is not None and not isinstance(cause, OmegaConfBaseException):
         cause = cause.__cause__

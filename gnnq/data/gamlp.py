@@ -1,8 +1,10 @@
 """Graph-augmented MLP inputs: [X, ÂX, Â²X, ..., Â^K X] with Â = D^-1/2 (A + I) D^-1/2.
 
 Computed once per (dataset content, K) and cached as ``<data_root>/gamlp/<key>.npy`` (written
-atomically). The model then needs no graph: a GA-MLP graph keeps the nodes, labels and split
-and drops the edges, so the exchange layer has no halo rows to move.
+atomically) with the sha256 of its bytes in ``<key>.sha256``; a cached file that is missing,
+unreadable or fails its checksum is recomputed and rewritten, with a one-line warning. The model
+then needs no graph: a GA-MLP graph keeps the nodes, labels and split and drops the edges, so the
+exchange layer has no halo rows to move.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from gnnq.data.graph import Graph
+from gnnq.data.integrity import check_sha256, file_sha256, warn
+from gnnq.errors import CacheError
+from gnnq.track.files import write_text_atomic
 
 FORMAT_VERSION = 1
 
@@ -50,10 +55,14 @@ def cache_key(graph: Graph, hops: int) -> str:
 
 
 def cached_features(graph: Graph, hops: int, cache_root: Path) -> np.ndarray:
-    """``propagated_features``, read from the cache when present, else computed and written."""
+    """``propagated_features``, read from the cache when present and intact, else computed and written."""
     path = Path(cache_root) / f"{cache_key(graph, hops)}.npy"
-    if path.is_file():
-        return np.load(path)
+    checksum = path.with_suffix(".sha256")
+    if path.exists() or checksum.exists():
+        try:
+            return _read_cached(path, checksum, (graph.num_nodes, (hops + 1) * graph.num_features))
+        except CacheError as exc:
+            warn(f"recomputing the GA-MLP features: {exc}")
     features = propagated_features(graph, hops)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
@@ -61,10 +70,27 @@ def cached_features(graph: Graph, hops: int, cache_root: Path) -> np.ndarray:
         with os.fdopen(fd, "wb") as f:
             np.save(f, features)
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; the cache is shared like the partition cache
+        digest = file_sha256(Path(tmp))
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+    write_text_atomic(checksum, digest + "\n")
+    return features
+
+
+def _read_cached(path: Path, checksum: Path, shape: tuple[int, int]) -> np.ndarray:
+    try:
+        expected = checksum.read_text().strip()
+    except (OSError, ValueError) as exc:
+        raise CacheError(f"{checksum} is unreadable ({getattr(exc, 'strerror', None) or type(exc).__name__})") from None
+    check_sha256(path, expected, checksum)
+    try:
+        features = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise CacheError(f"{path} is unreadable ({type(exc).__name__})") from None
+    if features.shape != shape or features.dtype != np.float32:
+        raise CacheError(f"{path} holds a {features.dtype} array of shape {features.shape}, not float32 {shape}")
     return features
 
 

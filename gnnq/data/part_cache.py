@@ -5,6 +5,11 @@ dataset's content fingerprint, the partitioner and its seed, the number of parts
 the format version, so a change to any of them builds a fresh entry. Entries are
 written to a temporary directory and renamed into place, so a killed build never
 leaves a half-written entry behind. Parts are loaded with ``weights_only=True``.
+
+meta.json records the sha256 of every part file and of its own content. ``prepare_parts``
+(the launcher, before any rank starts) verifies an existing entry and rebuilds it, with a
+one-line warning, when anything is missing, unreadable or fails its checksum;
+``load_part`` (a rank) raises CacheError naming the file instead of using it.
 """
 
 from __future__ import annotations
@@ -22,9 +27,11 @@ import torch
 
 from gnnq.data.graph import Graph
 from gnnq.data.halo import Part, build_parts
+from gnnq.data.integrity import check_sha256, file_sha256, warn
 from gnnq.data.partition import partition_nodes
+from gnnq.errors import CacheError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: checksums in meta.json
 
 
 def cache_key(dataset_fingerprint: str, partitioner: str, seed: int, nparts: int) -> str:
@@ -39,9 +46,11 @@ def prepare_parts(graph: Graph, partitioner: str, seed: int, nparts: int, cache_
     """Return the cache directory holding the parts (building it if needed) and its metadata."""
     key = cache_key(graph.fingerprint(), partitioner, seed, nparts)
     entry = Path(cache_root) / key
-    meta_path = entry / "meta.json"
-    if meta_path.is_file():
-        return entry, json.loads(meta_path.read_text())
+    if entry.exists():
+        try:
+            return entry, verify_entry(entry, key, nparts)
+        except CacheError as exc:
+            warn(f"rebuilding the partition cache entry {entry}: {exc}")
 
     t0 = time.perf_counter()
     assignment = partition_nodes(graph.edge_index, graph.num_nodes, nparts, partitioner, seed)
@@ -66,19 +75,70 @@ def prepare_parts(graph: Graph, partitioner: str, seed: int, nparts: int, cache_
     try:
         for p in parts:
             torch.save(p.to_dict(), tmp / f"part{p.rank}.pt")
+        meta["sha256"] = {f"part{p.rank}.pt": file_sha256(tmp / f"part{p.rank}.pt") for p in parts}
+        meta["meta_sha256"] = _meta_digest(meta)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
         try:
             os.rename(tmp, entry)
-        except OSError:
-            if not meta_path.is_file():  # not a concurrent builder that won the race
-                raise
+        except OSError:  # the entry exists: a concurrent builder's (keep it) or the corrupt one (replace it)
+            try:
+                return entry, verify_entry(entry, key, nparts)
+            except CacheError:
+                aside = Path(tempfile.mkdtemp(prefix=f".{key}.corrupt.", dir=cache_root))
+                os.rename(entry, aside / key)
+                os.rename(tmp, entry)
+                shutil.rmtree(aside, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return entry, meta
 
 
+def read_meta(entry: Path) -> dict:
+    """``entry``'s meta.json, checked against the checksum of its content it carries."""
+    path = Path(entry) / "meta.json"
+    try:
+        meta = json.loads(path.read_text())
+    except OSError as exc:
+        raise CacheError(f"{path} is unreadable ({exc.strerror or type(exc).__name__})") from None
+    except ValueError as exc:  # not JSON, or not UTF-8
+        raise CacheError(f"{path} is corrupt: not valid JSON ({type(exc).__name__})") from None
+    if not isinstance(meta, dict) or meta.get("meta_sha256") != _meta_digest(meta):
+        raise CacheError(f"{path} is corrupt: its content does not match the checksum it carries")
+    return meta
+
+
+def verify_entry(entry: Path, key: str, nparts: int) -> dict:
+    """The metadata of a complete, intact entry; CacheError naming the first file that is not."""
+    meta = read_meta(entry)
+    if (meta.get("key"), meta.get("format"), meta.get("nparts")) != (key, FORMAT_VERSION, nparts):
+        raise CacheError(f"{Path(entry) / 'meta.json'} describes another entry (key, format or number of parts differ)")
+    for rank in range(nparts):
+        _check_part(Path(entry), meta, rank)
+    return meta
+
+
 def load_part(entry: Path, rank: int) -> Part:
-    return Part.from_dict(torch.load(Path(entry) / f"part{rank}.pt", weights_only=True))
+    """Rank ``rank``'s part, after checking it against the checksum recorded when the entry was built."""
+    try:
+        path = _check_part(Path(entry), read_meta(entry), rank)
+    except CacheError as exc:
+        raise CacheError(f"{exc}; not used (run gnnq again: the launcher rebuilds the entry)") from None
+    return Part.from_dict(torch.load(path, weights_only=True))
+
+
+def _check_part(entry: Path, meta: dict, rank: int) -> Path:
+    path = entry / f"part{rank}.pt"
+    sums = meta.get("sha256")
+    expected = sums.get(path.name) if isinstance(sums, dict) else None
+    if not isinstance(expected, str):
+        raise CacheError(f"{path} has no checksum in {entry / 'meta.json'}")
+    check_sha256(path, expected, entry / "meta.json")
+    return path
+
+
+def _meta_digest(meta: dict) -> str:
+    body = {k: v for k, v in meta.items() if k != "meta_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 def _edge_cut(edge_index: np.ndarray, assignment: np.ndarray) -> int:

@@ -12,12 +12,19 @@ from typing import Callable
 
 from gnnq.train.worker import PROGRESS_PREFIX
 
+LOOPBACK = "127.0.0.1"
+
 
 def torchrun_command(run_dir: Path, parts_dir: Path, nproc: int) -> list[str]:
+    """torchrun for ``nproc`` ranks on this host; its rendezvous listens on 127.0.0.1 only (loopback_run)."""
     return [
-        sys.executable, "-m", "torch.distributed.run",
-        "--standalone",
+        sys.executable, "-m", "gnnq.launch.loopback_run",
+        "--nnodes=1",
         f"--nproc-per-node={nproc}",
+        "--rdzv-backend=c10d",
+        f"--rdzv-endpoint={LOOPBACK}:0",
+        "--rdzv-id=gnnq-local",
+        f"--local-addr={LOOPBACK}",
         "--max-restarts=0",
         "--monitor-interval=0.2",
         "-m", "gnnq.train.worker",
