@@ -13,6 +13,7 @@ from gnnq.comm.accounting import HALO_TRAIN
 from gnnq.comm.codec import NonFiniteMessageError, UniformCodec, message_quantization
 from gnnq.comm.kernels.torch_codec import row_bytes
 from gnnq.comm.wire_layout import WireLayout
+from gnnq.config.schema import QuantizerConfig
 from gnnq.data.halo import build_parts
 from gnnq.data.partition import partition_nodes
 from gnnq.models import local_graph_for
@@ -26,10 +27,9 @@ HIDDEN, LAYERS, WIDTHS = 16, 3, (2, 4, 8)
 def _cfg(model: str, lam: float, solver: str):
     return OmegaConf.create({
         "model": {"name": model, "layers": LAYERS, "hidden": HIDDEN, "dropout": 0.0, "norm": "layer"},
-        "quantizer": {"name": "adaptive", "bits": 8, "grad_bits": None, "param_dtype": "fp16", "quantize_input": False,
-                      "nonfinite": "error", "bit_choices": list(WIDTHS), "group_size": 7, "variance_weight": lam,
-                      "assign_cycle": 1, "solver": solver, "milp_time_limit_s": 10.0, "profile_repeats": 1,
-                      "refit_time_model": False},
+        "quantizer": OmegaConf.merge(OmegaConf.structured(QuantizerConfig), {  # every schema default, then these
+            "name": "adaptive", "bits": 8, "bit_choices": list(WIDTHS), "group_size": 7, "variance_weight": lam,
+            "assign_cycle": 1, "solver": solver, "profile_repeats": 1}),
     })  # fmt: skip
 
 
