@@ -12,8 +12,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +20,7 @@ import scipy.sparse as sp
 from gnnq.data.graph import Graph
 from gnnq.data.integrity import check_sha256, file_sha256, warn
 from gnnq.errors import CacheError
-from gnnq.track.files import write_text_atomic
+from gnnq.track.files import write_numpy_atomic, write_text_atomic
 
 FORMAT_VERSION = 1
 
@@ -64,18 +62,8 @@ def cached_features(graph: Graph, hops: int, cache_root: Path) -> np.ndarray:
         except CacheError as exc:
             warn(f"recomputing the GA-MLP features: {exc}")
     features = propagated_features(graph, hops)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.save(f, features)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; the cache is shared like the partition cache
-        digest = file_sha256(Path(tmp))
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    write_text_atomic(checksum, digest + "\n")
+    write_numpy_atomic(path, features)
+    write_text_atomic(checksum, file_sha256(path) + "\n")
     return features
 
 

@@ -7,6 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import torch
 
 
@@ -16,6 +17,10 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 def write_torch_atomic(path: Path, obj) -> None:
     _write_atomic(path, lambda f: torch.save(obj, f))
+
+
+def write_numpy_atomic(path: Path, array: np.ndarray) -> None:
+    _write_atomic(path, lambda f: np.save(f, array, allow_pickle=False))
 
 
 def _write_atomic(path: Path, write) -> None:
