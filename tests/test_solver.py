@@ -111,6 +111,20 @@ def test_extreme_lambdas_pick_extreme_widths(solver, bits):
         assert all((b == expected).all() for b in solution.bits), (lam, [np.unique(b) for b in solution.bits])
 
 
+@pytest.mark.parametrize("lam", [1.0, 0.5, 0.0])
+@pytest.mark.parametrize("solver", [*sorted(SOLVERS), "brute_force"])
+def test_zero_weight_groups_get_the_fewest_bytes(solver, lam):
+    """A group whose rows are constant (or reach no output) costs no variance at any width; at lam = 1 that is a tie."""
+    channels = (Channel(0, 1, [3.0, 0.0, 1.0, 0.0], [7, 7, 7, 2], a=1e-9, c=1e-4), Channel(1, 0, [0.0, 2.0], [7, 7], a=2e-9, c=0.0))
+    problem = BitProblem(channels, (2, 4, 8), row_bytes(), lam)
+    solution = {"brute_force": brute_force, **SOLVERS}[solver](problem)
+    for ch, b in zip(channels, solution.bits):
+        assert (b[ch.group_weights == 0] == 2).all(), (lam, solution.bits)
+        if lam == 1.0:
+            assert (b[ch.group_weights > 0] == 8).all(), solution.bits
+    assert solution.objective == pytest.approx(brute_force(problem).objective, abs=1e-9)
+
+
 @pytest.mark.parametrize("solver", [*sorted(SOLVERS), "brute_force"])
 def test_assignments_have_the_problem_shape_and_allowed_widths(solver):
     rng = np.random.default_rng(5)

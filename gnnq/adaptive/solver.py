@@ -14,8 +14,10 @@ denominator is replaced by 1). Both terms are normalized to the range the widths
 over, so a fixed per-message latency c does not dilute the time term and lam keeps its meaning
 on fast and slow links alike; each term runs from 0 (its best) to about 1 (its worst). The EPS
 term is a tie-break: channels that are not the slowest still prefer fewer bytes; it vanishes at
-lam = 1. Channels without groups are ignored, and a problem without groups has J = 0 and empty
-assignments.
+lam = 1. Every solver sends a group of zero weight (its rows are constant or reach no output) at
+the width of fewest bytes: that never raises J, and at lam = 1, where J does not see bytes, it
+settles what would otherwise be a tie. Channels without groups are ignored, and a problem
+without groups has J = 0 and empty assignments.
 
 ``solve_milp`` is exact up to a relative gap of MIP_REL_GAP (HiGHS through scipy.optimize.milp);
 with a time limit it returns the incumbent and HiGHS's lower bound (``Solution.bound``).
@@ -208,6 +210,8 @@ def _indices(problem: BitProblem, m: _Model, bits: list[np.ndarray]) -> np.ndarr
 
 
 def _solution(m: _Model, idx: np.ndarray, solver: str, started: float, status: str, bound: float | None = None) -> Solution:
+    if m.num_groups:
+        idx = np.where(m.var[:, -1] == 0, int(np.argmin(m.unit_bytes)), idx)  # zero-weight groups: fewest bytes
     widths = m.widths[idx] if m.num_groups else np.zeros(0, dtype=np.int64)
     bits = np.split(widths, np.cumsum(m.sizes)[:-1]) if len(m.sizes) else []
     value = float(m.evaluate(idx)) if m.num_groups else 0.0
