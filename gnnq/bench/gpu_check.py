@@ -2,7 +2,8 @@
 
     python -m gnnq.bench.gpu_check --out $OUT [--device cuda] [--rows 65536] [--dim 256]
 
-1. Triton codec == torch codec, bit for bit, on the device (every width, a few shapes).
+1. Triton codec == torch codec, bit for bit, on the device (every width, a few shapes), and the
+   torch codec on the device == the torch codec on the CPU.
 2. Codec throughput on the device: Triton quantize+pack and unpack against an fp32->fp16 copy.
 3. Mixed-width wire layouts (adaptive) round-trip on the device within one step per row.
 4. One training step, 2 ranks (gloo) sharing the device: ``overlap`` (side CUDA stream),
@@ -56,7 +57,7 @@ def _time(fn, device: torch.device, repeats: int = 10) -> float:
 
 def check_codec_identity(device: torch.device) -> dict:
     gen = torch.Generator(device=device).manual_seed(0)
-    mismatches = []
+    mismatches, device_dependent = [], []
     for rows, dim in ((7, 5), (300, 256), (64, 1500)):
         src = torch.randn(rows * 2, dim, device=device, generator=gen) * 3
         idx = torch.randperm(rows * 2, device=device, generator=gen)[:rows]
@@ -67,9 +68,18 @@ def check_codec_identity(device: torch.device) -> dict:
                 got = triton_codec.quantize_pack(src, idx, noise, bits, pdt)
                 back_ref = torch_codec.unpack_dequantize(ref, dim, bits, pdt)
                 back = triton_codec.unpack_dequantize(got, dim, bits, pdt)
+                ref_cpu = torch_codec.quantize_pack(src.cpu().index_select(0, idx.cpu()), noise.cpu(), bits, pdt)
+                if not torch.equal(ref_cpu, ref.cpu()):
+                    device_dependent.append(f"{rows}x{dim} {bits}-bit {pdt}")
                 if not (torch.equal(ref, got) and torch.equal(back_ref, back)):
-                    mismatches.append(f"{rows}x{dim} {bits}-bit {pdt}")
-    return {"ok": not mismatches, "mismatches": mismatches}
+                    pbytes = 2 * torch.finfo(pdt).bits // 8
+                    mismatches.append(
+                        f"{rows}x{dim} {bits}-bit {pdt}: rows with other params {int((ref[:, :pbytes] != got[:, :pbytes]).any(1).sum())}, "
+                        f"code bytes differing {int((ref[:, pbytes:] != got[:, pbytes:]).sum())}, "
+                        f"decoded values differing {int((back_ref != back).sum())}"
+                    )
+    return {"ok": not (mismatches or device_dependent), "mismatches": mismatches,
+            "torch_codec_differs_from_its_cpu_result": device_dependent}  # fmt: skip
 
 
 def check_codec_throughput(device: torch.device, rows: int, dim: int) -> dict:

@@ -41,8 +41,10 @@ def _fp16_step_toward(h: torch.Tensor, up: bool) -> torch.Tensor:
 
 def row_params(x: torch.Tensor, bits: int, param_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-row (zero point, step) as sent: zero rounded down, step rounded up to ``param_dtype``."""
-    levels = (1 << bits) - 1
     mn, mx = torch.aminmax(x, dim=1)
+    # A tensor divisor: on CUDA, torch divides by a Python scalar as a multiply by its reciprocal,
+    # which rounds differently from the IEEE division that the CPU and the Triton kernel do.
+    levels = torch.full_like(mn, (1 << bits) - 1)
     if param_dtype == torch.float32:
         return mn, (mx - mn) / levels
     zero = mn.to(torch.float16)

@@ -5,7 +5,10 @@
 ``torch_codec.row_params`` does, quantizes with the given uniform draws and packs 8/b codes
 per byte into the wire row. ``unpack_dequantize``: one program per received row reads the
 parameters and codes and writes fp32 values into the destination buffer. Feature dims of any
-size are handled in BLOCK-sized chunks. Under TRITON_INTERPRET=1 both run on CPU tensors.
+size are handled in BLOCK-sized chunks. Bit-identity with torch needs IEEE arithmetic: divisions
+are ``tl.div_rn`` (Triton's ``/`` on fp32 is an approximate division on NVIDIA GPUs) and both
+kernels are compiled with ``enable_fp_fusion=False``, so ``zero + code * step`` is not contracted
+into a fused multiply-add (torch rounds the product, then the sum). Under TRITON_INTERPRET=1 both run on CPU tensors.
 """
 
 from __future__ import annotations
@@ -80,14 +83,14 @@ if triton is not None:
             z16 = mn.to(tl.float16)
             z16 = tl.where(z16.to(tl.float32) > mn, _fp16_next(z16, False), z16)
             zero = z16.to(tl.float32)
-            step32 = (mx - zero) / LEVELS
+            step32 = tl.div_rn(mx - zero, LEVELS * 1.0)
             s16 = step32.to(tl.float16)
             s16 = tl.where(s16.to(tl.float32) < step32, _fp16_next(s16, True), s16)
             step = s16.to(tl.float32)
             PB: tl.constexpr = 4
         else:
             zero = mn
-            step = (mx - mn) / LEVELS
+            step = tl.div_rn(mx - mn, LEVELS * 1.0)
             PB: tl.constexpr = 8
         out = out_ptr + row.to(tl.int64) * out_stride
         _store_param(out, zero, PARAM_FP16)
@@ -103,7 +106,7 @@ if triton is not None:
                 m = cols < dim
                 v = tl.load(src + cols, mask=m, other=0.0)
                 u = tl.load(noise + cols, mask=m, other=0.0)
-                q = tl.floor((v - zero) / denom + u)
+                q = tl.floor(tl.div_rn(v - zero, denom) + u)
                 q = tl.minimum(tl.maximum(q, 0.0), LEVELS)
                 q = tl.where(m, q, 0.0)
                 acc = acc | (q.to(tl.int32) << (j * BITS))
@@ -141,7 +144,7 @@ def quantize_pack(src: torch.Tensor, row_idx: torch.Tensor, noise: torch.Tensor,
         src, noise = src.contiguous(), noise.contiguous()
         _quantize_pack_kernel[(rows,)](src, row_idx, noise, out, dim, src.stride(0), noise.stride(0), out.stride(0),
                                        code_bytes(dim, bits), BITS=bits, PARAM_FP16=param_dtype == torch.float16,
-                                       BLOCK=block)  # fmt: skip
+                                       BLOCK=block, enable_fp_fusion=False)  # fmt: skip
     return out
 
 
@@ -150,5 +153,6 @@ def unpack_dequantize(wire: torch.Tensor, dim: int, bits: int, param_dtype: torc
     if wire.shape[0]:
         wire = wire.contiguous()
         _unpack_dequantize_kernel[(wire.shape[0],)](wire, out, dim, wire.stride(0), out.stride(0), BITS=bits,
-                                                    PARAM_FP16=param_dtype == torch.float16, BLOCK=block)  # fmt: skip
+                                                    PARAM_FP16=param_dtype == torch.float16, BLOCK=block,
+                                                    enable_fp_fusion=False)  # fmt: skip
     return out
