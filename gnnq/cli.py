@@ -42,6 +42,8 @@ def main() -> None:
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
     argv = sys.argv[1:]
+    if any(arg.startswith("resume=") for arg in argv):
+        _resume(argv)
     if not _NO_PREFLIGHT_FLAGS.intersection(argv):
         from gnnq.config.compose import preflight
         from gnnq.errors import GnnqError
@@ -61,6 +63,27 @@ def main() -> None:
         if len(_FAILED_RUNS) > 1:
             print(f"gnnq: {len(_FAILED_RUNS)} runs failed: {', '.join(_FAILED_RUNS)}", file=sys.stderr)
         sys.exit(1)
+
+
+def _resume(argv: list[str]) -> None:
+    """``gnnq resume=<run dir>``: continue that run from its latest checkpoint, with its saved config."""
+    from gnnq.errors import GnnqError
+    from gnnq.launch.job import resume_job
+
+    if len(argv) != 1:
+        others = " ".join(a for a in argv if not a.startswith("resume=")) or "a second resume="
+        print(f"gnnq: error: resume=<run dir> continues a run with its saved config and takes nothing else (got also: {others})",
+              file=sys.stderr)  # fmt: skip
+        sys.exit(2)
+    try:
+        record = resume_job(Path(argv[0].split("=", 1)[1]))
+    except GnnqError as exc:
+        print(f"gnnq: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("gnnq: interrupted; all ranks stopped, the run record is marked failed", file=sys.stderr)
+        sys.exit(130)
+    sys.exit(0 if record["status"] == "ok" else 1)
 
 
 def _hydra_entry() -> None:

@@ -154,6 +154,14 @@ class AdaptiveAssigner:
         ).flatten()  # fmt: skip
         self.quant.layouts[key] = WireLayout(send_bits, send_counts, recv_bits.cpu(), recv_counts)
 
+    def state_dict(self) -> dict:
+        """The time model (a resumed run must not profile a different one) and the assignments so far."""
+        return {"time_model": self.time_model.to_record(), "assignments": self.assignments}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.time_model = TimeModel.from_record(state["time_model"])
+        self.assignments = list(state["assignments"])
+
     def describe(self) -> dict:
         return {
             "solver": self.cfg.solver,

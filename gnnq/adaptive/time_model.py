@@ -92,6 +92,11 @@ class TimeModel:
         except KeyError:
             raise KeyError(f"no time model for channel {src}->{dst} (it carried no bytes when profiled)") from None
 
+    @classmethod
+    def from_record(cls, rows: list[dict]) -> "TimeModel":
+        """The inverse of ``to_record``."""
+        return cls({(r["src"], r["dst"]): LinearFit(r["a_s_per_byte"], r["c_s"], r["r2"], r["samples"]) for r in rows})
+
     def to_record(self) -> list[dict]:
         """JSON-able rows, one per channel, in (src, dst) order."""
         return [

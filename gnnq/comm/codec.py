@@ -108,6 +108,21 @@ class MessageQuantization:
                 parts.append(torch.rand((rows, dim), generator=gen, device=device))
         return torch.cat(parts) if parts else torch.empty((0, dim), device=device)
 
+    def state_dict(self) -> dict:
+        """What a resumed run needs: the adaptive layouts and the ranges traced so far.
+
+        The uniform draws need nothing: they are seeded per (epoch, layer, direction, sender, receiver)."""
+        return {
+            "layouts": [{"layer": k[0], "direction": k[1], **v.state_dict()} for k, v in sorted(self.layouts.items())],
+            "ranges": [{"layer": k[0], "direction": k[1], "ranges": v} for k, v in sorted(self.ranges.items())],
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        from gnnq.comm.wire_layout import WireLayout
+
+        self.layouts = {(e["layer"], e["direction"]): WireLayout.from_state_dict(e) for e in state["layouts"]}
+        self.ranges = {(e["layer"], e["direction"]): e["ranges"] for e in state["ranges"]}
+
     def describe(self) -> dict:
         def bits(c):
             return c.bits if c is not None else 32

@@ -25,6 +25,15 @@ class WireLayout:
         self.send = _Side(self.send_bits, send_counts, self.widths)
         self.recv = _Side(self.recv_bits, recv_counts, self.widths)
 
+    def state_dict(self) -> dict:
+        """Tensors and plain lists only (a checkpoint loads it with ``torch.load(weights_only=True)``)."""
+        return {"send_bits": self.send_bits, "send_counts": self.send.counts, "recv_bits": self.recv_bits,
+                "recv_counts": self.recv.counts}  # fmt: skip
+
+    @classmethod
+    def from_state_dict(cls, state: dict) -> "WireLayout":
+        return cls(state["send_bits"], state["send_counts"], state["recv_bits"], state["recv_counts"])
+
     def histogram(self) -> dict[int, int]:
         """Rows sent at each width."""
         return {b: int((self.send_bits == b).sum()) for b in self.widths}

@@ -42,6 +42,7 @@ LOWER_BOUNDS = {
     "trainer.lr": (0.0, True),
     "trainer.weight_decay": (0.0, False),
     "trainer.eval_every": (1, False),
+    "trainer.checkpoint_every": (0, False),
     "parallel.momentum": (0.0, False),
     "parallel.sampling_rate": (0.0, True),
     "parallel.batch_size": (1, False),
@@ -178,6 +179,12 @@ def _check_gamlp(cfg: DictConfig) -> None:
 def _check_parallel(cfg: DictConfig) -> None:
     p = cfg.parallel
     _check_gamlp(cfg)
+    if cfg.trainer.checkpoint_every and p.name in ("minibatch", "admm"):
+        raise ConfigError(
+            f"trainer.checkpoint_every={cfg.trainer.checkpoint_every} is not supported with parallel={p.name}; "
+            "checkpoints are written by full-graph training (parallel=sync, overlap, stale, sampling), "
+            "set trainer.checkpoint_every=0 here"
+        )
     if p.name == "sampling" and cfg.quantizer.name == "adaptive":
         raise ConfigError(
             "parallel=sampling is not allowed with quantizer=adaptive (per-row widths need every boundary row "

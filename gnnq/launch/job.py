@@ -14,23 +14,23 @@ from omegaconf import DictConfig, OmegaConf
 
 from gnnq.errors import GnnqError, LaunchError
 from gnnq.launch.torchrun import run_torchrun, torchrun_command
-from gnnq.track.files import write_text_atomic
+from gnnq.track.files import write_json_atomic, write_text_atomic
 from gnnq.track.progress import ProgressLine, summary_table
-from gnnq.track.record import CONFIG_FILE, INTERNAL_DIR, RESULT_FILE, build_record, write_record
+from gnnq.track.record import CONFIG_FILE, INTERNAL_DIR, RECORD_FILE, RESULT_FILE, RESUME_FILE, build_record, write_record
 
 
 def say(msg: str) -> None:
     print(f"[gnnq] {msg}", flush=True)
 
 
-def run_job(cfg: DictConfig, run_dir: Path) -> dict:
+def run_job(cfg: DictConfig, run_dir: Path, extra: dict | None = None) -> dict:
     """Run one experiment in ``run_dir``; always leaves a complete record.json and returns it."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     config = OmegaConf.to_container(cfg, resolve=True)
     write_text_atomic(run_dir / CONFIG_FILE, OmegaConf.to_yaml(config))
     say(f"run dir: {run_dir}")
-    extra: dict = {"run_dir": str(run_dir)}
+    extra = {"run_dir": str(run_dir), **(extra or {})}
     started = time.time()
     try:
         parts_dir, meta = prepare_data(cfg)
@@ -55,6 +55,32 @@ def run_job(cfg: DictConfig, run_dir: Path) -> dict:
     else:
         print(f"gnnq: error: {record['error']}", file=sys.stderr, flush=True)
     return record
+
+
+def resume_job(run_dir: Path) -> dict:
+    """Continue the run in ``run_dir`` from its latest checkpoint, with its saved config; returns the new record."""
+    from gnnq.errors import ConfigError
+    from gnnq.train.checkpoint import verify_checkpoint
+
+    run_dir = Path(run_dir)
+    if not (run_dir / CONFIG_FILE).is_file():
+        raise ConfigError(f"resume={run_dir}: no {CONFIG_FILE} there; give the directory of a gnnq run")
+    latest = verify_checkpoint(run_dir)  # every rank's file, before anything starts
+    previous = run_dir / RECORD_FILE
+    if previous.is_file() and json.loads(previous.read_text()).get("status") == "ok":
+        raise ConfigError(f"resume={run_dir}: the run finished (record.json status ok); there is nothing to resume")
+    internal, logs = run_dir / INTERNAL_DIR, run_dir / "logs"
+    for stale in [*internal.glob("error-rank*.json"), internal / RESULT_FILE]:
+        stale.unlink(missing_ok=True)  # the interrupted attempt's hand-offs must not speak for this one
+    if (logs / "torchrun.log").is_file():
+        (logs / "torchrun.log").replace(logs / f"torchrun-until-epoch-{latest['epoch']}.log")  # kept, not overwritten
+    say(f"resuming from the checkpoint of epoch {latest['epoch']}")
+    marker = internal / RESUME_FILE
+    write_json_atomic(marker, {"from_epoch": latest["epoch"], "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    try:
+        return run_job(OmegaConf.load(run_dir / CONFIG_FILE), run_dir, extra={"resumed_from_epoch": latest["epoch"]})
+    finally:
+        marker.unlink(missing_ok=True)
 
 
 def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:

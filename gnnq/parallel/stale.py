@@ -62,6 +62,17 @@ class StaleStrategy(SyncStrategy):
     def close(self) -> None:
         self._settle()
 
+    def state_dict(self) -> dict:
+        """The stale buffers, with this epoch's messages folded in (as the next epoch's start would)."""
+        self._settle()
+        return {kind: [{"layer": layer, "rows": rows} for layer, rows in sorted(store.items())]
+                for kind, store in (("halo", self.halo), ("returned", self.returned))}  # fmt: skip
+
+    def load_state_dict(self, state: dict) -> None:
+        device = self.x_halo.device
+        self.halo = {e["layer"]: e["rows"].to(device) for e in state["halo"]}
+        self.returned = {e["layer"]: e["rows"].to(device) for e in state["returned"]}
+
 
 class _StaleAggregate(torch.autograd.Function):
     @staticmethod

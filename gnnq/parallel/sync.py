@@ -29,6 +29,13 @@ class SyncStrategy:
     def close(self) -> None:
         """Finish whatever is still in flight (strategies that post ahead)."""
 
+    def state_dict(self) -> dict:
+        """What a resumed run needs to go on exactly as an uninterrupted one (nothing for sync)."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
+
     def __call__(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
         if layer == 0:
             return self.graph.aggregate(torch.cat([h_inner, self.x_halo]))

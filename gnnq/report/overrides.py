@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 
 from gnnq.config.compose import CONF_DIR
 
-IGNORED_KEYS = {"runs_root", "dataset.root", "dataset.download", "cluster.timeout_s"}
+IGNORED_KEYS = {"runs_root", "dataset.root", "dataset.download", "cluster.timeout_s", "trainer.checkpoint_every"}
 IGNORED_GROUPS = {"logger"}
 
 

@@ -15,6 +15,7 @@ METRICS_FILE = "metrics.jsonl"
 RECORD_FILE = "record.json"
 INTERNAL_DIR = ".gnnq"  # rank-to-launcher handoff files (result, errors)
 RESULT_FILE = "result.json"
+RESUME_FILE = "resume.json"  # present while `gnnq resume=<run dir>` runs the job again: the ranks load their checkpoints
 
 _PACKAGES = ("gnnq", "torch", "torch-geometric", "ogb", "pymetis", "numpy", "scipy", "hydra-core", "omegaconf", "wandb")
 

@@ -25,8 +25,26 @@ def wandb_group(cfg: DictConfig) -> str:
     return f"{cfg.dataset.name}-{cfg.model.name}-{cfg.parallel.name}-{cfg.quantizer.name}"
 
 
+RUN_ID_FILE = "wandb_run_id"  # under the run's .gnnq/: a resumed run logs to the same W&B run
+
+
+def wandb_run_id(run_dir: Path, resume: bool) -> str:
+    """The run's W&B id: new for a new run, the one it started with when it resumes."""
+    import secrets
+
+    from gnnq.track.files import write_text_atomic
+    from gnnq.track.record import INTERNAL_DIR
+
+    path = Path(run_dir) / INTERNAL_DIR / RUN_ID_FILE
+    if resume and path.is_file():
+        return path.read_text().strip()
+    run_id = secrets.token_hex(6)  # W&B ids: letters and digits, unique within the project
+    write_text_atomic(path, run_id)
+    return run_id
+
+
 class WandbLogger(NullLogger):
-    def __init__(self, cfg: DictConfig, run_dir: Path):
+    def __init__(self, cfg: DictConfig, run_dir: Path, resume: bool = False):
         import wandb
 
         self._wandb = wandb
@@ -43,6 +61,8 @@ class WandbLogger(NullLogger):
             entity=cfg.logger.entity,
             mode=cfg.logger.mode,
             dir=str(run_dir),
+            id=wandb_run_id(run_dir, resume),
+            resume="allow" if resume else None,
             name=Path(run_dir).name,
             group=wandb_group(cfg),
             tags=[f"{k}:{v}" for k, v in choices.items()] + [f"ranks:{world}"] + list(cfg.logger.tags),
@@ -61,7 +81,7 @@ class WandbLogger(NullLogger):
         self.run.finish(exit_code=exit_code)
 
 
-def make_logger(cfg: DictConfig, run_dir: Path):
+def make_logger(cfg: DictConfig, run_dir: Path, resume: bool = False):
     if cfg.logger.name == "wandb":
-        return WandbLogger(cfg, run_dir)
+        return WandbLogger(cfg, run_dir, resume)
     return NullLogger()

@@ -20,6 +20,7 @@ from gnnq.data.halo import Part
 from gnnq.models import GNN, local_graph_for
 from gnnq.models.gamlp import GAMLP
 from gnnq.parallel import make_strategy
+from gnnq.train.checkpoint import Checkpoints
 from gnnq.train.metrics import loss_sum, metrics_from_counts, split_counts
 
 EpochCallback = Callable[[dict], None]
@@ -96,10 +97,15 @@ def train(
     on_epoch: EpochCallback | None = None,
     device=torch.device("cpu"),
     cache_dir: Path | None = None,
+    run_dir: Path | None = None,
+    resume: bool = False,
 ) -> dict:
     """Train for cfg.trainer.epochs epochs; return the run summary (identical on every rank).
 
     ``cache_dir`` (the partition's cache entry) keeps per-model data derived from the part.
+    With ``run_dir``, every ``trainer.checkpoint_every`` epochs each rank checkpoints its state
+    there; ``resume`` continues from the latest checkpoint, and on CPU the run then ends exactly
+    as an uninterrupted one would (times aside).
     """
     f64 = {"dtype": torch.float64, "device": device}
     part = part.to(device)
@@ -126,7 +132,15 @@ def train(
     layer_bytes = torch.zeros(len(layer_keys), **f64)  # halo bytes of training steps, summed over epochs
     history: list[dict] = []
     best = {"val": None, "test": None, "epoch": None}
-    for epoch in range(1, cfg.trainer.epochs + 1):
+    stateful = {"model": model, "optimizer": optimizer, "strategy": strategy, "quant": quant, "assigner": assigner}
+    checkpoints = Checkpoints(cfg.trainer.checkpoint_every, run_dir, comm)
+    first_epoch = 1
+    if resume:
+        loop_state = checkpoints.restore(stateful, device)
+        history, best, first_epoch = loop_state["history"], loop_state["best"], loop_state["epoch"] + 1
+        layer_bytes = loop_state["layer_bytes"].to(**f64)
+        exchange.nonfinite_zeroed = loop_state["nonfinite_zeroed"]
+    for epoch in range(first_epoch, cfg.trainer.epochs + 1):
         fault.check(epoch)
         assignment = assigner.before_epoch(epoch) if assigner is not None else None
         comm.stats.reset()
@@ -177,6 +191,9 @@ def train(
         history.append(row)
         if on_epoch is not None:
             on_epoch(row)
+        loop_state = {"epoch": epoch, "history": history, "best": best, "layer_bytes": layer_bytes,
+                      "nonfinite_zeroed": exchange.nonfinite_zeroed}  # fmt: skip
+        checkpoints.maybe_save(epoch, stateful, loop_state, device)
     strategy.close()
 
     peak = torch.zeros(2, comm.world_size, **f64)
@@ -196,6 +213,7 @@ def train(
     summary["nonfinite_values_zeroed"] = int(comm.all_reduce(zeroed, category=CONTROL).item())
     if assigner is not None:
         summary["adaptive"] = assigner.describe()
+    summary["checkpoints"] = checkpoints.describe()
     if device.type == "cuda":
         summary["peak_gpu_memory_mib_per_rank"] = [round(m, 1) for m in peak[1].tolist()]
     return summary

@@ -59,6 +59,28 @@ def _backend(cfg) -> str:
     return "nccl" if torch.cuda.is_available() else "gloo"
 
 
+def open_metrics(run_dir: Path, resume: bool):
+    """metrics.jsonl for appending rows; on resume, cut back to the rows up to the checkpoint's epoch."""
+    from gnnq.track.files import write_text_atomic
+    from gnnq.track.record import METRICS_FILE
+    from gnnq.train.checkpoint import latest_checkpoint
+
+    path = run_dir / METRICS_FILE
+    if not resume:
+        return open(path, "w")
+    latest = latest_checkpoint(run_dir)
+    upto = latest["epoch"] if latest else 0
+    kept = []
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            if json.loads(line)["epoch"] <= upto:
+                kept.append(line + "\n")
+        except (ValueError, KeyError, TypeError):  # a row cut short by the crash
+            continue
+    write_text_atomic(path, "".join(kept))
+    return open(path, "a")
+
+
 def run(run_dir: Path, parts_dir: Path) -> None:
     import torch
     import torch.distributed as dist
@@ -68,7 +90,7 @@ def run(run_dir: Path, parts_dir: Path) -> None:
     from gnnq.comm import Communicator
     from gnnq.data.part_cache import load_part
     from gnnq.track.files import write_json_atomic
-    from gnnq.track.record import CONFIG_FILE, INTERNAL_DIR, METRICS_FILE, RESULT_FILE
+    from gnnq.track.record import CONFIG_FILE, INTERNAL_DIR, RESULT_FILE, RESUME_FILE
     from gnnq.track.wandb_logger import NullLogger, make_logger
     from gnnq.train.loop import train
     from gnnq.train.minibatch import train_minibatch
@@ -82,6 +104,7 @@ def run(run_dir: Path, parts_dir: Path) -> None:
         torch.cuda.set_device(device)
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=cfg.cluster.timeout_s))
     rank = dist.get_rank()
+    resume = (run_dir / INTERNAL_DIR / RESUME_FILE).is_file()
     logger = NullLogger()
     exit_code = 1
     try:
@@ -89,8 +112,8 @@ def run(run_dir: Path, parts_dir: Path) -> None:
         comm = Communicator()
         metrics_file = None
         if rank == 0:
-            logger = make_logger(cfg, run_dir)
-            metrics_file = open(run_dir / METRICS_FILE, "w")
+            logger = make_logger(cfg, run_dir, resume)
+            metrics_file = open_metrics(run_dir, resume)
 
         def on_epoch(row: dict) -> None:
             metrics_file.write(json.dumps(row) + "\n")
@@ -104,7 +127,7 @@ def run(run_dir: Path, parts_dir: Path) -> None:
         elif cfg.parallel.name == "admm":
             summary = train_admm(cfg, part, comm, callback, device=device)
         else:
-            summary = train(cfg, part, comm, callback, device=device, cache_dir=parts_dir)
+            summary = train(cfg, part, comm, callback, device=device, cache_dir=parts_dir, run_dir=run_dir, resume=resume)
         if rank == 0:
             metrics_file.close()
             logger.log_summary(summary)

@@ -1,0 +1,143 @@
+"""Checkpoint and resume through the real command line: a resumed run ends exactly as an uninterrupted one."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+import torch
+
+from gnnq.train.checkpoint import CHECKPOINT_DIR, LATEST_FILE, CheckpointError, load_checkpoint
+from tests.cli_helpers import TIME_KEYS, read_metrics, read_record, run_dirs, run_gnnq
+
+BASE = ["logger=none", "dataset.num_nodes=1500", "model.hidden=32", "model.dropout=0.5", "trainer.epochs=8",
+        "trainer.checkpoint_every=2"]  # fmt: skip
+FAULT = {"GNNQ_FAULT_INJECT": "rank=1,epoch=5"}  # fails after the checkpoint of epoch 4
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("data")
+
+
+def _comparable_rows(run_dir: Path) -> list[dict]:
+    return [{k: v for k, v in row.items() if k not in TIME_KEYS and k != "assignment"} for row in read_metrics(run_dir)]
+
+
+def _interrupted_run(tmp_path: Path, data_root: Path, args: list[str]) -> Path:
+    res = run_gnnq(args, tmp_path, data_root, env=FAULT)
+    assert res.returncode == 1, res.stderr
+    (run_dir,) = run_dirs(tmp_path)
+    assert read_record(run_dir)["status"] == "failed"
+    assert json.loads((run_dir / CHECKPOINT_DIR / LATEST_FILE).read_text())["epoch"] == 4
+    return run_dir
+
+
+CASES = {
+    "sync-uniform-sage": ["model=sage", "quantizer=uniform", "quantizer.bits=4"],
+    # Stale buffers, adaptive layouts, traced ranges and the time model all cross the checkpoint.
+    "stale-adaptive": ["parallel=stale", "parallel.momentum=0.5", "quantizer=adaptive", "quantizer.time_model=fixed",
+                       "quantizer.assign_cycle=3"],  # fmt: skip
+    "sampling": ["parallel=sampling", "parallel.sampling_rate=0.5", "quantizer=uniform"],
+}
+SLOW_CASES = {"sampling"}  # stateless between epochs, like sync: CI's slow run covers it
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c in SLOW_CASES else c for c in sorted(CASES)])
+def test_resumed_run_equals_uninterrupted_run(tmp_path, data_root, case):
+    args = BASE + CASES[case]
+    run_dir = _interrupted_run(tmp_path / "resumed", data_root, args)
+    assert [r["epoch"] for r in read_metrics(run_dir)] == [1, 2, 3, 4]
+    res = run_gnnq([f"resume={run_dir}"], tmp_path / "resumed", data_root)
+    assert res.returncode == 0, res.stderr
+    assert "resuming from the checkpoint of epoch 4" in res.stdout
+    assert run_gnnq(args, tmp_path / "straight", data_root).returncode == 0
+    (straight,) = run_dirs(tmp_path / "straight")
+
+    resumed_rows, straight_rows = _comparable_rows(run_dir), _comparable_rows(straight)
+    assert [r["epoch"] for r in resumed_rows] == list(range(1, 9))
+    assert resumed_rows == straight_rows  # losses and accuracies bit for bit, bytes alike
+    resumed, uninterrupted = read_record(run_dir), read_record(straight)
+    assert resumed["status"] == "ok" and resumed["resumed_from_epoch"] == 4
+    for key in ("best_val", "test", "comm_bytes_per_epoch"):
+        assert resumed[key] == uninterrupted[key], key
+    for key in ("best_epoch", "final_loss", "final_train", "comm_bytes_per_epoch_by_layer", "nonfinite_values_zeroed"):
+        assert resumed["summary"][key] == uninterrupted["summary"][key], key
+    checkpoints = resumed["summary"]["checkpoints"]
+    assert [e["epoch"] for e in checkpoints["log"]] == [2, 4, 6, 8] and checkpoints["resumed_from_epoch"] == 4
+    assert list((run_dir / CHECKPOINT_DIR).glob("epoch-*")) == [run_dir / CHECKPOINT_DIR / "epoch-000008"]
+    assert (run_dir / "logs" / "torchrun-until-epoch-4.log").is_file(), "the interrupted attempt's log is kept"
+
+
+def test_resume_keeps_the_wandb_run(tmp_path, data_root):
+    args = [a for a in BASE if not a.startswith("logger=")] + ["logger=wandb", "logger.mode=offline", "trainer.epochs=6"]
+    run_dir = _interrupted_run(tmp_path, data_root, args)
+    assert run_gnnq([f"resume={run_dir}"], tmp_path, data_root).returncode == 0
+    offline = sorted((run_dir / "wandb").glob("offline-run-*"))
+    assert len(offline) == 2, offline
+    ids = {p.name.rsplit("-", 1)[1] for p in offline}
+    assert len(ids) == 1, f"the resumed run must log to the same W&B run id, got {ids}"
+    assert (run_dir / ".gnnq" / "wandb_run_id").read_text().strip() in ids
+
+
+def test_corrupted_checkpoint_is_named_and_not_loaded(tmp_path, data_root):
+    run_dir = _interrupted_run(tmp_path, data_root, BASE)
+    rank_file = next((run_dir / CHECKPOINT_DIR).glob("epoch-*/rank1.pt"))
+    data = bytearray(rank_file.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    rank_file.write_bytes(bytes(data))
+    res = run_gnnq([f"resume={run_dir}"], tmp_path, data_root)
+    assert res.returncode == 2
+    assert "rank1.pt is corrupted" in res.stderr and "sha256" in res.stderr
+    assert read_record(run_dir)["status"] == "failed", "the failed attempt's record stays"
+
+
+class _Payload:
+    def __reduce__(self):
+        return (print, ("unpickled code ran",))
+
+
+def test_checkpoints_load_without_unpickling_code(tmp_path):
+    """A rank file whose sha256 matches but which holds a pickled callable is refused by weights_only loading."""
+    root = tmp_path / CHECKPOINT_DIR
+    (root / "epoch-000001").mkdir(parents=True)
+    path = root / "epoch-000001" / "rank0.pt"
+    buffer = io.BytesIO()
+    torch.save({"loop": _Payload()}, buffer)
+    path.write_bytes(buffer.getvalue())
+    latest = {"format_version": 1, "epoch": 1, "dir": "epoch-000001", "world_size": 1,
+              "sha256": [hashlib.sha256(path.read_bytes()).hexdigest()], "bytes": [path.stat().st_size]}  # fmt: skip
+    (root / LATEST_FILE).write_text(json.dumps(latest))
+    with pytest.raises(pickle.UnpicklingError):
+        load_checkpoint(tmp_path, 0, 1)
+    with pytest.raises(CheckpointError, match="written by 1 ranks; this run has 2"):
+        load_checkpoint(tmp_path, 0, 2)
+
+
+def test_resume_refuses_what_it_cannot_continue(tmp_path, data_root):
+    no_checkpoints = ["logger=none", "dataset.num_nodes=1500", "model.hidden=16", "trainer.epochs=2"]
+    assert run_gnnq(no_checkpoints, tmp_path / "plain", data_root).returncode == 0
+    (finished,) = run_dirs(tmp_path / "plain")
+    res = run_gnnq([f"resume={finished}"], tmp_path, data_root)
+    assert res.returncode == 2 and "no checkpoint to resume from" in res.stderr and "trainer.checkpoint_every=0" in res.stderr
+
+    assert run_gnnq(no_checkpoints + ["trainer.checkpoint_every=1"], tmp_path / "done", data_root).returncode == 0
+    (done,) = run_dirs(tmp_path / "done")
+    res = run_gnnq([f"resume={done}"], tmp_path, data_root)
+    assert res.returncode == 2 and "nothing to resume" in res.stderr
+
+    res = run_gnnq([f"resume={done}", "trainer.epochs=9"], tmp_path, data_root)
+    assert res.returncode == 2 and "takes nothing else" in res.stderr and "trainer.epochs=9" in res.stderr
+    res = run_gnnq([f"resume={tmp_path / 'nowhere'}"], tmp_path, data_root)
+    assert res.returncode == 2 and "no config.yaml there" in res.stderr
+
+
+@pytest.mark.parametrize("parallel", ["admm", "minibatch"])
+def test_checkpoints_rejected_where_not_supported(tmp_path, data_root, parallel):
+    extra = ["model=gamlp", "cluster.nproc=2"] if parallel == "admm" else ["cluster.nproc=1"]
+    res = run_gnnq(["logger=none", f"parallel={parallel}", *extra, "trainer.checkpoint_every=5"], tmp_path, data_root)
+    assert res.returncode == 2 and "trainer.checkpoint_every=5 is not supported with parallel=" + parallel in res.stderr
