@@ -25,7 +25,22 @@ def data_root(tmp_path_factory):
 
 
 def _comparable_rows(run_dir: Path) -> list[dict]:
-    return [{k: v for k, v in row.items() if k not in TIME_KEYS and k != "assignment"} for row in read_metrics(run_dir)]
+    """Metric rows without times (an adaptive reassignment keeps its widths histogram)."""
+    rows = [{k: v for k, v in row.items() if k not in TIME_KEYS} for row in read_metrics(run_dir)]
+    for row in rows:
+        if "assignment" in row:
+            row["assignment"] = row["assignment"]["bits_histogram"]
+    return rows
+
+
+UNSTABLE_SUMMARY_KEYS = {*TIME_KEYS, "peak_memory_mib_per_rank", "checkpoints", "adaptive"}
+
+
+def _comparable_summary(record: dict) -> dict:
+    summary = {k: v for k, v in record["summary"].items() if k not in UNSTABLE_SUMMARY_KEYS}
+    if "admm" in summary:
+        summary["admm"] = {k: v for k, v in summary["admm"].items() if k != "warmup_time_s"}
+    return summary
 
 
 def _interrupted_run(tmp_path: Path, data_root: Path, args: list[str]) -> Path:
@@ -43,6 +58,9 @@ CASES = {
     "stale-adaptive": ["parallel=stale", "parallel.momentum=0.5", "quantizer=adaptive", "quantizer.time_model=fixed",
                        "quantizer.assign_cycle=3"],  # fmt: skip
     "sampling": ["parallel=sampling", "parallel.sampling_rate=0.5", "quantizer=uniform"],
+    # pdADMM-G-Q: every layer's p, W, b, z, q, u, the ghosts of the neighbour blocks and the rho schedule.
+    "admm-grid": ["model=gamlp", "model.layers=4", "model.hidden=16", "parallel=admm", "parallel.warmup_iterations=5",
+                  "parallel.rho_schedule=grow", "quantizer=grid", "model.dropout=0.0"],  # fmt: skip
 }
 SLOW_CASES = {"sampling"}  # stateless between epochs, like sync: CI's slow run covers it
 
@@ -65,8 +83,7 @@ def test_resumed_run_equals_uninterrupted_run(tmp_path, data_root, case):
     assert resumed["status"] == "ok" and resumed["resumed_from_epoch"] == 4
     for key in ("best_val", "test", "comm_bytes_per_epoch"):
         assert resumed[key] == uninterrupted[key], key
-    for key in ("best_epoch", "final_loss", "final_train", "comm_bytes_per_epoch_by_layer", "nonfinite_values_zeroed"):
-        assert resumed["summary"][key] == uninterrupted["summary"][key], key
+    assert _comparable_summary(resumed) == _comparable_summary(uninterrupted)
     checkpoints = resumed["summary"]["checkpoints"]
     assert [e["epoch"] for e in checkpoints["log"]] == [2, 4, 6, 8] and checkpoints["resumed_from_epoch"] == 4
     assert list((run_dir / CHECKPOINT_DIR).glob("epoch-*")) == [run_dir / CHECKPOINT_DIR / "epoch-000008"]
@@ -136,8 +153,6 @@ def test_resume_refuses_what_it_cannot_continue(tmp_path, data_root):
     assert res.returncode == 2 and "no config.yaml there" in res.stderr
 
 
-@pytest.mark.parametrize("parallel", ["admm", "minibatch"])
-def test_checkpoints_rejected_where_not_supported(tmp_path, data_root, parallel):
-    extra = ["model=gamlp", "cluster.nproc=2"] if parallel == "admm" else ["cluster.nproc=1"]
-    res = run_gnnq(["logger=none", f"parallel={parallel}", *extra, "trainer.checkpoint_every=5"], tmp_path, data_root)
-    assert res.returncode == 2 and "trainer.checkpoint_every=5 is not supported with parallel=" + parallel in res.stderr
+def test_checkpoints_rejected_where_not_supported(tmp_path, data_root):
+    res = run_gnnq(["logger=none", "parallel=minibatch", "cluster.nproc=1", "trainer.checkpoint_every=5"], tmp_path, data_root)
+    assert res.returncode == 2 and "trainer.checkpoint_every=5 is not supported with parallel=minibatch" in res.stderr

@@ -17,6 +17,7 @@ travel through ``NeighbourLinks``; inside a block they are read directly.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -127,6 +128,21 @@ class Block:
         self.q_below: torch.Tensor | None = None
         self.u_below: torch.Tensor | None = None
         self.p_above: torch.Tensor | None = None
+
+    GHOSTS = ("q_below", "u_below", "p_above")
+
+    def state_dict(self) -> dict:
+        """Every variable of this block's layers and its ghosts (tensors, floats and None only)."""
+        return {"layers": [dataclasses.asdict(layer) for layer in self.layers], **{k: getattr(self, k) for k in self.GHOSTS}}
+
+    def load_state_dict(self, state: dict) -> None:
+        device = self.x.device
+        moved = [{k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in e.items()} for e in state["layers"]]
+        if [e["index"] for e in moved] != [layer.index for layer in self.layers]:
+            raise ValueError(f"the checkpoint holds layers {[e['index'] for e in moved]}, this rank's block is {self.first}..{self.last}")
+        self.layers = [Layer(**e) for e in moved]
+        for k in self.GHOSTS:
+            setattr(self, k, None if state[k] is None else state[k].to(device))
 
     def input_of(self, layer: Layer) -> torch.Tensor:
         return self.x if layer.p is None else layer.p

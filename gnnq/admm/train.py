@@ -8,7 +8,9 @@ the evaluation rows up the block pipeline. Rows of metrics.jsonl are the usual e
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -21,7 +23,8 @@ from gnnq.comm.accounting import ADMM_EVAL, ADMM_TRAIN, CONTROL
 from gnnq.comm.grid_codec import Grid
 from gnnq.data.halo import Part
 from gnnq.errors import ConfigError, GnnqError
-from gnnq.train.loop import EpochCallback, summarize
+from gnnq.train.checkpoint import Checkpoints
+from gnnq.train.loop import EpochCallback, FaultInjector, summarize
 from gnnq.train.metrics import metrics_from_counts, split_counts
 
 STALL_TOLERANCE = 1e-3  # rho_schedule=grow: a loss that falls by less than this has stalled
@@ -42,6 +45,12 @@ class RhoSchedule:
         self.rho, self.grow, self.cap = float(pcfg.rho), pcfg.rho_schedule == "grow", float(pcfg.rho_max)
         self.losses: list[float] = []
 
+    def state_dict(self) -> dict:
+        return {"rho": self.rho, "losses": list(self.losses)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.rho, self.losses = float(state["rho"]), list(state["losses"])
+
     def after(self, loss: float) -> None:
         """Called with every iteration's training loss (rho_schedule=grow needs trainer.eval_every=1)."""
         self.losses.append(loss)
@@ -52,7 +61,8 @@ class RhoSchedule:
 
 
 def train_admm(cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochCallback | None = None,
-               device=torch.device("cpu")) -> dict:  # fmt: skip
+               device=torch.device("cpu"), run_dir: Path | None = None, resume: bool = False) -> dict:  # fmt: skip
+    """pdADMM-G iterations (``trainer.epochs``); checkpoints and resume as in ``gnnq.train.loop.train``."""
     if part.multilabel:
         raise ConfigError("parallel=admm trains single-label classification; this dataset is multi-label")
     f64 = {"dtype": torch.float64, "device": device}
@@ -79,7 +89,15 @@ def train_admm(cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochC
 
     history: list[dict] = []
     best = {"val": None, "test": None, "epoch": None}
-    for it in range(1, cfg.trainer.epochs + 1):
+    stateful = {"block": block, "schedule": schedule}
+    checkpoints = Checkpoints(cfg.trainer.checkpoint_every, run_dir, comm)
+    first_iteration = 1
+    if resume:
+        loop_state = checkpoints.restore(stateful, device)
+        history, best, first_iteration = loop_state["history"], loop_state["best"], loop_state["epoch"] + 1
+    fault = FaultInjector(os.environ.get("GNNQ_FAULT_INJECT"), comm.rank)
+    for it in range(first_iteration, cfg.trainer.epochs + 1):
+        fault.check(it)
         pen = Penalties(schedule.rho, float(cfg.parallel.nu), float(cfg.trainer.weight_decay))
         comm.stats.reset()
         t0 = time.perf_counter()
@@ -132,9 +150,11 @@ def train_admm(cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochC
         history.append(row)
         if on_epoch is not None:
             on_epoch(row)
+        checkpoints.maybe_save(it, stateful, {"epoch": it, "history": history, "best": best}, device)
 
     summary = summarize(history, best, 0.0, _peak_mib(comm, device), comm.world_size, metric=part.metric)
     summary["device"] = device.type
+    summary["checkpoints"] = checkpoints.describe()
     summary["admm"] = {
         "layer_blocks": [[r.start, r.stop - 1] for r in layer_blocks(m.layers, comm.world_size)],
         "final_objective": history[-1]["objective"],

@@ -132,7 +132,7 @@ class TrainerConfig:
     optimizer: str = "adam"  # adam | sgd | adagrad | adadelta
     eval_every: int = 1
     seed: int = 0
-    checkpoint_every: int = 0  # > 0: every rank checkpoints every N epochs (full-graph training); gnnq resume=<run dir>
+    checkpoint_every: int = 0  # > 0: every rank checkpoints every N epochs (not minibatch); gnnq resume=<run dir>
 
 
 @dataclass

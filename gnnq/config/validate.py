@@ -179,11 +179,10 @@ def _check_gamlp(cfg: DictConfig) -> None:
 def _check_parallel(cfg: DictConfig) -> None:
     p = cfg.parallel
     _check_gamlp(cfg)
-    if cfg.trainer.checkpoint_every and p.name in ("minibatch", "admm"):
+    if cfg.trainer.checkpoint_every and p.name == "minibatch":
         raise ConfigError(
-            f"trainer.checkpoint_every={cfg.trainer.checkpoint_every} is not supported with parallel={p.name}; "
-            "checkpoints are written by full-graph training (parallel=sync, overlap, stale, sampling), "
-            "set trainer.checkpoint_every=0 here"
+            f"trainer.checkpoint_every={cfg.trainer.checkpoint_every} is not supported with parallel=minibatch "
+            "(a single-process reference); set trainer.checkpoint_every=0 here"
         )
     if p.name == "sampling" and cfg.quantizer.name == "adaptive":
         raise ConfigError(

@@ -125,7 +125,7 @@ def run(run_dir: Path, parts_dir: Path) -> None:
         if cfg.parallel.name == "minibatch":
             summary = train_minibatch(cfg, part, comm, callback, device=device)
         elif cfg.parallel.name == "admm":
-            summary = train_admm(cfg, part, comm, callback, device=device)
+            summary = train_admm(cfg, part, comm, callback, device=device, run_dir=run_dir, resume=resume)
         else:
             summary = train(cfg, part, comm, callback, device=device, cache_dir=parts_dir, run_dir=run_dir, resume=resume)
         if rank == 0:
