@@ -113,7 +113,7 @@ def write_report(result: dict, out: Path, command: str) -> None:
         markdown_table(["", "value"], [
             ["checkpoint write, median over epochs (slowest rank)", f"{result['checkpoint_write_s_median'] * 1e3:.0f} ms"],
             ["epoch time, median", f"{epoch * 1e3:.0f} ms"],
-            ["write / epoch", f"{result['checkpoint_write_s_median'] / epoch:.2f}x"],
+            ["write / epoch time", f"{100 * result['checkpoint_write_s_median'] / epoch:.2f}%"],
             ["size per rank (last checkpoint)", ", ".join(f"{m:.1f}" for m in mib) + " MiB"],
         ]),
         "",
