@@ -146,3 +146,57 @@ def test_a_multirun_goes_on_after_a_point_whose_rank_was_killed(tmp_path):
     assert records[second]["status"] == "ok"
     assert f"1 of 2 runs failed: {first}" in err.splitlines()[-1], err
     assert_nothing_left(first)
+
+
+# --- which rank is named: describe_failure on the files a failed job leaves --------------------
+
+# torchrun's failure summary as it wrote it for the SIGKILL test above (rank 1 killed, rank 0 lost it)
+SUMMARY = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+gnnq.train.worker FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-11-30_15:50:30
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : -9 (pid: 27667)  (SIGKILL)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 27667
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-30_15:50:30
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 27666)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+"""
+RESET = "RuntimeError: [../gloo/transport/tcp/pair.cc:537] Read error [127.0.0.1]:8591: Connection reset by peer."
+
+
+def _failed_job(tmp_path: Path, reports: list[dict]) -> Path:
+    from gnnq.track.files import write_json_atomic
+
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "torchrun.log").write_text(SUMMARY)
+    for r in reports:
+        write_json_atomic(tmp_path / ".gnnq" / f"error-rank{r['rank']}.json", {"traceback": "", "stopped": False, **r})
+    return tmp_path
+
+
+def test_a_killed_rank_is_named_before_the_peer_that_lost_its_connection(tmp_path):
+    from gnnq.launch.failure import describe_failure
+
+    run_dir = _failed_job(tmp_path, [{"rank": 0, "message": RESET, "time": 1.0}])
+    assert describe_failure(run_dir, 1).startswith("rank 1 was killed by SIGKILL without reporting an error; rank 0 then lost")
+
+
+def test_an_error_a_rank_reported_is_named_before_a_rank_killed_while_stopping(tmp_path):
+    """torchrun SIGKILLs a rank that ignores its SIGTERM for 30 s: the cause is the error that started it."""
+    from gnnq.launch.failure import describe_failure
+
+    run_dir = _failed_job(tmp_path, [{"rank": 0, "message": "RuntimeError: CUDA out of memory", "time": 1.0}])
+    assert describe_failure(run_dir, 1).startswith("rank 0 failed: RuntimeError: CUDA out of memory (traceback in")
