@@ -6,6 +6,7 @@ import signal
 import sys
 from pathlib import Path
 
+_RUNS: list[str] = []
 _FAILED_RUNS: list[str] = []
 _NO_PREFLIGHT_FLAGS = {"-h", "--help", "--hydra-help", "-i", "--info", "-sc", "--shell-completion", "-p", "--package"}
 
@@ -60,8 +61,8 @@ def main() -> None:
         print("gnnq: interrupted; all ranks stopped, the run record is marked failed", file=sys.stderr)
         sys.exit(130)
     if _FAILED_RUNS:
-        if len(_FAILED_RUNS) > 1:
-            print(f"gnnq: {len(_FAILED_RUNS)} runs failed: {', '.join(_FAILED_RUNS)}", file=sys.stderr)
+        if len(_RUNS) > 1:  # a sweep: say which of its points failed
+            print(f"gnnq: {len(_FAILED_RUNS)} of {len(_RUNS)} runs failed: {', '.join(_FAILED_RUNS)}", file=sys.stderr)
         sys.exit(1)
 
 
@@ -105,6 +106,7 @@ def _hydra_entry() -> None:
         run_dir = Path(hydra_cfg.runtime.output_dir)
         if hydra_cfg.mode == RunMode.MULTIRUN and not cfg.logger.group:
             cfg.logger.group = "sweep-" + "-".join(Path(hydra_cfg.sweep.dir).parts[-2:])  # W&B: a sweep's runs together
+        _RUNS.append(str(run_dir))
         record = run_job(cfg, run_dir)
         if record["status"] != "ok":
             _FAILED_RUNS.append(str(run_dir))

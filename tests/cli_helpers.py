@@ -12,12 +12,8 @@ TIME_KEYS = ("epoch_time_s", "comm_time_s", "compute_time_s")
 
 
 def run_gnnq(args: list[str], runs: Path, data: Path, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, "GNNQ_RUNS": str(runs), "GNNQ_DATA": str(data), "WANDB_SILENT": "true"}
-    full_env.pop("GNNQ_FAULT_INJECT", None)
-    if env:
-        full_env.update(env)
     cmd = [sys.executable, "-m", "gnnq.cli", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout)
+    return subprocess.run(cmd, capture_output=True, text=True, env=gnnq_env(runs, data, env), timeout=timeout)
 
 
 def run_dirs(runs: Path) -> list[Path]:
@@ -34,3 +30,16 @@ def read_metrics(run_dir: Path) -> list[dict]:
 
 def without_times(rows: list[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if k not in TIME_KEYS} for r in rows]
+
+
+def gnnq_env(runs: Path, data: Path, env: dict | None = None) -> dict:
+    """The environment of a test run of ``gnnq``: its own runs and data roots, no injected faults."""
+    full_env = {**os.environ, "GNNQ_RUNS": str(runs), "GNNQ_DATA": str(data), "WANDB_SILENT": "true"}
+    full_env.pop("GNNQ_FAULT_INJECT", None)
+    return {**full_env, **(env or {})}
+
+
+def start_gnnq(args: list[str], runs: Path, data: Path, env: dict | None = None) -> subprocess.Popen:
+    """``gnnq ARGS`` started in the background (stdout and stderr piped, text)."""
+    cmd = [sys.executable, "-m", "gnnq.cli", *args]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=gnnq_env(runs, data, env))

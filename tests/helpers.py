@@ -1,4 +1,4 @@
-"""Small real graphs and a runner for functions on real gloo process groups."""
+"""Small real graphs, small dataset folders, file damage, and a runner for functions on real gloo process groups."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import os
 import socket
 import sys
 import tempfile
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -67,3 +69,36 @@ def run_distributed(world_size: int, fn, *args) -> list:
     with tempfile.TemporaryDirectory() as out_dir:
         mp.spawn(_worker, args=(world_size, _free_port(), fn, args, out_dir), nprocs=world_size, join=True)
         return [torch.load(os.path.join(out_dir, f"rank{r}.pt"), weights_only=False) for r in range(world_size)]
+
+
+def write_csv_gz(path: Path, rows) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(np.asarray(rows)).to_csv(path, header=False, index=False, compression="gzip")
+
+
+def make_ogbn_arxiv(root: Path, n: int = 60, e: int = 200, f: int = 8, classes: int = 40, seed: int = 0) -> dict:
+    """A tiny directory in OGB's ogbn-arxiv layout (what OGB's zip extracts to)."""
+    rng = np.random.default_rng(seed)
+    d = root / "ogbn_arxiv"
+    edges = rng.integers(0, n, size=(e, 2))
+    x = rng.standard_normal((n, f)).astype(np.float32)
+    y = rng.integers(0, classes, size=(n, 1))
+    write_csv_gz(d / "raw" / "edge.csv.gz", edges)
+    write_csv_gz(d / "raw" / "node-feat.csv.gz", x)
+    write_csv_gz(d / "raw" / "node-label.csv.gz", y)
+    write_csv_gz(d / "raw" / "node_year.csv.gz", rng.integers(2000, 2020, size=(n, 1)))
+    write_csv_gz(d / "raw" / "num-node-list.csv.gz", [[n]])
+    write_csv_gz(d / "raw" / "num-edge-list.csv.gz", [[e]])
+    perm = rng.permutation(n)
+    split = {"train": perm[: n // 2], "valid": perm[n // 2: 3 * n // 4], "test": perm[3 * n // 4:]}
+    for part, ids in split.items():
+        write_csv_gz(d / "split" / "time" / f"{part}.csv.gz", ids.reshape(-1, 1))
+    (d / "RELEASE_v1.txt").write_text("ogbn-arxiv v1 (test fixture)\n")
+    return {"edges": edges, "x": x, "y": y[:, 0], "split": split}
+
+
+def flip_byte(path: Path, at: float = 0.5) -> None:
+    """Flip one bit of the byte at fraction ``at`` of ``path``: damage that keeps the size."""
+    data = bytearray(path.read_bytes())
+    data[int(len(data) * at)] ^= 0x01
+    path.write_bytes(bytes(data))

@@ -20,7 +20,7 @@ import torch
 from gnnq.data import gamlp, part_cache
 from gnnq.data.part_cache import cache_key, load_part, prepare_parts
 from gnnq.errors import CacheError
-from tests.helpers import random_graph
+from tests.helpers import flip_byte, random_graph
 
 NPARTS = 3
 
@@ -37,13 +37,6 @@ def _warnings(capsys) -> list[str]:
     return [line for line in capsys.readouterr().err.splitlines() if line.startswith("[gnnq] warning:")]
 
 
-def _flip_byte(path: Path, at: float = 0.5) -> None:
-    data = bytearray(path.read_bytes())
-    i = int(len(data) * at)
-    data[i] ^= 0x01
-    path.write_bytes(bytes(data))
-
-
 def _truncate(path: Path) -> None:
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
 
@@ -53,7 +46,7 @@ def _into_directory(path: Path) -> None:
     path.mkdir()
 
 
-DAMAGE = {"truncated": _truncate, "byte flipped": _flip_byte, "emptied": lambda p: p.write_bytes(b""),
+DAMAGE = {"truncated": _truncate, "byte flipped": flip_byte, "emptied": lambda p: p.write_bytes(b""),
           "deleted": lambda p: p.unlink(), "replaced by a directory": _into_directory}  # fmt: skip
 
 
@@ -219,8 +212,8 @@ def test_clean_features_are_reused_untouched(features, propagations, capsys):
 
 FEATURE_DAMAGE = {
     "npy truncated": (".npy", _truncate),
-    "npy byte flipped in the data": (".npy", lambda p: _flip_byte(p, 0.9)),
-    "npy byte flipped in the header": (".npy", lambda p: _flip_byte(p, 0.05)),
+    "npy byte flipped in the data": (".npy", lambda p: flip_byte(p, 0.9)),
+    "npy byte flipped in the header": (".npy", lambda p: flip_byte(p, 0.05)),
     "npy emptied": (".npy", lambda p: p.write_bytes(b"")),
     "npy deleted": (".npy", lambda p: p.unlink()),
     "checksum deleted": (".sha256", lambda p: p.unlink()),

@@ -6,7 +6,6 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 from omegaconf import OmegaConf
@@ -18,6 +17,7 @@ from gnnq.data.loaders.ogb import ogb_evaluator_accuracy
 from gnnq.data.registry import data_root, dataset_names, expected_num_nodes, load_dataset
 from gnnq.data.splits import stratified_split
 from gnnq.errors import ConfigError, DatasetError
+from tests.helpers import make_ogbn_arxiv
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -145,32 +145,6 @@ def test_missing_saint_files_fail_fast(tmp_path):
 
 
 # --- OGB ----------------------------------------------------------------------------------
-
-
-def _write_csv_gz(path: Path, rows) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(np.asarray(rows)).to_csv(path, header=False, index=False, compression="gzip")
-
-
-def make_ogbn_arxiv(root: Path, n: int = 60, e: int = 200, f: int = 8, classes: int = 40, seed: int = 0) -> dict:
-    """A tiny directory in OGB's ogbn-arxiv layout (what OGB's zip extracts to)."""
-    rng = np.random.default_rng(seed)
-    d = root / "ogbn_arxiv"
-    edges = rng.integers(0, n, size=(e, 2))
-    x = rng.standard_normal((n, f)).astype(np.float32)
-    y = rng.integers(0, classes, size=(n, 1))
-    _write_csv_gz(d / "raw" / "edge.csv.gz", edges)
-    _write_csv_gz(d / "raw" / "node-feat.csv.gz", x)
-    _write_csv_gz(d / "raw" / "node-label.csv.gz", y)
-    _write_csv_gz(d / "raw" / "node_year.csv.gz", rng.integers(2000, 2020, size=(n, 1)))
-    _write_csv_gz(d / "raw" / "num-node-list.csv.gz", [[n]])
-    _write_csv_gz(d / "raw" / "num-edge-list.csv.gz", [[e]])
-    perm = rng.permutation(n)
-    split = {"train": perm[: n // 2], "valid": perm[n // 2: 3 * n // 4], "test": perm[3 * n // 4:]}
-    for part, ids in split.items():
-        _write_csv_gz(d / "split" / "time" / f"{part}.csv.gz", ids.reshape(-1, 1))
-    (d / "RELEASE_v1.txt").write_text("ogbn-arxiv v1 (test fixture)\n")
-    return {"edges": edges, "x": x, "y": y[:, 0], "split": split}
 
 
 def test_ogb_loader_twice_second_from_cache(tmp_path, monkeypatch):

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
-import signal
 import sys
 import time
 import traceback
@@ -13,6 +11,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from gnnq.errors import GnnqError, LaunchError
+from gnnq.launch.failure import describe_failure
 from gnnq.launch.torchrun import run_torchrun, torchrun_command
 from gnnq.track.files import write_json_atomic, write_text_atomic
 from gnnq.track.progress import ProgressLine, summary_table
@@ -131,26 +130,3 @@ def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path) -> dict:
     if not result.is_file():
         raise LaunchError(f"torchrun exited 0 but rank 0 left no result (see {run_dir}/logs/torchrun.log)")
     return json.loads(result.read_text())
-
-
-def describe_failure(run_dir: Path, code: int) -> str:
-    """One line naming the rank that failed first and why."""
-    errors = []
-    for path in sorted((run_dir / INTERNAL_DIR).glob("error-rank*.json")):
-        try:
-            errors.append(json.loads(path.read_text()))
-        except (OSError, ValueError):
-            continue
-    log = run_dir / "logs" / "torchrun.log"
-    causes = [e for e in errors if not e.get("stopped")]  # ranks stopped by torchrun only report the stop
-    if causes:
-        first = min(causes, key=lambda e: e["time"])
-        return f"rank {first['rank']} failed: {first['message']} (traceback in {log})"
-    text = log.read_text() if log.is_file() else ""
-    died = re.search(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)", text)
-    if died:
-        exit_code = int(died.group(1))
-        how = f"was killed by {signal.Signals(-exit_code).name}" if exit_code < 0 else f"exited with code {exit_code}"
-        return f"rank {died.group(2)} {how} without reporting an error (full log: {log})"
-    tail = [line.strip() for line in text.splitlines() if line.strip()]
-    return f"torchrun exited with code {code}: {tail[-1] if tail else 'no output'} (full log: {log})"

@@ -10,6 +10,9 @@ OGB's loader has traps that this module keeps it away from:
   torch >= 2.6 refuses under ``weights_only=True`` (and which should not be unpickled
   blindly anyway): the converted arrays are cached here as a plain ``.npz`` read with
   ``allow_pickle=False``, and a stale OGB pickle is removed before OGB is called again.
+
+The raw files and that cache are checked against sha256 sums (gnnq.data.dataset_checksums): the
+raw files when they are read, trusted on first use; the cache on every load, rebuilt if it fails.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gnnq.data.dataset_checksums import CorruptRawFiles, DatasetChecksums, discard_corrupt
 from gnnq.data.graph import Graph
 from gnnq.data.loaders import (
     bounded_network,
@@ -59,8 +63,12 @@ class OgbLayout:
         return f"RELEASE_v{self.version}.txt"
 
     @property
+    def cache_name(self) -> str:  # relative to dataset_dir
+        return f"processed/gnnq_arrays_v{CACHE_FORMAT}.npz"
+
+    @property
     def cache_file(self) -> Path:
-        return self.dataset_dir / "processed" / f"gnnq_arrays_v{CACHE_FORMAT}.npz"
+        return self.dataset_dir / self.cache_name
 
 
 @lru_cache(maxsize=None)
@@ -92,17 +100,31 @@ def layout(name: str, root: Path) -> OgbLayout:
 def load_ogb(name: str, root: Path, download: bool) -> Graph:
     """Load ``ogbn-arxiv`` or ``ogbn-products`` from ``root`` with the official split."""
     lay = layout(name, root)
-    arrays = _read_cache(lay)
-    if arrays is None:
-        if not download:
-            _ensure_files(lay, download)  # fail fast, without creating any folder
-        with dataset_lock(lay.dataset_dir):
-            arrays = _read_cache(lay)  # another process may have built it meanwhile
-            if arrays is None:
-                _ensure_files(lay, download)
-                arrays = _read_with_ogb(lay)
-                _write_cache(lay, arrays)
+    if not lay.cache_file.is_file() and not download:
+        _ensure_files(lay, download)  # fail fast, without creating any folder
+    with dataset_lock(lay.dataset_dir):
+        checks = DatasetChecksums(name, lay.dataset_dir)
+        arrays = _read_cache(lay, checks)
+        if arrays is None:
+            _ensure_files(lay, download)
+            raw_sums = _checked_raw(lay, checks, download)
+            arrays = _read_with_ogb(lay)
+            _write_cache(lay, arrays)
+            checks.record(raw_sums, [lay.cache_name])
     return _to_graph(name, arrays)
+
+
+def _checked_raw(lay: OgbLayout, checks: DatasetChecksums, download: bool) -> dict[str, str]:
+    """The sha256 of the raw files, all as expected; with ``download`` the archive is fetched again
+    when one is corrupt, else CorruptRawFiles names it."""
+    try:
+        return checks.check_raw(lay.required)
+    except CorruptRawFiles as exc:
+        if not download:
+            raise
+        discard_corrupt(exc)
+    _ensure_files(lay, download)
+    return checks.check_raw(lay.required, downloaded=True)
 
 
 def _ensure_files(lay: OgbLayout, download: bool) -> None:
@@ -188,13 +210,16 @@ def _labels(labels: np.ndarray) -> np.ndarray:
     return y.astype(np.int64)
 
 
-def _read_cache(lay: OgbLayout) -> dict[str, np.ndarray] | None:
+def _read_cache(lay: OgbLayout, checks: DatasetChecksums) -> dict[str, np.ndarray] | None:
+    """The cached arrays; None (rebuild them) when absent, older than a raw file, or failing their checksum."""
     cache = lay.cache_file
     if not cache.is_file():
         return None
     sources = [lay.dataset_dir / f for f in lay.required]
     if any(p.is_file() and p.stat().st_mtime > cache.stat().st_mtime for p in sources):
         return None  # raw files changed since the cache was written
+    if not checks.cache_intact([lay.cache_name]):
+        return None
     try:
         with np.load(cache, allow_pickle=False) as f:
             return {k: f[k] for k in f.files}

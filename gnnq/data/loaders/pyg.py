@@ -1,18 +1,22 @@
 """Datasets read through PyG's dataset classes: Planetoid, Reddit, Flickr, Yelp, AmazonProducts.
 
 Files live under ``<data root>/<DirName>/raw`` (PyG's layout); PyG writes its processed
-cache next to them in ``<DirName>/processed``.
+cache next to them in ``<DirName>/processed``. Both are checked against sha256 sums
+(gnnq.data.dataset_checksums) before PyG reads them: a processed cache that fails is rebuilt,
+a raw file that fails is reported or, with ``download``, downloaded again.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from gnnq.data.dataset_checksums import CorruptRawFiles, DatasetChecksums, discard_corrupt, files_under
 from gnnq.data.graph import Graph
 from gnnq.data.loaders import (
     bounded_network,
@@ -69,12 +73,49 @@ def load_pyg(name: str, root: Path, download: bool) -> Graph:
     if missing and not download:
         raise DatasetError(missing_files_message(name, raw, spec.raw_files, missing, no_download_hint()))
     with dataset_lock(root / spec.dir_name):
-        return _load_locked(name, spec, root, raw, missing)
+        return _load_locked(name, spec, root, raw, download)
 
 
-def _load_locked(name: str, spec: PygSpec, root: Path, raw: Path, missing: list[str]) -> Graph:
+def _load_locked(name: str, spec: PygSpec, root: Path, raw: Path, download: bool) -> Graph:
+    folder = root / spec.dir_name
+    checks = DatasetChecksums(name, folder)
+    processed = folder / "processed"
+    if processed.is_dir() and not checks.cache_intact(files_under(folder, "processed")):
+        shutil.rmtree(processed)
+    building = not processed.is_dir()  # then PyG reads the raw files: check those that are there first
+    raw_names = [f"raw/{f}" for f in spec.raw_files]
+    raw_sums = _checked_raw(checks, [n for n in raw_names if (folder / n).is_file()], download) if building else {}
+    missing = missing_files(raw, spec.raw_files)
+    data = _construct_or_explain(name, spec, root, raw, missing, processed_before=not building)
+    if int(data.num_nodes) != spec.num_nodes:
+        raise DatasetError(
+            f"{name}: the files in {raw} give {int(data.num_nodes)} nodes, not {spec.num_nodes}; they look truncated "
+            f"or from another dataset: replace them, or delete {raw.parent} to download again"
+        )
+    if building:
+        try:  # PyG has downloaded the missing files (Planetoid: all of them again)
+            raw_sums = checks.check_raw(raw_names, downloaded=True) if missing else raw_sums
+        except CorruptRawFiles:
+            shutil.rmtree(processed, ignore_errors=True)  # built from them: never to be used
+            raise
+        checks.record(raw_sums, files_under(folder, "processed"))
+    return _to_graph(name, spec, data)
+
+
+def _checked_raw(checks: DatasetChecksums, names: list[str], download: bool) -> dict[str, str]:
+    """The sha256 of the raw files ``names``, all as expected; with ``download`` the corrupt ones are
+    deleted (PyG downloads them again), else CorruptRawFiles names the first."""
+    try:
+        return checks.check_raw(names)
+    except CorruptRawFiles as exc:
+        if not download:
+            raise
+        return discard_corrupt(exc)
+
+
+def _construct_or_explain(name: str, spec: PygSpec, root: Path, raw: Path, missing: list[str], processed_before: bool):
+    """PyG's dataset object for ``spec``; DatasetError naming what is missing or unreadable when PyG fails."""
     present_before = {p.name for p in raw.iterdir()} if raw.is_dir() else set()
-    processed_before = (root / spec.dir_name / "processed").is_dir()
     try:
         data = _construct(spec, root)[0]
     except Exception as exc:  # PyG raises whatever its download or reader hits
@@ -85,12 +126,7 @@ def _load_locked(name: str, spec: PygSpec, root: Path, raw: Path, missing: list[
                 missing_files_message(name, raw, spec.raw_files, still_missing, download_failed_hint(one_line(exc)))
             ) from None
         raise DatasetError(_unreadable_message(name, spec, raw, processed_before, exc)) from None
-    if int(data.num_nodes) != spec.num_nodes:
-        raise DatasetError(
-            f"{name}: the files in {raw} give {int(data.num_nodes)} nodes, not {spec.num_nodes}; they look truncated "
-            f"or from another dataset: replace them, or delete {raw.parent} to download again"
-        )
-    return _to_graph(name, spec, data)
+    return data
 
 
 def _unreadable_message(name: str, spec: PygSpec, raw: Path, processed_before: bool, exc: Exception) -> str:

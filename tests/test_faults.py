@@ -1,0 +1,202 @@
+"""Faults in a running job, with the real CLI, torchrun and gloo: a rank killed by SIGKILL, a rank that hangs.
+
+Each test starts ``gnnq`` as a user would, waits until training runs (rank 0 wrote a row of
+metrics.jsonl), then breaks one rank and checks what the user gets: a prompt non-zero exit, a
+record marked failed that names the rank and the cause, and no process of the run left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cli_helpers import read_record, run_dirs, start_gnnq
+
+SMALL = ["logger=none", "dataset.num_nodes=1500", "model.hidden=32", "cluster.nproc=2"]
+LONG = [*SMALL, "trainer.epochs=100000"]
+
+
+def run_pids(run_dir: Path) -> list[int]:
+    """Live processes whose arguments name ``run_dir``: torchrun (it holds the workers' arguments) and the ranks."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0") if proc.name.isdigit() else []
+        except OSError:
+            continue  # exited meanwhile
+        if str(run_dir).encode() in args:
+            pids.append(int(proc.name))
+    return pids
+
+
+def rank_pid(run_dir: Path, rank: int) -> int:
+    """The pid of the worker process of ``rank`` in ``run_dir`` (from its environment's RANK)."""
+    for pid in run_pids(run_dir):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue  # exited meanwhile
+        if b"gnnq.train.worker" in cmdline and f"RANK={rank}".encode() in environ:
+            return pid
+    raise AssertionError(f"no worker process of rank {rank} for {run_dir}")
+
+
+def wait_for_training(proc: subprocess.Popen, runs: Path, timeout_s: float = 120) -> Path:
+    """The run dir, once rank 0 has written its first metrics row."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        assert proc.poll() is None, f"gnnq exited before training started: {proc.communicate()[1]}"
+        assert time.monotonic() < deadline, "training never started"
+        rows = [p for p in runs.rglob("metrics.jsonl") if p.stat().st_size]
+        if rows:
+            return rows[0].parent
+        time.sleep(0.2)
+
+
+def assert_nothing_left(run_dir: Path) -> None:
+    left = run_pids(run_dir)
+    assert left == [], f"processes of the run outlived it: {left}"
+
+
+def torchrun_pid(run_dir: Path) -> int:
+    (pid,) = [p for p in run_pids(run_dir) if b"gnnq.launch.loopback_run" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    return pid
+
+
+@pytest.mark.parametrize("victim", [1, 0])
+def test_a_rank_killed_by_sigkill_fails_the_job_fast(tmp_path, victim):
+    runs = tmp_path / "runs"
+    proc = start_gnnq(LONG, runs, tmp_path / "data")
+    try:
+        run_dir = wait_for_training(proc, runs)
+        os.kill(rank_pid(run_dir, victim), signal.SIGKILL)
+        killed = time.monotonic()
+        _, err = proc.communicate(timeout=90)
+        elapsed = time.monotonic() - killed
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err
+    assert elapsed < 60, f"the job took {elapsed:.0f} s to fail after the kill"
+    record = read_record(run_dir)
+    assert record["status"] == "failed"
+    assert f"rank {victim} was killed by SIGKILL" in record["error"], record["error"]
+    assert f"rank {victim} was killed by SIGKILL" in err and "Traceback" not in err
+    assert_nothing_left(run_dir)
+
+
+def test_torchrun_killed_by_sigkill_takes_its_ranks_along(tmp_path):
+    runs = tmp_path / "runs"
+    proc = start_gnnq(LONG, runs, tmp_path / "data")
+    try:
+        run_dir = wait_for_training(proc, runs)
+        os.kill(torchrun_pid(run_dir), signal.SIGKILL)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err
+    record = read_record(run_dir)
+    assert record["status"] == "failed" and "torchrun was killed by SIGKILL" in record["error"], record["error"]
+    assert_nothing_left(run_dir)
+
+
+def test_a_hanging_rank_fails_the_job_after_the_collective_timeout(tmp_path):
+    timeout_s = 10
+    runs = tmp_path / "runs"
+    hang = {"GNNQ_FAULT_INJECT": "rank=1,epoch=3,mode=hang"}
+    proc = start_gnnq([*LONG, f"cluster.timeout_s={timeout_s}"], runs, tmp_path / "data", env=hang)
+    try:
+        run_dir = wait_for_training(proc, runs)  # rank 1 stops taking part two epochs later
+        started = time.monotonic()
+        _, err = proc.communicate(timeout=timeout_s + 60)
+        elapsed = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err
+    assert timeout_s - 1 < elapsed < timeout_s + 30, f"the job failed {elapsed:.0f} s after the hang, with cluster.timeout_s={timeout_s}"
+    error = read_record(run_dir)["error"]
+    assert read_record(run_dir)["status"] == "failed"
+    assert "rank 0 failed" in error and "Timed out" in error and "cluster.timeout_s" in error, error
+    assert_nothing_left(run_dir)
+
+
+def test_a_multirun_goes_on_after_a_point_whose_rank_was_killed(tmp_path):
+    runs = tmp_path / "runs"
+    proc = start_gnnq(["-m", *SMALL, "trainer.epochs=100000,3"], runs, tmp_path / "data")  # the first point runs until killed
+    try:
+        first = wait_for_training(proc, runs)
+        os.kill(rank_pid(first, 1), signal.SIGKILL)
+        _, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err
+    records = {d: read_record(d) for d in run_dirs(runs)}
+    assert [r["config"]["trainer"]["epochs"] for r in records.values()] == [100000, 3]
+    assert records[first]["status"] == "failed" and "rank 1 was killed by SIGKILL" in records[first]["error"]
+    (second,) = [d for d in records if d != first]
+    assert records[second]["status"] == "ok"
+    assert f"1 of 2 runs failed: {first}" in err.splitlines()[-1], err
+    assert_nothing_left(first)
+
+
+# --- which rank is named: describe_failure on the files a failed job leaves --------------------
+
+# torchrun's failure summary as it wrote it for the SIGKILL test above (rank 1 killed, rank 0 lost it)
+SUMMARY = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+gnnq.train.worker FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-11-30_15:50:30
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : -9 (pid: 27667)  (SIGKILL)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 27667
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-30_15:50:30
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 27666)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+"""
+RESET = "RuntimeError: [../gloo/transport/tcp/pair.cc:537] Read error [127.0.0.1]:8591: Connection reset by peer."
+
+
+def _failed_job(tmp_path: Path, reports: list[dict]) -> Path:
+    from gnnq.track.files import write_json_atomic
+
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "torchrun.log").write_text(SUMMARY)
+    for r in reports:
+        write_json_atomic(tmp_path / ".gnnq" / f"error-rank{r['rank']}.json", {"traceback": "", "stopped": False, **r})
+    return tmp_path
+
+
+def test_a_killed_rank_is_named_before_the_peer_that_lost_its_connection(tmp_path):
+    from gnnq.launch.failure import describe_failure
+
+    run_dir = _failed_job(tmp_path, [{"rank": 0, "message": RESET, "time": 1.0}])
+    assert describe_failure(run_dir, 1).startswith("rank 1 was killed by SIGKILL without reporting an error; rank 0 then lost")
+
+
+def test_an_error_a_rank_reported_is_named_before_a_rank_killed_while_stopping(tmp_path):
+    """torchrun SIGKILLs a rank that ignores its SIGTERM for 30 s: the cause is the error that started it."""
+    from gnnq.launch.failure import describe_failure
+
+    run_dir = _failed_job(tmp_path, [{"rank": 0, "message": "RuntimeError: CUDA out of memory", "time": 1.0}])
+    assert describe_failure(run_dir, 1).startswith("rank 0 failed: RuntimeError: CUDA out of memory (traceback in")
