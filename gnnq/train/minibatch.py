@@ -21,6 +21,7 @@ from gnnq.data.halo import Part
 from gnnq.data.neighbor_sampler import NeighborSampler
 from gnnq.models import local_graph_for
 from gnnq.parallel import SyncStrategy
+from gnnq.train.checkpoint import Checkpoints
 from gnnq.train.loop import EpochCallback, FaultInjector, build_model, make_optimizer, summarize
 from gnnq.train.metrics import loss_sum, metrics_from_counts, split_counts
 
@@ -130,6 +131,7 @@ def train_minibatch(
     summary["quantization"] = None
     summary["codec_backend"] = None
     summary["nonfinite_values_zeroed"] = 0
+    summary["checkpoints"] = Checkpoints(0, None, comm).describe()  # the reference is not checkpointed
     summary["minibatch"] = {
         "fanouts": fanouts,
         "batch_size": batch_size,
