@@ -117,6 +117,11 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
 
 
 def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path) -> dict:
+    if cfg.cluster.name == "emulated":
+        from gnnq.launch.emulated import run_emulated
+
+        code, log, info = run_emulated(cfg, run_dir, parts_dir, say)
+        return {**collect_result(run_dir, code, log), "emulated": info}
     nproc = cfg.cluster.nproc
     cmd = torchrun_command(run_dir, parts_dir, nproc)
     say(f"launching {nproc} rank(s) with torchrun ({cfg.model.name}, {cfg.parallel.name}, {cfg.quantizer.name})")
@@ -125,32 +130,39 @@ def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path) -> dict:
         code = run_torchrun(cmd, run_dir / "logs" / "torchrun.log", progress.update)
     finally:
         progress.close()
+    return collect_result(run_dir, code, run_dir / "logs" / "torchrun.log")
+
+
+def collect_result(run_dir: Path, code: int, log: Path) -> dict:
+    """Rank 0's summary of a job that exited with ``code``; a LaunchError naming the cause if it failed."""
     if code != 0:
-        raise LaunchError(describe_failure(run_dir, code))
+        raise LaunchError(describe_failure(run_dir, code, log))
     result = run_dir / INTERNAL_DIR / RESULT_FILE
     if not result.is_file():
-        raise LaunchError(f"torchrun exited 0 but rank 0 left no result (see {run_dir}/logs/torchrun.log)")
+        raise LaunchError(f"torchrun exited 0 but rank 0 left no result (see {log})")
     return json.loads(result.read_text())
 
 
-def describe_failure(run_dir: Path, code: int) -> str:
-    """One line naming the rank that failed first and why."""
+def describe_failure(run_dir: Path, code: int, log: Path | None = None) -> str:
+    """One line naming the rank that failed first and why; ``log``: the torchrun log to read (default logs/torchrun.log)."""
     errors = []
     for path in sorted((run_dir / INTERNAL_DIR).glob("error-rank*.json")):
         try:
             errors.append(json.loads(path.read_text()))
         except (OSError, ValueError):
             continue
-    log = run_dir / "logs" / "torchrun.log"
+    log = log or run_dir / "logs" / "torchrun.log"
     causes = [e for e in errors if not e.get("stopped")]  # ranks stopped by torchrun only report the stop
     if causes:
         first = min(causes, key=lambda e: e["time"])
         return f"rank {first['rank']} failed: {first['message']} (traceback in {log})"
     text = log.read_text() if log.is_file() else ""
-    died = re.search(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)", text)
+    # torchrun's failure summary names the global rank; older output only the local one
+    died = re.search(r"rank\s*: (?P<rank>\d+) \(local_rank: \d+\)\s*exitcode\s*: (?P<code>-?\d+)", text)
+    died = died or re.search(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<rank>\d+)", text)
     if died:
-        exit_code = int(died.group(1))
+        rank, exit_code = died["rank"], int(died["code"])
         how = f"was killed by {signal.Signals(-exit_code).name}" if exit_code < 0 else f"exited with code {exit_code}"
-        return f"rank {died.group(2)} {how} without reporting an error (full log: {log})"
+        return f"rank {rank} {how} without reporting an error (full log: {log})"
     tail = [line.strip() for line in text.splitlines() if line.strip()]
     return f"torchrun exited with code {code}: {tail[-1] if tail else 'no output'} (full log: {log})"
