@@ -9,7 +9,6 @@ fails or is interrupted.
 
 from __future__ import annotations
 
-import shutil
 import signal
 import sys
 import threading
@@ -31,7 +30,7 @@ STOP_GRACE_S = 40.0  # torchrun gives its ranks up to 30 s after SIGTERM
 def host_command(topo: netns.Topology, h: int, nproc: int, run_dir: Path, parts_dir: Path, join_timeout_s: int) -> list[str]:
     """torchrun for host ``h``, run inside its namespace."""
     return [
-        shutil.which("ip") or "ip", "netns", "exec", topo.host_ns(h),
+        "ip", "netns", "exec", topo.host_ns(h),
         sys.executable, "-m", "torch.distributed.run",
         f"--nnodes={topo.hosts}",
         f"--nproc-per-node={nproc}",
