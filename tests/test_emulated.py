@@ -133,6 +133,7 @@ def test_failed_rank_stops_all_hosts_and_tears_down(netns_host, tmp_path, data_r
     assert time.monotonic() - t0 < 60
     errors = [line for line in res.stderr.splitlines() if line.strip()]
     assert len(errors) == 1 and "rank 1" in errors[0] and "injected fault" in errors[0], res.stderr
+    assert "torchrun-h1.log" in errors[0], "the traceback is in the failed rank's host log"
     record = read_record(run_dirs(tmp_path)[0])
     assert record["status"] == "failed" and "rank 1" in record["error"]
     assert workers_of(tmp_path) == "", "no rank may outlive the job"
@@ -181,7 +182,9 @@ def test_rank_killed_mid_run_fails_the_run_and_tears_down(netns_host, tmp_path, 
     assert proc.returncode == 1, err
     assert "Traceback" not in err
     record = read_record(run_dirs(tmp_path)[0])
-    assert record["status"] == "failed" and "rank" in record["error"]
+    assert record["status"] == "failed"
+    assert record["error"].startswith("rank 1 was killed by SIGKILL") and "torchrun-h1.log" in record["error"], record["error"]
+    assert err.strip() == f"gnnq: error: {record['error']}"
     assert workers_of(tmp_path) == ""
 
 

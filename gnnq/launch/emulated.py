@@ -53,10 +53,10 @@ def host_log(run_dir: Path, h: int) -> Path:
     return run_dir / "logs" / f"torchrun-h{h}.log"
 
 
-def run_hosts(topo: netns.Topology, cmds: list[list[str]], logs: list[Path], on_progress: Callable[[dict], None]) -> tuple[int, int]:
+def run_hosts(topo: netns.Topology, cmds: list[list[str]], logs: list[Path], on_progress: Callable[[dict], None]) -> int:
     """Run one torchrun per host and follow them all; when one fails (or on Ctrl-C) all are stopped.
 
-    Returns (exit code, host): the first host that failed and its code, or (0, 0).
+    Returns the exit code of the first host that failed, or 0.
     """
     codes: dict[int, int] = {}
     failed: list[int] = []  # hosts in the order their torchrun failed
@@ -94,13 +94,13 @@ def run_hosts(topo: netns.Topology, cmds: list[list[str]], logs: list[Path], on_
     finally:
         for t in threads:
             t.join(timeout=STOP_GRACE_S)
-    return (codes[failed[0]], failed[0]) if failed else (0, 0)
+    return codes[failed[0]] if failed else 0
 
 
-def run_emulated(cfg: DictConfig, run_dir: Path, parts_dir: Path, say: Callable[[str], None]) -> tuple[int, Path, dict]:
+def run_emulated(cfg: DictConfig, run_dir: Path, parts_dir: Path, say: Callable[[str], None]) -> tuple[int, list[Path], dict]:
     """Set up the emulated hosts, run the job on them, tear them down.
 
-    Returns (exit code, the log to read about a failure, what to add to the run summary).
+    Returns (exit code, torchrun's log per host, what to add to the run summary).
     """
     c = cfg.cluster
     link = netns.LinkSpec.from_cluster(c)
@@ -113,10 +113,10 @@ def run_emulated(cfg: DictConfig, run_dir: Path, parts_dir: Path, say: Callable[
         logs = [host_log(run_dir, h) for h in range(c.hosts)]
         progress = ProgressLine(cfg.trainer.epochs)
         try:
-            code, host = run_hosts(topo, cmds, logs, progress.update)
+            code = run_hosts(topo, cmds, logs, progress.update)
         finally:
             progress.close()
     finally:
         netns.teardown(topo)
     info = {"run_id": topo.run_id, "hosts": {topo.host_ns(h): topo.host_addr(h) for h in range(c.hosts)}, "link": asdict(link)}
-    return code, logs[host], info
+    return code, logs, info

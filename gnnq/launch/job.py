@@ -120,8 +120,8 @@ def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path) -> dict:
     if cfg.cluster.name == "emulated":
         from gnnq.launch.emulated import run_emulated
 
-        code, log, info = run_emulated(cfg, run_dir, parts_dir, say)
-        return {**collect_result(run_dir, code, log), "emulated": info}
+        code, logs, info = run_emulated(cfg, run_dir, parts_dir, say)
+        return {**collect_result(run_dir, code, logs, cfg.cluster.nproc), "emulated": info}
     nproc = cfg.cluster.nproc
     cmd = torchrun_command(run_dir, parts_dir, nproc)
     say(f"launching {nproc} rank(s) with torchrun ({cfg.model.name}, {cfg.parallel.name}, {cfg.quantizer.name})")
@@ -130,39 +130,57 @@ def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path) -> dict:
         code = run_torchrun(cmd, run_dir / "logs" / "torchrun.log", progress.update)
     finally:
         progress.close()
-    return collect_result(run_dir, code, run_dir / "logs" / "torchrun.log")
+    return collect_result(run_dir, code, [run_dir / "logs" / "torchrun.log"])
 
 
-def collect_result(run_dir: Path, code: int, log: Path) -> dict:
+def collect_result(run_dir: Path, code: int, logs: list[Path], ranks_per_log: int = 0) -> dict:
     """Rank 0's summary of a job that exited with ``code``; a LaunchError naming the cause if it failed."""
     if code != 0:
-        raise LaunchError(describe_failure(run_dir, code, log))
+        raise LaunchError(describe_failure(run_dir, code, logs, ranks_per_log))
     result = run_dir / INTERNAL_DIR / RESULT_FILE
     if not result.is_file():
-        raise LaunchError(f"torchrun exited 0 but rank 0 left no result (see {log})")
+        raise LaunchError(f"torchrun exited 0 but rank 0 left no result (see {logs[0]})")
     return json.loads(result.read_text())
 
 
-def describe_failure(run_dir: Path, code: int, log: Path | None = None) -> str:
-    """One line naming the rank that failed first and why; ``log``: the torchrun log to read (default logs/torchrun.log)."""
+def describe_failure(run_dir: Path, code: int, logs: list[Path] | None = None, ranks_per_log: int = 0) -> str:
+    """One line naming the rank that failed first and why.
+
+    ``logs``: torchrun's logs, one per host (default: logs/torchrun.log), each for ``ranks_per_log`` ranks
+    (0: all). A rank killed by a signal cannot report; it is the cause before any error its peers then report.
+    """
+    logs = logs or [run_dir / "logs" / "torchrun.log"]
+
+    def log_of(rank: int) -> Path:
+        return logs[min(len(logs) - 1, rank // ranks_per_log)] if ranks_per_log else logs[0]
+
     errors = []
     for path in sorted((run_dir / INTERNAL_DIR).glob("error-rank*.json")):
         try:
             errors.append(json.loads(path.read_text()))
         except (OSError, ValueError):
             continue
-    log = log or run_dir / "logs" / "torchrun.log"
+    died = [d for d in map(_torchrun_failure, logs) if d]
+    killed = [(rank, exit_code) for rank, exit_code in died if exit_code < 0]
+    if killed:
+        rank, exit_code = killed[0]
+        return f"rank {rank} was killed by {signal.Signals(-exit_code).name} without reporting an error (full log: {log_of(rank)})"
     causes = [e for e in errors if not e.get("stopped")]  # ranks stopped by torchrun only report the stop
     if causes:
         first = min(causes, key=lambda e: e["time"])
-        return f"rank {first['rank']} failed: {first['message']} (traceback in {log})"
+        return f"rank {first['rank']} failed: {first['message']} (traceback in {log_of(first['rank'])})"
+    if died:
+        rank, exit_code = died[0]
+        return f"rank {rank} exited with code {exit_code} without reporting an error (full log: {log_of(rank)})"
+    text = logs[0].read_text() if logs[0].is_file() else ""
+    tail = [line.strip() for line in text.splitlines() if line.strip()]
+    return f"torchrun exited with code {code}: {tail[-1] if tail else 'no output'} (full log: {logs[0]})"
+
+
+def _torchrun_failure(log: Path) -> tuple[int, int] | None:
+    """(rank, exit code) of the first failure torchrun reported in ``log``."""
     text = log.read_text() if log.is_file() else ""
-    # torchrun's failure summary names the global rank; older output only the local one
+    # torchrun's failure summary names the global rank; the line before it only the local one
     died = re.search(r"rank\s*: (?P<rank>\d+) \(local_rank: \d+\)\s*exitcode\s*: (?P<code>-?\d+)", text)
     died = died or re.search(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<rank>\d+)", text)
-    if died:
-        rank, exit_code = died["rank"], int(died["code"])
-        how = f"was killed by {signal.Signals(-exit_code).name}" if exit_code < 0 else f"exited with code {exit_code}"
-        return f"rank {rank} {how} without reporting an error (full log: {log})"
-    tail = [line.strip() for line in text.splitlines() if line.strip()]
-    return f"torchrun exited with code {code}: {tail[-1] if tail else 'no output'} (full log: {log})"
+    return (int(died["rank"]), int(died["code"])) if died else None
