@@ -136,6 +136,8 @@ def test_failed_rank_stops_all_hosts_and_tears_down(netns_host, tmp_path, data_r
     assert "torchrun-h1.log" in errors[0], "the traceback is in the failed rank's host log"
     record = read_record(run_dirs(tmp_path)[0])
     assert record["status"] == "failed" and "rank 1" in record["error"]
+    # ranks are numbered host by host: rank 1 ran on host 1, whose torchrun reported its failure
+    assert re.search(r"rank\s*: 1 \(local_rank: 0\)", (run_dirs(tmp_path)[0] / "logs" / "torchrun-h1.log").read_text())
     assert workers_of(tmp_path) == "", "no rank may outlive the job"
 
 

@@ -104,8 +104,7 @@ def run_emulated(cfg: DictConfig, run_dir: Path, parts_dir: Path, say: Callable[
     """
     c = cfg.cluster
     link = netns.LinkSpec.from_cluster(c)
-    netns.check_host()
-    topo = netns.create(c.hosts, link)
+    topo = netns.create(c.hosts, link)  # first: not root, or no iproute2, is a clear error
     try:
         say(f"emulated cluster: {c.hosts} host(s) in namespaces {topo.host_ns(0)}.., each link {link.describe()}")
         say(f"launching {c.hosts} x {c.nproc} rank(s) with torchrun ({cfg.model.name}, {cfg.parallel.name}, {cfg.quantizer.name})")
