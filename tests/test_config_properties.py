@@ -166,9 +166,18 @@ def test_any_overrides_compose_or_fail_with_one_line_naming_the_key(overrides):
 # --- group options: allowed combinations compose, the others are rejected naming a group ----------
 
 
+HOSTS = {c: OmegaConf.load(CONF / "cluster" / f"{c}.yaml").hosts for c in OPTIONS["cluster"]}
+
+
+def single_host(choice: dict) -> dict:
+    """``choice`` on a one-host cluster if its own cluster makes it conflict (parallel=minibatch runs one process)."""
+    return choice | {"cluster": "local"} if conflicts(choice) else choice
+
+
 def conflicts(choice: dict) -> set[str]:
     """Groups (and keys) in a combination that validate.py forbids (_check_gamlp, _check_parallel)."""
     m, p, q, nproc = choice["model"], choice["parallel"], choice["quantizer"], choice["cluster.nproc"]
+    ranks = nproc * HOSTS[choice.get("cluster", "local")]
     bad = set()
     if q == "grid" and p != "admm":
         bad |= {"quantizer", "parallel"}
@@ -182,7 +191,7 @@ def conflicts(choice: dict) -> set[str]:
         bad |= {"quantizer", "model"}
     if p == "sampling" and q == "adaptive":
         bad |= {"parallel", "quantizer"}
-    if p == "minibatch" and nproc != 1:
+    if p == "minibatch" and ranks != 1:
         bad |= {"parallel", "cluster.nproc"}
     if p == "minibatch" and q != "fp32":
         bad |= {"parallel", "quantizer"}
@@ -217,7 +226,8 @@ def test_group_combinations_compose_exactly_when_allowed(choice):
 
 # Keys whose every in-range value is allowed whatever the other keys hold (no cross-constraint).
 CROSS = {"dataset.num_nodes", "dataset.num_classes", "dataset.train_frac", "dataset.val_frac", "model.layers", "model.dropout",
-         "model.norm", "trainer.epochs", "trainer.eval_every", "cluster.nproc", "cluster.hosts", "parallel.rho", "parallel.rho_max"}  # fmt: skip
+         "model.norm", "trainer.epochs", "trainer.eval_every", "cluster.nproc", "cluster.hosts", "parallel.rho", "parallel.rho_max",
+         "cluster.backend", "cluster.link", "cluster.jitter_ms"}  # fmt: skip  # the last three: cluster=emulated (_check_emulated)
 FREE_BOUNDED = sorted(k for k in set(LOWER_BOUNDS) | set(UPPER_BOUNDS) if k not in CROSS)
 FREE_ENUM = sorted(k for k in ALLOWED if k not in CROSS and not k.endswith(".name"))
 
@@ -243,7 +253,7 @@ ALLOWED_CORES = [
 @st.composite
 def allowed_choice(draw) -> dict:
     choice = {g: draw(st.sampled_from(OPTIONS[g])) for g in GROUPS}
-    return choice | dict(zip(CORE + ("cluster.nproc",), draw(st.sampled_from(ALLOWED_CORES))))
+    return single_host(choice | dict(zip(CORE + ("cluster.nproc",), draw(st.sampled_from(ALLOWED_CORES)))))
 
 
 def test_the_allowed_combinations_cover_every_option():
@@ -254,7 +264,7 @@ def test_the_allowed_combinations_cover_every_option():
 @pytest.mark.parametrize("index", range(len(ALLOWED_CORES)), ids=["-".join(map(str, c)) for c in ALLOWED_CORES])
 def test_every_allowed_combination_of_model_parallel_quantizer_composes(index):
     """Exhaustively; the other groups' options rotate through the cases."""
-    choice = {g: OPTIONS[g][index % len(OPTIONS[g])] for g in GROUPS} | dict(zip(CORE + ("cluster.nproc",), ALLOWED_CORES[index]))
+    choice = single_host({g: OPTIONS[g][index % len(OPTIONS[g])] for g in GROUPS} | dict(zip(CORE + ("cluster.nproc",), ALLOWED_CORES[index])))
     cfg, msg = _compose_checked(choice_overrides(choice))
     assert msg is None, f"{choice} is allowed but was rejected: {msg}"
 

@@ -111,6 +111,12 @@ class ClusterConfig:
     backend: str = "auto"  # auto | gloo | nccl (auto: nccl when CUDA is available)
     timeout_s: int = 300  # collective timeout
     threads_per_rank: int = 0  # torch intra-op threads per rank; 0: cores / ranks
+    # --- emulated only: every host's link to the switch, the same both ways (gnnq/launch/netns.py) ---
+    link: str = "1gbit"  # 1gbit | 10gbit | 25gbit: bandwidth presets; custom: bandwidth_mbit
+    bandwidth_mbit: Optional[float] = None  # link=custom only
+    latency_ms: float = 0.0  # one-way delay between two hosts (netem)
+    jitter_ms: float = 0.0  # +- on latency_ms (netem)
+    loss_pct: float = 0.0  # packets lost between two hosts (netem)
 
 
 @dataclass

@@ -20,7 +20,8 @@ ALLOWED = {
     "parallel.name": ("sync", "overlap", "stale", "sampling", "minibatch", "admm"),
     "parallel.rho_schedule": ("none", "grow"),
     "parallel.hidden_init": ("he", "identity"),
-    "cluster.name": ("local",),
+    "cluster.name": ("local", "emulated"),
+    "cluster.link": ("1gbit", "10gbit", "25gbit", "custom"),
     "cluster.backend": ("auto", "gloo", "nccl"),
     "logger.name": ("wandb", "none"),
     "logger.mode": ("offline", "online"),
@@ -36,6 +37,9 @@ LOWER_BOUNDS = {
     "cluster.hosts": (1, False),
     "cluster.timeout_s": (1, False),
     "cluster.threads_per_rank": (0, False),
+    "cluster.latency_ms": (0.0, False),
+    "cluster.jitter_ms": (0.0, False),
+    "cluster.loss_pct": (0.0, False),
     "trainer.epochs": (1, False),
     "quantizer.link_gbit_per_s": (0.0, True),
     "quantizer.link_latency_ms": (0.0, False),
@@ -63,6 +67,7 @@ LOWER_BOUNDS = {
 UPPER_BOUNDS = {
     "parallel.momentum": (1.0, True),
     "parallel.sampling_rate": (1.0, False),
+    "cluster.loss_pct": (100.0, True),
     "model.dropout": (1.0, True), "dataset.homophily": (1.0, False), "dataset.train_frac": (1.0, True)}
 
 
@@ -206,6 +211,27 @@ def _check_parallel(cfg: DictConfig) -> None:
         raise ConfigError(f"quantizer={cfg.quantizer.name} is not allowed with parallel=minibatch (no messages); use quantizer=fp32")
 
 
+def _check_emulated(c: DictConfig) -> None:
+    from gnnq.launch.netns import MAX_HOSTS
+
+    if c.name == "emulated" and c.hosts > MAX_HOSTS:
+        raise ConfigError(f"cluster.hosts={c.hosts} is not allowed with cluster=emulated; it must be <= {MAX_HOSTS}")
+    if c.name == "emulated" and c.backend != "gloo":
+        raise ConfigError(
+            f"cluster.backend={c.backend} is not allowed with cluster=emulated; it must be gloo "
+            "(NCCL between processes on one machine goes through shared memory, around the shaped links)"
+        )
+    if c.link == "custom" and (c.bandwidth_mbit is None or c.bandwidth_mbit <= 0):
+        raise ConfigError(f"cluster.bandwidth_mbit={c.bandwidth_mbit} is not allowed with cluster.link=custom; it must be > 0 (Mbit/s)")
+    if c.link != "custom" and c.bandwidth_mbit is not None:
+        raise ConfigError(
+            f"cluster.bandwidth_mbit={c.bandwidth_mbit} is not allowed with cluster.link={c.link} (a preset); "
+            "use cluster.link=custom, or null"
+        )
+    if c.jitter_ms > 0 and c.latency_ms == 0:
+        raise ConfigError(f"cluster.jitter_ms={c.jitter_ms} is not allowed with cluster.latency_ms=0; jitter varies a latency")
+
+
 def validate(cfg: DictConfig) -> None:
     """Raise ConfigError for the first value that is not allowed."""
     from gnnq.data.registry import dataset_names, expected_num_nodes
@@ -244,6 +270,7 @@ def validate(cfg: DictConfig) -> None:
     _check_parallel(cfg)
     if cfg.cluster.name == "local" and cfg.cluster.hosts != 1:
         raise ConfigError(f"cluster.hosts={cfg.cluster.hosts} is not allowed with cluster=local; it must be 1")
+    _check_emulated(cfg.cluster)
     if cfg.dataset.name == "files" and not cfg.dataset.path:
         raise ConfigError("dataset.path is required with dataset=files: a directory holding edges, features and labels")
     nparts = cfg.cluster.nproc * cfg.cluster.hosts

@@ -32,31 +32,42 @@ _SUMMARY_ENTRY = re.compile(r"rank\s*:\s*(\d+) \(local_rank: \d+\)\s*\n\s*exitco
 _FIRST_FAILURE = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
 
 
-def describe_failure(run_dir: Path, code: int) -> str:
-    """One line naming the rank that failed first and why; ``code`` is torchrun's exit code."""
+def describe_failure(run_dir: Path, code: int, logs: list[Path] | None = None, ranks_per_log: int = 0) -> str:
+    """One line naming the rank that failed first and why; ``code`` is torchrun's exit code.
+
+    ``logs``: torchrun's logs, one per host in host order (default: ``logs/torchrun.log``), each
+    for ``ranks_per_log`` consecutive ranks (0: one log for all); a rank is pointed at its host's log.
+    """
     run_dir = Path(run_dir)
-    log = run_dir / "logs" / "torchrun.log"
-    text = log.read_text(errors="replace") if log.is_file() else ""
+    logs = [Path(p) for p in logs] if logs else [run_dir / "logs" / "torchrun.log"]
+
+    def log_of(rank: int) -> Path:
+        return logs[min(len(logs) - 1, rank // ranks_per_log)] if ranks_per_log else logs[0]
+
+    texts = [log.read_text(errors="replace") if log.is_file() else "" for log in logs]
     reports = _error_reports(run_dir)
     reported = sorted((e for e in reports if not e.get("stopped")), key=lambda e: e["time"])
     own = [e for e in reported if not lost_peer(e["message"])]
     if own:
-        return _reported(own[0], log)
-    exits = failed_ranks(text)
+        return _reported(own[0], log_of(own[0]["rank"]))
+    exits: dict[int, int] = {}
+    for host, text in enumerate(texts):
+        for rank, c in failed_ranks(text, host * ranks_per_log).items():
+            exits.setdefault(rank, c)
     silent = {rank: c for rank, c in exits.items() if c < 0 and rank not in {e["rank"] for e in reports}}
     if silent:
         rank = min(silent)
         witnesses = f"; rank {reported[0]['rank']} then lost its connection to it" if reported else ""
-        return f"rank {rank} was killed by {signal_name(silent[rank])} without reporting an error{witnesses} (full log: {log})"
+        return f"rank {rank} was killed by {signal_name(silent[rank])} without reporting an error{witnesses} (full log: {log_of(rank)})"
     if reported:
-        return _reported(reported[0], log)
+        return _reported(reported[0], log_of(reported[0]["rank"]))
     if exits:
         rank = min(exits)
-        return f"rank {rank} exited with code {exits[rank]} without reporting an error (full log: {log})"
+        return f"rank {rank} exited with code {exits[rank]} without reporting an error (full log: {log_of(rank)})"
     if code < 0:
-        return f"torchrun was killed by {signal_name(code)}; its ranks died with it (full log: {log})"
-    tail = [line.strip() for line in text.splitlines() if line.strip()]
-    return f"torchrun exited with code {code}: {tail[-1] if tail else 'no output'} (full log: {log})"
+        return f"torchrun was killed by {signal_name(code)}; its ranks died with it (full log: {logs[0]})"
+    tail = [line.strip() for line in texts[0].splitlines() if line.strip()]
+    return f"torchrun exited with code {code}: {tail[-1] if tail else 'no output'} (full log: {logs[0]})"
 
 
 def lost_peer(message: str) -> bool:
@@ -64,11 +75,14 @@ def lost_peer(message: str) -> bool:
     return any(s in message for s in LOST_PEER)
 
 
-def failed_ranks(log_text: str) -> dict[int, int]:
-    """{rank: exit code} of every failed rank in torchrun's log (negative: killed by that signal)."""
+def failed_ranks(log_text: str, first_rank: int = 0) -> dict[int, int]:
+    """{rank: exit code} of every failed rank in one torchrun's log (negative: killed by that signal).
+
+    torchrun's summary names global ranks; its first-failure line only the local rank, which is
+    offset by ``first_rank``, the global rank of this torchrun's local rank 0."""
     exits = {int(rank): int(c) for rank, c in _SUMMARY_ENTRY.findall(log_text)}
-    for c, rank in _FIRST_FAILURE.findall(log_text):  # one node: the local rank is the rank
-        exits.setdefault(int(rank), int(c))
+    for c, rank in _FIRST_FAILURE.findall(log_text):
+        exits.setdefault(first_rank + int(rank), int(c))
     return exits
 
 

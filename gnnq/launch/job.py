@@ -71,8 +71,8 @@ def resume_job(run_dir: Path) -> dict:
     internal, logs = run_dir / INTERNAL_DIR, run_dir / "logs"
     for stale in [*internal.glob("error-rank*.json"), internal / RESULT_FILE]:
         stale.unlink(missing_ok=True)  # the interrupted attempt's hand-offs must not speak for this one
-    if (logs / "torchrun.log").is_file():
-        (logs / "torchrun.log").replace(logs / f"torchrun-until-epoch-{latest['epoch']}.log")  # kept, not overwritten
+    for log in [*logs.glob("torchrun.log"), *logs.glob("torchrun-h*.log")]:  # one per host under cluster=emulated
+        log.replace(log.with_name(f"{log.stem}-until-epoch-{latest['epoch']}.log"))  # kept, not overwritten
     say(f"resuming from the checkpoint of epoch {latest['epoch']}")
     marker = internal / RESUME_FILE
     write_json_atomic(marker, {"from_epoch": latest["epoch"], "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
@@ -116,6 +116,11 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
 
 
 def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path) -> dict:
+    if cfg.cluster.name == "emulated":
+        from gnnq.launch.emulated import run_emulated
+
+        code, logs, info = run_emulated(cfg, run_dir, parts_dir, say)
+        return {**collect_result(run_dir, code, logs, cfg.cluster.nproc), "emulated": info}
     nproc = cfg.cluster.nproc
     cmd = torchrun_command(run_dir, parts_dir, nproc)
     say(f"launching {nproc} rank(s) with torchrun ({cfg.model.name}, {cfg.parallel.name}, {cfg.quantizer.name})")
@@ -124,9 +129,14 @@ def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path) -> dict:
         code = run_torchrun(cmd, run_dir / "logs" / "torchrun.log", progress.update)
     finally:
         progress.close()
+    return collect_result(run_dir, code, [run_dir / "logs" / "torchrun.log"])
+
+
+def collect_result(run_dir: Path, code: int, logs: list[Path], ranks_per_log: int = 0) -> dict:
+    """Rank 0's summary of a job that exited with ``code``; a LaunchError naming the cause if it failed."""
     if code != 0:
-        raise LaunchError(describe_failure(run_dir, code))
+        raise LaunchError(describe_failure(run_dir, code, logs, ranks_per_log))
     result = run_dir / INTERNAL_DIR / RESULT_FILE
     if not result.is_file():
-        raise LaunchError(f"torchrun exited 0 but rank 0 left no result (see {run_dir}/logs/torchrun.log)")
+        raise LaunchError(f"torchrun exited 0 but rank 0 left no result (see {logs[0]})")
     return json.loads(result.read_text())

@@ -47,7 +47,8 @@ def _stop_on_sigterm() -> None:
 def _threads_per_rank(cfg) -> int:
     if cfg.cluster.threads_per_rank > 0:
         return cfg.cluster.threads_per_rank
-    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    # emulated hosts all share this machine's cores
+    local_world = int(os.environ.get("WORLD_SIZE" if cfg.cluster.name == "emulated" else "LOCAL_WORLD_SIZE", "1"))
     return max(1, (os.cpu_count() or 1) // local_world)
 
 
