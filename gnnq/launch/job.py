@@ -72,6 +72,8 @@ def resume_job(run_dir: Path) -> dict:
     for stale in [*internal.glob("error-rank*.json"), internal / RESULT_FILE]:
         stale.unlink(missing_ok=True)  # the interrupted attempt's hand-offs must not speak for this one
     for log in [*logs.glob("torchrun.log"), *logs.glob("torchrun-h*.log")]:  # one per host under cluster=emulated
+        if "-until-epoch-" in log.name:
+            continue  # an earlier attempt's, already kept
         log.replace(log.with_name(f"{log.stem}-until-epoch-{latest['epoch']}.log"))  # kept, not overwritten
     say(f"resuming from the checkpoint of epoch {latest['epoch']}")
     marker = internal / RESUME_FILE
