@@ -200,3 +200,15 @@ def test_an_error_a_rank_reported_is_named_before_a_rank_killed_while_stopping(t
 
     run_dir = _failed_job(tmp_path, [{"rank": 0, "message": "RuntimeError: CUDA out of memory", "time": 1.0}])
     assert describe_failure(run_dir, 1).startswith("rank 0 failed: RuntimeError: CUDA out of memory (traceback in")
+
+
+def test_progress_line_mixed_with_another_ranks_output():
+    """Ranks share torchrun's stdout: a failing rank's text can land on rank 0's progress line."""
+    from gnnq.launch.torchrun import _progress_row
+    from gnnq.train.worker import PROGRESS_PREFIX
+
+    assert _progress_row(PROGRESS_PREFIX + '{"epoch": 3}\n') == ({"epoch": 3}, "")
+    assert _progress_row(PROGRESS_PREFIX + '{"epoch": 3}Traceback (most recent call last):\n') == (
+        {"epoch": 3}, "Traceback (most recent call last):\n")  # fmt: skip
+    assert _progress_row(PROGRESS_PREFIX + '{"epo\n') == (None, PROGRESS_PREFIX + '{"epo\n')
+    assert _progress_row("[rank1]: RuntimeError\n") == (None, "[rank1]: RuntimeError\n")

@@ -52,10 +52,11 @@ def run_torchrun(cmd: list[str], log_path: Path, on_progress: Callable[[dict], N
         )  # fmt: skip
         try:
             for line in proc.stdout:
-                if line.startswith(PROGRESS_PREFIX):
-                    on_progress(json.loads(line[len(PROGRESS_PREFIX):]))
-                else:
-                    log.write(line)
+                row, rest = _progress_row(line)
+                if row is not None:
+                    on_progress(row)
+                if rest:
+                    log.write(rest)
                     log.flush()
             return proc.wait()
         except BaseException:
@@ -64,6 +65,19 @@ def run_torchrun(cmd: list[str], log_path: Path, on_progress: Callable[[dict], N
         finally:
             if proc.poll() is None:
                 _terminate_group(proc)
+
+
+def _progress_row(line: str) -> tuple[dict | None, str]:
+    """(progress row, the rest of the line for the log). Ranks share one pipe, so another rank's
+    output can end up on a progress line; what follows the row's JSON goes to the log."""
+    if not line.startswith(PROGRESS_PREFIX):
+        return None, line
+    try:
+        row, end = json.JSONDecoder().raw_decode(line, len(PROGRESS_PREFIX))
+    except ValueError:
+        return None, line
+    rest = line[end:]
+    return row, rest if rest.strip() else ""
 
 
 def _terminate_group(proc: subprocess.Popen, grace_s: float = 40.0) -> None:
