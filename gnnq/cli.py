@@ -6,7 +6,8 @@ import signal
 import sys
 from pathlib import Path
 
-_FAILED_RUNS: list[str] = []
+from gnnq.launch.outcome import FAILED_RUNS as _FAILED_RUNS  # the Slurm launcher adds its jobs' failures
+
 _NO_PREFLIGHT_FLAGS = {"-h", "--help", "--hydra-help", "-i", "--info", "-sc", "--shell-completion", "-p", "--package"}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from gnnq.errors import ConfigError
 
@@ -20,7 +20,7 @@ ALLOWED = {
     "parallel.name": ("sync", "overlap", "stale", "sampling", "minibatch", "admm"),
     "parallel.rho_schedule": ("none", "grow"),
     "parallel.hidden_init": ("he", "identity"),
-    "cluster.name": ("local",),
+    "cluster.name": ("local", "slurm"),
     "cluster.backend": ("auto", "gloo", "nccl"),
     "logger.name": ("wandb", "none"),
     "logger.mode": ("offline", "online"),
@@ -36,6 +36,7 @@ LOWER_BOUNDS = {
     "cluster.hosts": (1, False),
     "cluster.timeout_s": (1, False),
     "cluster.threads_per_rank": (0, False),
+    "cluster.time_limit_min": (1, False),
     "trainer.epochs": (1, False),
     "quantizer.link_gbit_per_s": (0.0, True),
     "quantizer.link_latency_ms": (0.0, False),
@@ -85,7 +86,8 @@ def check_known_keys(cfg: DictConfig, schema: DictConfig | None = None, prefix: 
         if key not in known:
             allowed = ", ".join(known)
             raise ConfigError(f"{prefix}{key}: no such key; allowed keys there: {allowed}")
-        if isinstance(cfg[key], DictConfig) and isinstance(schema._get_node(key), DictConfig):
+        free_form = OmegaConf.get_type(schema, key) is dict  # Dict[str, Any] fields take any key
+        if isinstance(cfg[key], DictConfig) and isinstance(schema._get_node(key), DictConfig) and not free_form:
             check_known_keys(cfg[key], schema[key], f"{prefix}{key}.")
 
 
@@ -200,6 +202,25 @@ def _check_parallel(cfg: DictConfig) -> None:
         raise ConfigError(f"quantizer={cfg.quantizer.name} is not allowed with parallel=minibatch (no messages); use quantizer=fp32")
 
 
+def _check_slurm(c: DictConfig) -> None:
+    from gnnq.launch.slurm import MANAGED_SBATCH_OPTIONS
+
+    for key in ("gpus_per_node", "cpus_per_node"):
+        if c[key] is not None and c[key] < (0 if key == "gpus_per_node" else 1):
+            raise ConfigError(f"cluster.{key}={c[key]} is not allowed; it must be null or >= {0 if key == 'gpus_per_node' else 1}")
+    if c.backend == "nccl" and c.gpus_per_node is not None and c.gpus_per_node < c.nproc:
+        raise ConfigError(
+            f"cluster.gpus_per_node={c.gpus_per_node} is not allowed with cluster.backend=nccl and cluster.nproc={c.nproc}: "
+            f"every rank needs a GPU of its own; it must be null or >= {c.nproc}"
+        )
+    for key, value in c.sbatch_extra.items():
+        option = str(key).lstrip("-").replace("-", "_")
+        if option in MANAGED_SBATCH_OPTIONS:
+            raise ConfigError(f"cluster.sbatch_extra.{key} is not allowed: gnnq sets --{option.replace('_', '-')} from {MANAGED_SBATCH_OPTIONS[option]}")
+        if isinstance(value, (DictConfig, ListConfig)) or value is None:
+            raise ConfigError(f"cluster.sbatch_extra.{key}={value} is not allowed; give a string, number or true (a flag without value)")
+
+
 def validate(cfg: DictConfig) -> None:
     """Raise ConfigError for the first value that is not allowed."""
     from gnnq.data.registry import dataset_names, expected_num_nodes
@@ -238,6 +259,7 @@ def validate(cfg: DictConfig) -> None:
     _check_parallel(cfg)
     if cfg.cluster.name == "local" and cfg.cluster.hosts != 1:
         raise ConfigError(f"cluster.hosts={cfg.cluster.hosts} is not allowed with cluster=local; it must be 1")
+    _check_slurm(cfg.cluster)
     if cfg.dataset.name == "files" and not cfg.dataset.path:
         raise ConfigError("dataset.path is required with dataset=files: a directory holding edges, features and labels")
     nparts = cfg.cluster.nproc * cfg.cluster.hosts

@@ -91,9 +91,17 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
 
 
 def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path) -> dict:
-    nproc = cfg.cluster.nproc
-    cmd = torchrun_command(run_dir, parts_dir, nproc)
-    say(f"launching {nproc} rank(s) with torchrun ({cfg.model.name}, {cfg.parallel.name}, {cfg.quantizer.name})")
+    nproc, slurm_job = cfg.cluster.nproc, None
+    if cfg.cluster.name == "slurm":  # inside the Slurm job: one torchrun per node, started by srun
+        from gnnq.launch.slurm import current_job, srun_command
+
+        slurm_job = current_job(cfg.cluster.hosts)
+        cmd = srun_command(cfg.cluster, slurm_job, run_dir, parts_dir)
+        how = f"{cfg.cluster.hosts} node(s) x {nproc} rank(s) with srun and torchrun (Slurm job {slurm_job.job_id})"
+    else:
+        cmd = torchrun_command(run_dir, parts_dir, nproc)
+        how = f"{nproc} rank(s) with torchrun"
+    say(f"launching {how} ({cfg.model.name}, {cfg.parallel.name}, {cfg.quantizer.name})")
     progress = ProgressLine(cfg.trainer.epochs)
     try:
         code = run_torchrun(cmd, run_dir / "logs" / "torchrun.log", progress.update)
@@ -104,7 +112,10 @@ def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path) -> dict:
     result = run_dir / INTERNAL_DIR / RESULT_FILE
     if not result.is_file():
         raise LaunchError(f"torchrun exited 0 but rank 0 left no result (see {run_dir}/logs/torchrun.log)")
-    return json.loads(result.read_text())
+    summary = json.loads(result.read_text())
+    if slurm_job is not None:
+        summary["slurm"] = slurm_job.describe()
+    return summary
 
 
 def describe_failure(run_dir: Path, code: int) -> str:
