@@ -102,20 +102,22 @@ def current_job(hosts: int, env: Mapping[str, str] = os.environ) -> SlurmJob:
     nnodes = int(env.get("SLURM_NNODES") or env.get("SLURM_JOB_NUM_NODES") or 0)
     if nnodes != hosts:
         raise LaunchError(f"Slurm job {job_id} has {nnodes} node(s), but cluster.hosts={hosts}")
-    nodes = expand_nodelist(env.get("SLURM_JOB_NODELIST", ""))
+    nodes = expand_nodelist(env.get("SLURM_JOB_NODELIST", ""), env)
     if len(nodes) != nnodes:
         raise LaunchError(f"Slurm job {job_id}: SLURM_JOB_NODELIST names {len(nodes)} node(s), SLURM_NNODES={nnodes}")
     return SlurmJob(job_id, nodes)
 
 
-def expand_nodelist(nodelist: str) -> list[str]:
+def expand_nodelist(nodelist: str, env: Mapping[str, str] = os.environ) -> list[str]:
     """``node[01-03],gpu7`` -> ``[node01, node02, node03, gpu7]``, as Slurm itself expands it."""
     try:
-        out = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True, timeout=60)
+        cmd = ["scontrol", "show", "hostnames", nodelist]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=dict(env))
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise LaunchError(f"cannot expand SLURM_JOB_NODELIST={nodelist!r} with scontrol: {exc}") from None
     if out.returncode != 0:
-        raise LaunchError(f"scontrol show hostnames {nodelist!r} failed: {out.stderr.strip() or out.returncode}")
+        why = (out.stderr.strip().splitlines() or [f"exit code {out.returncode}"])[-1]
+        raise LaunchError(f"scontrol show hostnames {nodelist!r} failed: {why}")
     return out.stdout.split()
 
 
