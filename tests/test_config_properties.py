@@ -198,6 +198,8 @@ def choice_overrides(choice: dict) -> list[str]:
     out = [f"{k}={v}" for k, v in choice.items()]
     if choice["dataset"] == "files":
         out.append("dataset.path=/tmp/gnnq-no-such-dir")  # only its presence is checked before loading
+    if choice["cluster"] == "multinode":
+        out.append("cluster.rendezvous=node1:29400")  # required there
     return out
 
 

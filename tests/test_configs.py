@@ -25,6 +25,7 @@ def extra_for(group: str, option: str) -> list[str]:
         ("parallel", "minibatch"): ["cluster.nproc=1"],
         ("parallel", "admm"): ["model=gamlp"],
         ("quantizer", "grid"): ["parallel=admm", "model=gamlp"],
+        ("cluster", "multinode"): ["cluster.rendezvous=node1:29400"],
     }
     return extra.get((group, option), [])
 

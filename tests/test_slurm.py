@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -107,3 +110,34 @@ def test_the_job_is_read_from_the_slurm_environment(slurm):
     job = current_job(3, env)
     assert job.nodes == ["gpu-a07", "gpu-a08", "gpu-b01"]  # expanded by scontrol show hostnames
     assert job.rendezvous == "gpu-a07:24242"
+
+
+def test_ctrl_c_while_waiting_cancels_the_job_and_the_run_ends_failed(slurm, tmp_path, data_root):
+    env = {**os.environ, "GNNQ_RUNS": str(tmp_path), "GNNQ_DATA": str(data_root), "SLURM_CONF": str(slurm.conf), "WANDB_SILENT": "true"}
+    env.pop("GNNQ_FAULT_INJECT", None)
+    args = [*SLURM_CPU, "cluster.nproc=2", *SMALL, "trainer.epochs=100000"]
+    gnnq = subprocess.Popen([sys.executable, "-m", "gnnq.cli", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: any(p.stat().st_size for p in tmp_path.rglob("metrics.jsonl")), 180, "training to start")
+        gnnq.send_signal(signal.SIGINT)
+        out, err = gnnq.communicate(timeout=120)
+    finally:
+        if gnnq.poll() is None:
+            gnnq.kill()
+    assert gnnq.returncode == 130, err
+    (run_dir,) = run_dirs(tmp_path)
+    job_id = next(p.name for p in run_dir.parent.glob(".submitit/*") if p.is_dir())
+    assert f"gnnq: cancelled Slurm job(s) {job_id}" in err
+    _wait_for(lambda: slurm.job_info(job_id)["JobState"] not in ("RUNNING", "COMPLETING"), 120, "the job to end")
+    assert slurm.job_info(job_id)["JobState"] == "CANCELLED"
+    _wait_for(lambda: (run_dir / "record.json").exists(), 60, "the job to write the record")
+    assert read_record(run_dir)["status"] == "failed"
+    ps = subprocess.run(["pgrep", "-f", f"gnnq.train.worker --run-dir {run_dir}"], capture_output=True, text=True)
+    assert ps.stdout.strip() == "", "no rank may outlive the job"
+
+
+def _wait_for(ready, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)

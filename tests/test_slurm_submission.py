@@ -48,7 +48,8 @@ def test_a_4_node_x_8_gpu_run_asks_sbatch_for_4_nodes_of_8_gpus_and_runs_once_in
     script = sbatch_script(compose_config(BIG).cluster, tmp_path)
     options = sbatch_options(script)
     expected = {"nodes": "4", "ntasks-per-node": "1", "gpus-per-node": "8", "cpus-per-task": "8", "partition": "gpu",
-                "account": "proj42", "time": "120", "mem": "64G", "exclusive": "", "job-name": "gnnq"}  # fmt: skip
+                "account": "proj42", "time": "120", "mem": "64G", "exclusive": "", "job-name": "gnnq",
+                "signal": "TERM@60"}  # fmt: skip  # the ranks stop a minute before the limit, and the record is written
     assert {k: options.get(k) for k in expected} == expected
     command = [line for line in script.splitlines() if "submitit.core._submit" in line]
     assert command == ["python -u -m submitit.core._submit FOLDER"], "the run starts once, in the batch script (no srun)"
@@ -116,6 +117,7 @@ def test_cluster_slurm_selects_the_gnnq_launcher_and_multirun_mode():
         (["+cluster.sbatch_extra.nodes=3"], ["cluster.sbatch_extra.nodes", "cluster.hosts"]),
         (["+cluster.sbatch_extra.ntasks-per-node=2"], ["cluster.sbatch_extra.ntasks-per-node", "cluster.hosts"]),
         (["+cluster.sbatch_extra.time=10"], ["cluster.sbatch_extra.time", "cluster.time_limit_min"]),
+        (["+cluster.sbatch_extra.signal=USR1@30"], ["cluster.sbatch_extra.signal", "the launcher"]),
         (["+cluster.sbatch_extra.qos=[a,b]"], ["cluster.sbatch_extra.qos", "string, number or true"]),
         (["cluster.sbatch_extra={mem: 4G}"], ["cluster.sbatch_extra.mem", "+cluster.sbatch_extra.mem="]),
         (["cluster.sbatch_extra=64G"], ["cluster.sbatch_extra"]),

@@ -105,12 +105,14 @@ class ParallelConfig:
 
 @dataclass
 class ClusterConfig:
-    name: str = "local"  # local | slurm
+    name: str = "local"  # local | slurm | multinode
     nproc: int = 2  # ranks per host
     hosts: int = 1
     backend: str = "auto"  # auto | gloo | nccl (auto: nccl when CUDA is available)
     timeout_s: int = 300  # collective timeout
     threads_per_rank: int = 0  # torch intra-op threads per rank; 0: cores / ranks
+    # --- multinode only: host:port of the node gnnq runs on, where the other nodes' torchruns meet it ---
+    rendezvous: Optional[str] = None
     # --- slurm only: what each run's sbatch job asks for (gnnq/launch/slurm.py) ---
     partition: Optional[str] = None  # null: the cluster's default partition
     account: Optional[str] = None

@@ -20,7 +20,7 @@ ALLOWED = {
     "parallel.name": ("sync", "overlap", "stale", "sampling", "minibatch", "admm"),
     "parallel.rho_schedule": ("none", "grow"),
     "parallel.hidden_init": ("he", "identity"),
-    "cluster.name": ("local", "slurm"),
+    "cluster.name": ("local", "slurm", "multinode"),
     "cluster.backend": ("auto", "gloo", "nccl"),
     "logger.name": ("wandb", "none"),
     "logger.mode": ("offline", "online"),
@@ -221,6 +221,15 @@ def _check_slurm(c: DictConfig) -> None:
             raise ConfigError(f"cluster.sbatch_extra.{key}={value} is not allowed; give a string, number or true (a flag without value)")
 
 
+def _check_rendezvous(endpoint: str | None) -> None:
+    host, _, port = (endpoint or "").rpartition(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ConfigError(
+            f"cluster.rendezvous={'null' if endpoint is None else endpoint} is not allowed with cluster=multinode; give host:port of this node, "
+            "which the other nodes reach (e.g. node1:29400)"
+        )
+
+
 def validate(cfg: DictConfig) -> None:
     """Raise ConfigError for the first value that is not allowed."""
     from gnnq.data.registry import dataset_names, expected_num_nodes
@@ -260,6 +269,8 @@ def validate(cfg: DictConfig) -> None:
     if cfg.cluster.name == "local" and cfg.cluster.hosts != 1:
         raise ConfigError(f"cluster.hosts={cfg.cluster.hosts} is not allowed with cluster=local; it must be 1")
     _check_slurm(cfg.cluster)
+    if cfg.cluster.name == "multinode":
+        _check_rendezvous(cfg.cluster.rendezvous)
     if cfg.dataset.name == "files" and not cfg.dataset.path:
         raise ConfigError("dataset.path is required with dataset=files: a directory holding edges, features and labels")
     nparts = cfg.cluster.nproc * cfg.cluster.hosts

@@ -13,7 +13,8 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from gnnq.errors import GnnqError, LaunchError
-from gnnq.launch.torchrun import run_torchrun, torchrun_command
+from gnnq.launch.placement import place
+from gnnq.launch.torchrun import run_torchrun
 from gnnq.track.files import write_text_atomic
 from gnnq.track.progress import ProgressLine, summary_table
 from gnnq.track.record import CONFIG_FILE, INTERNAL_DIR, RESULT_FILE, build_record, write_record
@@ -91,20 +92,13 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
 
 
 def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path) -> dict:
-    nproc, slurm_job = cfg.cluster.nproc, None
-    if cfg.cluster.name == "slurm":  # inside the Slurm job: one torchrun per node, started by srun
-        from gnnq.launch.slurm import current_job, srun_command
-
-        slurm_job = current_job(cfg.cluster.hosts)
-        cmd = srun_command(cfg.cluster, slurm_job, run_dir, parts_dir)
-        how = f"{cfg.cluster.hosts} node(s) x {nproc} rank(s) with srun and torchrun (Slurm job {slurm_job.job_id})"
-    else:
-        cmd = torchrun_command(run_dir, parts_dir, nproc)
-        how = f"{nproc} rank(s) with torchrun"
-    say(f"launching {how} ({cfg.model.name}, {cfg.parallel.name}, {cfg.quantizer.name})")
+    placement = place(cfg, run_dir, parts_dir)
+    for note in placement.notes:
+        say(note)
+    say(f"launching {placement.how} ({cfg.model.name}, {cfg.parallel.name}, {cfg.quantizer.name})")
     progress = ProgressLine(cfg.trainer.epochs)
     try:
-        code = run_torchrun(cmd, run_dir / "logs" / "torchrun.log", progress.update)
+        code = run_torchrun(placement.cmd, run_dir / "logs" / "torchrun.log", progress.update)
     finally:
         progress.close()
     if code != 0:
@@ -112,10 +106,7 @@ def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path) -> dict:
     result = run_dir / INTERNAL_DIR / RESULT_FILE
     if not result.is_file():
         raise LaunchError(f"torchrun exited 0 but rank 0 left no result (see {run_dir}/logs/torchrun.log)")
-    summary = json.loads(result.read_text())
-    if slurm_job is not None:
-        summary["slurm"] = slurm_job.describe()
-    return summary
+    return {**json.loads(result.read_text()), **placement.summary}
 
 
 def describe_failure(run_dir: Path, code: int) -> str:

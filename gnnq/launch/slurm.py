@@ -23,6 +23,11 @@ from gnnq.launch.torchrun import multinode_torchrun_command
 PORT_BASE = 20000
 PORT_SPAN = 10000
 
+# Slurm sends the job's steps (the torchruns) SIGTERM this long before the time limit, so that the ranks
+# stop and the run's record is written before the job is killed (instead of submitit's USR2, which would
+# kill torchrun outright: gnnq does not requeue).
+STOP_BEFORE_LIMIT_S = 60
+
 # sbatch options gnnq sets itself (as submitit spells them); cluster.sbatch_extra may not set them.
 MANAGED_SBATCH_OPTIONS = {
     "nodes": "cluster.hosts", "ntasks": "cluster.hosts", "ntasks_per_node": "cluster.hosts",
@@ -30,6 +35,7 @@ MANAGED_SBATCH_OPTIONS = {
     "cpus_per_task": "cluster.cpus_per_node", "partition": "cluster.partition", "account": "cluster.account",
     "time": "cluster.time_limit_min", "t": "cluster.time_limit_min",
     "array": "the sweep", "job_name": "the launcher", "output": "the launcher", "error": "the launcher",
+    "signal": "the launcher",
 }  # fmt: skip
 
 
@@ -53,7 +59,8 @@ def submitit_parameters(cluster: Mapping) -> dict:
 
     The batch script itself runs the gnnq run (``use_srun: false``), once, and gnnq starts the
     per-node torchruns with srun. submitit counts a job's results as nodes x tasks_per_node, so it
-    is told 1 x 1 and the node count goes to sbatch directly (``additional_parameters``).
+    is told 1 x 1 and the node count goes to sbatch directly (``additional_parameters``), as does
+    the signal before the time limit (STOP_BEFORE_LIMIT_S).
     """
     gpus = gpus_per_node(cluster)
     return {
@@ -68,7 +75,7 @@ def submitit_parameters(cluster: Mapping) -> dict:
         "use_srun": False,
         "max_num_timeout": 0,
         "stderr_to_stdout": True,
-        "additional_parameters": {**cluster["sbatch_extra"], "nodes": cluster["hosts"]},
+        "additional_parameters": {**cluster["sbatch_extra"], "nodes": cluster["hosts"], "signal": f"TERM@{STOP_BEFORE_LIMIT_S}"},
     }
 
 

@@ -10,6 +10,7 @@ Without hydra-submitit-launcher installed it defines nothing (gnnq's preflight n
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -51,7 +52,19 @@ if SlurmLauncher is not None:
             self.params.update(submitit_parameters(OmegaConf.to_container(config.cluster, resolve=True)))
 
         def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int):
-            returns = super().launch(job_overrides, initial_job_idx)
+            try:
+                returns = super().launch(job_overrides, initial_job_idx)
+            except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) while waiting stops the jobs, as it stops local ranks
+                cancel_submitted(Path(str(self.config.hydra.sweep.dir)) / ".submitit")
+                raise
             for ret in returns:
                 report(Path(ret.hydra_cfg.hydra.runtime.output_dir))
             return returns
+
+
+def cancel_submitted(submitit_dir: Path) -> None:
+    """scancel the jobs submitit submitted into ``submitit_dir`` (one folder per job: <id> or <array id>_<index>)."""
+    ids = sorted({p.name.split("_")[0] for p in submitit_dir.glob("*") if p.is_dir() and p.name.split("_")[0].isdigit()})
+    if ids:
+        subprocess.run(["scancel", *ids], timeout=60, check=False)
+        print(f"gnnq: cancelled Slurm job(s) {', '.join(ids)}", file=sys.stderr, flush=True)
