@@ -139,15 +139,22 @@ def test_a_sweep_may_not_vary_what_its_jobs_ask_slurm_for():
     assert preflight(["cluster.nproc=1,2"], multirun=True) == 2  # local sweeps may
 
 
-def test_without_the_launcher_installed_the_extra_is_named(tmp_path):
+@pytest.mark.parametrize(
+    "module, message",
+    [
+        ("hydra_plugins.hydra_submitit_launcher", "cluster=slurm needs hydra-submitit-launcher, which is not installed: pip install -e '.[slurm]'"),
+        ("hydra_plugins.gnnq_slurm_launcher", "cluster=slurm needs gnnq's launcher plugin (hydra_plugins/gnnq_slurm_launcher/), which this "
+         "install of gnnq does not provide: reinstall it from the checkout, pip install -e '.[slurm]'"),
+    ],
+)
+def test_without_the_launcher_installed_the_fix_is_named(tmp_path, module, message):
     # sys.modules[name] = None is how Python itself marks a module as not importable
-    code = ("import sys; sys.modules['hydra_plugins.hydra_submitit_launcher'] = None; "
+    code = (f"import sys; sys.modules[{module!r}] = None; "
             "sys.argv = ['gnnq', 'cluster=slurm', 'logger=none']; from gnnq.cli import main; main()")  # fmt: skip
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120,
                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "GNNQ_RUNS": str(tmp_path)})  # fmt: skip
     assert res.returncode == 2, res.stderr
-    assert res.stderr.strip().splitlines() == ["gnnq: error: cluster=slurm needs hydra-submitit-launcher, which is not "
-                                               "installed: pip install -e '.[slurm]'"]  # fmt: skip
+    assert res.stderr.strip().splitlines() == [f"gnnq: error: {message}"]
     assert not list(tmp_path.rglob("record.json"))
 
 

@@ -106,6 +106,11 @@ def check_slurm(cfg: DictConfig, sweep_clusters: list[DictConfig]) -> None:
         return
     if cfg.cluster.name == "slurm" and importlib.util.find_spec("hydra_plugins.hydra_submitit_launcher") is None:
         raise ConfigError("cluster=slurm needs hydra-submitit-launcher, which is not installed: pip install -e '.[slurm]'")
+    if cfg.cluster.name == "slurm" and importlib.util.find_spec("hydra_plugins.gnnq_slurm_launcher") is None:
+        raise ConfigError(
+            "cluster=slurm needs gnnq's launcher plugin (hydra_plugins/gnnq_slurm_launcher/), which this install of gnnq "
+            "does not provide: reinstall it from the checkout, pip install -e '.[slurm]'"
+        )
     for point in sweep_clusters:
         for key in point:
             if key != "timeout_s" and point[key] != cfg.cluster[key]:
