@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
-from omegaconf import OmegaConf
+from omegaconf import OmegaConf, open_dict
 
 from gnnq.config.compose import CONF_DIR, compose_config, preflight
 from gnnq.config.schema import register_configs
+from gnnq.config.validate import validate
 from gnnq.errors import ConfigError, LaunchError
 from gnnq.launch.slurm import SlurmJob, current_job, srun_command, submitit_parameters
 from tests.conftest import REPO
@@ -118,7 +119,8 @@ def test_cluster_slurm_selects_the_gnnq_launcher_and_multirun_mode():
         (["+cluster.sbatch_extra.ntasks-per-node=2"], ["cluster.sbatch_extra.ntasks-per-node", "cluster.hosts"]),
         (["+cluster.sbatch_extra.time=10"], ["cluster.sbatch_extra.time", "cluster.time_limit_min"]),
         (["+cluster.sbatch_extra.signal=USR1@30"], ["cluster.sbatch_extra.signal", "the launcher"]),
-        (["+cluster.sbatch_extra.qos=[a,b]"], ["cluster.sbatch_extra.qos", "string, number or true"]),
+        (["+cluster.sbatch_extra.qos=[a,b]"], ["cluster.sbatch_extra.qos", "a string, a number or true"]),
+        (["+cluster.sbatch_extra.exclusive=false"], ["cluster.sbatch_extra.exclusive=False", "leave the key out"]),
         (["cluster.sbatch_extra={mem: 4G}"], ["cluster.sbatch_extra.mem", "+cluster.sbatch_extra.mem="]),
         (["cluster.sbatch_extra=64G"], ["cluster.sbatch_extra"]),
     ],
@@ -128,6 +130,14 @@ def test_bad_slurm_config_is_named(args, needles):
         compose_config(["cluster=slurm", *args])
     msg = str(excinfo.value)
     assert "\n" not in msg and all(n in msg for n in needles), msg
+
+
+def test_sbatch_extra_from_a_yaml_file_with_dashes_is_named():
+    cfg = compose_config(["cluster=slurm"])
+    with open_dict(cfg):
+        cfg.cluster.sbatch_extra["--mem"] = "4G"  # what `sbatch_extra: {--mem: 4G}` in a preset gives
+    with pytest.raises(ConfigError, match=r"cluster.sbatch_extra.--mem is not allowed; name the option without leading dashes"):
+        validate(cfg)
 
 
 def test_a_sweep_may_not_vary_what_its_jobs_ask_slurm_for():

@@ -160,7 +160,10 @@ class Config:
 # cluster=slurm (conf/cluster/slurm.yaml) selects these: hydra-submitit-launcher's Slurm launcher with its
 # sbatch parameters from cluster.* (hydra_plugins/gnnq_slurm_launcher/), and multirun mode even without -m,
 # so that the launcher submits every run.
-SLURM_LAUNCHER = {"_target_": "hydra_plugins.gnnq_slurm_launcher.gnnq_slurm_launcher.GnnqSlurmLauncher", "submitit_folder": "${hydra.sweep.dir}/.submitit/%j"}
+SLURM_LAUNCHER = {
+    "_target_": "hydra_plugins.gnnq_slurm_launcher.gnnq_slurm_launcher.GnnqSlurmLauncher",
+    "submitit_folder": "${hydra.sweep.dir}/.submitit/%j",
+}
 MULTIRUN_MODE = {"hydra": {"mode": "MULTIRUN"}}
 
 

@@ -196,7 +196,7 @@ def _check_parallel(cfg: DictConfig) -> None:
     if cfg.cluster.nproc * cfg.cluster.hosts != 1:
         raise ConfigError(
             f"parallel=minibatch is a single-process reference; cluster.nproc={cfg.cluster.nproc} x "
-            f"cluster.hosts={cfg.cluster.hosts} is not allowed, use cluster.nproc=1"
+            f"cluster.hosts={cfg.cluster.hosts} is not allowed, use cluster.nproc=1 cluster.hosts=1"
         )
     if cfg.quantizer.name != "fp32":
         raise ConfigError(f"quantizer={cfg.quantizer.name} is not allowed with parallel=minibatch (no messages); use quantizer=fp32")
@@ -214,11 +214,16 @@ def _check_slurm(c: DictConfig) -> None:
             f"every rank needs a GPU of its own; it must be null or >= {c.nproc}"
         )
     for key, value in c.sbatch_extra.items():
-        option = str(key).lstrip("-").replace("-", "_")
+        option = str(key).replace("-", "_")
+        if option.startswith("_"):
+            raise ConfigError(f"cluster.sbatch_extra.{key} is not allowed; name the option without leading dashes")
         if option in MANAGED_SBATCH_OPTIONS:
             raise ConfigError(f"cluster.sbatch_extra.{key} is not allowed: gnnq sets --{option.replace('_', '-')} from {MANAGED_SBATCH_OPTIONS[option]}")
-        if isinstance(value, (DictConfig, ListConfig)) or value is None:
-            raise ConfigError(f"cluster.sbatch_extra.{key}={value} is not allowed; give a string, number or true (a flag without value)")
+        if isinstance(value, (DictConfig, ListConfig)) or value is None or value is False:
+            raise ConfigError(
+                f"cluster.sbatch_extra.{key}={value} is not allowed; give a string, a number or true (a flag without value), "
+                "or leave the key out"
+            )
 
 
 def _check_rendezvous(endpoint: str | None) -> None:
