@@ -6,8 +6,9 @@ import signal
 import sys
 from pathlib import Path
 
-_RUNS: list[str] = []
-_FAILED_RUNS: list[str] = []
+from gnnq.launch.outcome import FAILED_RUNS as _FAILED_RUNS  # the Slurm launcher adds its jobs' failures
+from gnnq.launch.outcome import RUNS as _RUNS
+
 _NO_PREFLIGHT_FLAGS = {"-h", "--help", "--hydra-help", "-i", "--info", "-sc", "--shell-completion", "-p", "--package"}
 
 

@@ -207,6 +207,8 @@ def choice_overrides(choice: dict) -> list[str]:
     out = [f"{k}={v}" for k, v in choice.items()]
     if choice["dataset"] == "files":
         out.append("dataset.path=/tmp/gnnq-no-such-dir")  # only its presence is checked before loading
+    if choice["cluster"] == "multinode":  # its rendezvous is required; one host keeps the conflicts above about nproc
+        out += ["cluster.rendezvous=node1:29400", "cluster.hosts=1"]
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 from dataclasses import fields, is_dataclass
 from pathlib import Path
@@ -82,7 +83,7 @@ def compose_config(overrides: list[str], config_name: str = "config", config_dir
 def preflight(overrides: list[str], multirun: bool, config_name: str = "config", config_dir: str | None = None) -> int:
     """Compose and validate every point of the run or sweep; return the number of points."""
     if not multirun:
-        compose_config(overrides, config_name, config_dir)
+        check_slurm(compose_config(overrides, config_name, config_dir), [])
         return 1
     base = compose_config(expand_sweep(overrides)[0], config_name, config_dir)
     file_params = {}
@@ -92,9 +93,39 @@ def preflight(overrides: list[str], multirun: bool, config_name: str = "config",
     cli_keys = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
     combined = [f"{k}={v}" for k, v in file_params.items() if k not in cli_keys] + overrides
     points = expand_sweep(combined)
-    for point in points:
-        compose_config(point, config_name, config_dir)
+    clusters = [compose_config(point, config_name, config_dir).cluster for point in points]
+    if any(c.name == "slurm" for c in clusters):
+        check_slurm(compose_config(_outside_sweep(overrides), config_name, config_dir), clusters)
     return len(points)
+
+
+def check_slurm(cfg: DictConfig, sweep_clusters: list[DictConfig]) -> None:
+    """cluster=slurm: its launcher is installed, and no sweep point asks for other resources than ``cfg``,
+    the config without the sweep's values, from which Hydra's launcher takes every job's sbatch parameters."""
+    if cfg.cluster.name != "slurm" and not sweep_clusters:
+        return
+    if cfg.cluster.name == "slurm" and importlib.util.find_spec("hydra_plugins.hydra_submitit_launcher") is None:
+        raise ConfigError("cluster=slurm needs hydra-submitit-launcher, which is not installed: pip install -e '.[slurm]'")
+    if cfg.cluster.name == "slurm" and importlib.util.find_spec("hydra_plugins.gnnq_slurm_launcher") is None:
+        raise ConfigError(
+            "cluster=slurm needs gnnq's launcher plugin (hydra_plugins/gnnq_slurm_launcher/), which this install of gnnq "
+            "does not provide: reinstall it from the checkout, pip install -e '.[slurm]'"
+        )
+    for point in sweep_clusters:
+        for key in point:
+            if key != "timeout_s" and point[key] != cfg.cluster[key]:
+                name = "cluster" if key == "name" else f"cluster.{key}"
+                raise ConfigError(
+                    f"{name}={point[key]} in a sweep point, {cfg.cluster[key]} outside the sweep: with cluster=slurm every "
+                    f"job of a sweep gets the resources of the config without the sweep's values; give {name} outside "
+                    "the sweep (one gnnq command per value)"
+                )
+
+
+def _outside_sweep(overrides: list[str]) -> list[str]:
+    """The overrides that are not sweeps: what Hydra composes a multirun's own config from."""
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    return [o.input_line for o in parsed if not o.is_sweep_override()]
 
 
 def _missing_option_message(exc: MissingConfigException, overrides: list[str]) -> str:
@@ -118,11 +149,14 @@ def _composition_message(exc: BaseException) -> str:
             allowed = _allowed_keys(key.rpartition(".")[0])
             if allowed:
                 return f"{key}: no such key; allowed keys there: {', '.join(allowed)}"
+            if allowed is None:  # a free-form dict (cluster.sbatch_extra): Hydra adds keys to it with +
+                return f"{key}: a new key; add it with a leading +: +{key}=VALUE"
         return f"{key}: {msg}" if key else msg
     return _first_line(str(exc))
 
 
-def _allowed_keys(parent: str) -> list[str]:
+def _allowed_keys(parent: str) -> list[str] | None:
+    """The schema's keys under ``parent``; None where it is a free-form dict, [] where the schema has none."""
     node = Config
     for part in parent.split(".") if parent else []:
         match = [f for f in fields(node) if f.name == part]
@@ -130,6 +164,8 @@ def _allowed_keys(parent: str) -> list[str]:
             return []
         node = match[0].default_factory() if match[0].default_factory is not None else None  # type: ignore[misc]
         node = type(node) if node is not None else None
+        if node is dict:
+            return None
         if node is None or not is_dataclass(node):
             return []
     return [f.name for f in fields(node)]

@@ -7,7 +7,7 @@ config; ``gnnq.config.validate`` then checks the values that types cannot expres
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
@@ -105,7 +105,7 @@ class ParallelConfig:
 
 @dataclass
 class ClusterConfig:
-    name: str = "local"
+    name: str = "local"  # local | slurm | multinode
     nproc: int = 2  # ranks per host
     hosts: int = 1
     backend: str = "auto"  # auto | gloo | nccl (auto: nccl when CUDA is available)
@@ -117,6 +117,15 @@ class ClusterConfig:
     latency_ms: float = 0.0  # one-way delay between two hosts (netem)
     jitter_ms: float = 0.0  # +- on latency_ms (netem)
     loss_pct: float = 0.0  # packets lost between two hosts (netem)
+    # --- multinode only: host:port of the node gnnq runs on, where the other nodes' torchruns meet it ---
+    rendezvous: Optional[str] = None
+    # --- slurm only: what each run's sbatch job asks for (gnnq/launch/slurm.py) ---
+    partition: Optional[str] = None  # null: the cluster's default partition
+    account: Optional[str] = None
+    time_limit_min: int = 60  # the job's time limit (sbatch --time), minutes
+    gpus_per_node: Optional[int] = None  # null: nproc, or 0 with backend=gloo (CPU nodes)
+    cpus_per_node: Optional[int] = None  # null: nproc x max(1, threads_per_rank)
+    sbatch_extra: Dict[str, Any] = field(default_factory=dict)  # more sbatch options: {mem: 64G, qos: high, exclusive: true}
 
 
 @dataclass
@@ -155,6 +164,18 @@ class Config:
     runs_root: str = "runs"
 
 
+# cluster=slurm (conf/cluster/slurm.yaml) selects these: hydra-submitit-launcher's Slurm launcher with its
+# sbatch parameters from cluster.* (hydra_plugins/gnnq_slurm_launcher/), and multirun mode even without -m,
+# so that the launcher submits every run.
+SLURM_LAUNCHER = {
+    "_target_": "hydra_plugins.gnnq_slurm_launcher.gnnq_slurm_launcher.GnnqSlurmLauncher",
+    "submitit_folder": "${hydra.sweep.dir}/.submitit/%j",
+}
+MULTIRUN_MODE = {"hydra": {"mode": "MULTIRUN"}}
+
+
 def register_configs() -> None:
     cs = ConfigStore.instance()
     cs.store(name="gnnq_schema", node=Config)
+    cs.store(group="hydra/launcher", name="gnnq_slurm", node=SLURM_LAUNCHER, provider="gnnq")
+    cs.store(group="hydra/run_mode", name="multirun", node=MULTIRUN_MODE, provider="gnnq")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from gnnq.errors import ConfigError
 
@@ -20,7 +20,7 @@ ALLOWED = {
     "parallel.name": ("sync", "overlap", "stale", "sampling", "minibatch", "admm"),
     "parallel.rho_schedule": ("none", "grow"),
     "parallel.hidden_init": ("he", "identity"),
-    "cluster.name": ("local", "emulated"),
+    "cluster.name": ("local", "emulated", "slurm", "multinode"),
     "cluster.link": ("1gbit", "10gbit", "25gbit", "custom"),
     "cluster.backend": ("auto", "gloo", "nccl"),
     "logger.name": ("wandb", "none"),
@@ -40,6 +40,7 @@ LOWER_BOUNDS = {
     "cluster.latency_ms": (0.0, False),
     "cluster.jitter_ms": (0.0, False),
     "cluster.loss_pct": (0.0, False),
+    "cluster.time_limit_min": (1, False),
     "trainer.epochs": (1, False),
     "quantizer.link_gbit_per_s": (0.0, True),
     "quantizer.link_latency_ms": (0.0, False),
@@ -91,7 +92,8 @@ def check_known_keys(cfg: DictConfig, schema: DictConfig | None = None, prefix: 
         if key not in known:
             allowed = ", ".join(known)
             raise ConfigError(f"{prefix}{key}: no such key; allowed keys there: {allowed}")
-        if isinstance(cfg[key], DictConfig) and isinstance(schema._get_node(key), DictConfig):
+        free_form = OmegaConf.get_type(schema, key) is dict  # Dict[str, Any] fields take any key
+        if isinstance(cfg[key], DictConfig) and isinstance(schema._get_node(key), DictConfig) and not free_form:
             check_known_keys(cfg[key], schema[key], f"{prefix}{key}.")
 
 
@@ -205,7 +207,7 @@ def _check_parallel(cfg: DictConfig) -> None:
     if cfg.cluster.nproc * cfg.cluster.hosts != 1:
         raise ConfigError(
             f"parallel=minibatch is a single-process reference; cluster.nproc={cfg.cluster.nproc} x "
-            f"cluster.hosts={cfg.cluster.hosts} is not allowed, use cluster.nproc=1"
+            f"cluster.hosts={cfg.cluster.hosts} is not allowed, use cluster.nproc=1 cluster.hosts=1"
         )
     if cfg.quantizer.name != "fp32":
         raise ConfigError(f"quantizer={cfg.quantizer.name} is not allowed with parallel=minibatch (no messages); use quantizer=fp32")
@@ -230,6 +232,39 @@ def _check_emulated(c: DictConfig) -> None:
         )
     if c.jitter_ms > 0 and c.latency_ms == 0:
         raise ConfigError(f"cluster.jitter_ms={c.jitter_ms} is not allowed with cluster.latency_ms=0; jitter varies a latency")
+
+
+def _check_slurm(c: DictConfig) -> None:
+    from gnnq.launch.slurm import MANAGED_SBATCH_OPTIONS
+
+    for key in ("gpus_per_node", "cpus_per_node"):
+        if c[key] is not None and c[key] < (0 if key == "gpus_per_node" else 1):
+            raise ConfigError(f"cluster.{key}={c[key]} is not allowed; it must be null or >= {0 if key == 'gpus_per_node' else 1}")
+    if c.backend == "nccl" and c.gpus_per_node is not None and c.gpus_per_node < c.nproc:
+        raise ConfigError(
+            f"cluster.gpus_per_node={c.gpus_per_node} is not allowed with cluster.backend=nccl and cluster.nproc={c.nproc}: "
+            f"every rank needs a GPU of its own; it must be null or >= {c.nproc}"
+        )
+    for key, value in c.sbatch_extra.items():
+        option = str(key).replace("-", "_")
+        if option.startswith("_"):
+            raise ConfigError(f"cluster.sbatch_extra.{key} is not allowed; name the option without leading dashes")
+        if option in MANAGED_SBATCH_OPTIONS:
+            raise ConfigError(f"cluster.sbatch_extra.{key} is not allowed: gnnq sets --{option.replace('_', '-')} from {MANAGED_SBATCH_OPTIONS[option]}")
+        if isinstance(value, (DictConfig, ListConfig)) or value is None or value is False:
+            raise ConfigError(
+                f"cluster.sbatch_extra.{key}={value} is not allowed; give a string, a number or true (a flag without value), "
+                "or leave the key out"
+            )
+
+
+def _check_rendezvous(endpoint: str | None) -> None:
+    host, _, port = (endpoint or "").rpartition(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ConfigError(
+            f"cluster.rendezvous={'null' if endpoint is None else endpoint} is not allowed with cluster=multinode; give host:port of this node, "
+            "which the other nodes reach (e.g. node1:29400)"
+        )
 
 
 def validate(cfg: DictConfig) -> None:
@@ -271,6 +306,9 @@ def validate(cfg: DictConfig) -> None:
     if cfg.cluster.name == "local" and cfg.cluster.hosts != 1:
         raise ConfigError(f"cluster.hosts={cfg.cluster.hosts} is not allowed with cluster=local; it must be 1")
     _check_emulated(cfg.cluster)
+    _check_slurm(cfg.cluster)
+    if cfg.cluster.name == "multinode":
+        _check_rendezvous(cfg.cluster.rendezvous)
     if cfg.dataset.name == "files" and not cfg.dataset.path:
         raise ConfigError("dataset.path is required with dataset=files: a directory holding edges, features and labels")
     nparts = cfg.cluster.nproc * cfg.cluster.hosts

@@ -12,7 +12,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from gnnq.errors import GnnqError, LaunchError
 from gnnq.launch.failure import describe_failure
-from gnnq.launch.torchrun import run_torchrun, torchrun_command
+from gnnq.launch.placement import place
+from gnnq.launch.torchrun import run_torchrun
 from gnnq.track.files import write_json_atomic, write_text_atomic
 from gnnq.track.progress import ProgressLine, summary_table
 from gnnq.track.record import CONFIG_FILE, INTERNAL_DIR, RECORD_FILE, RESULT_FILE, RESUME_FILE, build_record, write_record
@@ -123,15 +124,16 @@ def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path) -> dict:
 
         code, logs, info = run_emulated(cfg, run_dir, parts_dir, say)
         return {**collect_result(run_dir, code, logs, cfg.cluster.nproc), "emulated": info}
-    nproc = cfg.cluster.nproc
-    cmd = torchrun_command(run_dir, parts_dir, nproc)
-    say(f"launching {nproc} rank(s) with torchrun ({cfg.model.name}, {cfg.parallel.name}, {cfg.quantizer.name})")
+    placement = place(cfg, run_dir, parts_dir)
+    for note in placement.notes:
+        say(note)
+    say(f"launching {placement.how} ({cfg.model.name}, {cfg.parallel.name}, {cfg.quantizer.name})")
     progress = ProgressLine(cfg.trainer.epochs)
     try:
-        code = run_torchrun(cmd, run_dir / "logs" / "torchrun.log", progress.update)
+        code = run_torchrun(placement.cmd, run_dir / "logs" / "torchrun.log", progress.update)
     finally:
         progress.close()
-    return collect_result(run_dir, code, [run_dir / "logs" / "torchrun.log"])
+    return {**collect_result(run_dir, code, [run_dir / "logs" / "torchrun.log"]), **placement.summary}
 
 
 def collect_result(run_dir: Path, code: int, logs: list[Path], ranks_per_log: int = 0) -> dict:

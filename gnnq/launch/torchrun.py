@@ -25,6 +25,27 @@ def torchrun_command(run_dir: Path, parts_dir: Path, nproc: int) -> list[str]:
         f"--rdzv-endpoint={LOOPBACK}:0",
         "--rdzv-id=gnnq-local",
         f"--local-addr={LOOPBACK}",
+        *_ranks(run_dir, parts_dir),
+    ]  # fmt: skip
+
+
+def multinode_torchrun_command(run_dir: Path, parts_dir: Path, nproc: int, nnodes: int, endpoint: str, rdzv_id: str) -> list[str]:
+    """torchrun for one of ``nnodes`` hosts (run the same command on each): ``nproc`` ranks here, c10d
+    rendezvous at ``endpoint`` (host:port), which the torchrun on that host serves on all its interfaces."""
+    return [
+        sys.executable, "-m", "torch.distributed.run",
+        f"--nnodes={nnodes}",
+        f"--nproc-per-node={nproc}",
+        "--rdzv-backend=c10d",
+        f"--rdzv-endpoint={endpoint}",
+        f"--rdzv-id={rdzv_id}",
+        *_ranks(run_dir, parts_dir),
+    ]  # fmt: skip
+
+
+def _ranks(run_dir: Path, parts_dir: Path) -> list[str]:
+    """The part every torchrun gnnq starts shares: no restarts, a fast monitor, the rank entry point."""
+    return [
         "--max-restarts=0",
         "--monitor-interval=0.2",
         "-m", "gnnq.train.worker",

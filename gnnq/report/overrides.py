@@ -35,7 +35,9 @@ def option_values(group: str, option: str) -> dict:
     from gnnq.config.schema import Config
 
     schema = OmegaConf.structured(Config)[group]
-    return OmegaConf.to_container(OmegaConf.merge(schema, OmegaConf.load(CONF_DIR / group / f"{option}.yaml")))
+    values = OmegaConf.load(CONF_DIR / group / f"{option}.yaml")
+    values.pop("defaults", None)  # what else the option selects (cluster=slurm: Hydra's launcher), not values
+    return OmegaConf.to_container(OmegaConf.merge(schema, values))
 
 
 def _options(group: str) -> list[str]:
@@ -88,5 +90,11 @@ def config_overrides(config: dict, exclude: frozenset[str] = frozenset()) -> lis
                 best, best_diff = option, diff
         if best != default:
             out.append(f"{group}={best}")
-        out += [f"{group}.{k}={format_value(v)}" for k, v in best_diff if f"{group}.{k}" not in IGNORED_KEYS | exclude]
+        for k, v in best_diff:
+            if f"{group}.{k}" in IGNORED_KEYS | exclude:
+                continue
+            if isinstance(v, dict):  # a free-form dict (cluster.sbatch_extra): Hydra adds its keys with +
+                out += [f"+{group}.{k}.{kk}={format_value(vv)}" for kk, vv in v.items()]
+            else:
+                out.append(f"{group}.{k}={format_value(v)}")
     return out

@@ -1,0 +1,7 @@
+"""Runs of this gnnq invocation that failed; gnnq exits non-zero if any did.
+
+Shared by the command line (runs on this machine) and the Slurm launcher (runs it waited for).
+"""
+
+RUNS: list[str] = []  # every run, failed or not
+FAILED_RUNS: list[str] = []
