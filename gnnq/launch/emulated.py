@@ -10,7 +10,6 @@ fails or is interrupted.
 from __future__ import annotations
 
 import signal
-import sys
 import threading
 import time
 from dataclasses import asdict
@@ -20,7 +19,7 @@ from typing import Callable
 from omegaconf import DictConfig
 
 from gnnq.launch import netns
-from gnnq.launch.torchrun import run_torchrun
+from gnnq.launch.torchrun import multinode_torchrun_command, run_torchrun
 from gnnq.track.progress import ProgressLine
 
 RDZV_PORT = 29400  # on host 0's address, inside its own namespace: no other job can hold it
@@ -29,24 +28,15 @@ STOP_GRACE_S = 40.0  # torchrun gives its ranks up to 30 s after SIGTERM
 
 def host_command(topo: netns.Topology, h: int, nproc: int, run_dir: Path, parts_dir: Path, join_timeout_s: int) -> list[str]:
     """torchrun for host ``h``, run inside its namespace."""
-    return [
-        "ip", "netns", "exec", topo.host_ns(h),
-        sys.executable, "-m", "torch.distributed.run",
-        f"--nnodes={topo.hosts}",
-        f"--nproc-per-node={nproc}",
+    extra = (
         f"--node-rank={h}",
-        "--rdzv-backend=c10d",
-        f"--rdzv-endpoint={topo.host_addr(0)}:{RDZV_PORT}",
-        f"--rdzv-id=gnnq-{topo.run_id}",
         # the hosts share this machine's hostname, so torchrun cannot tell by name which one serves the rendezvous
         f"--rdzv-conf=is_host={int(h == 0)},join_timeout={join_timeout_s}",
         f"--local-addr={topo.host_addr(h)}",
-        "--max-restarts=0",
-        "--monitor-interval=0.2",
-        "-m", "gnnq.train.worker",
-        "--run-dir", str(run_dir),
-        "--parts", str(parts_dir),
-    ]  # fmt: skip
+    )
+    endpoint = f"{topo.host_addr(0)}:{RDZV_PORT}"
+    torchrun = multinode_torchrun_command(run_dir, parts_dir, nproc, topo.hosts, endpoint, f"gnnq-{topo.run_id}", extra)
+    return ["ip", "netns", "exec", topo.host_ns(h), *torchrun]
 
 
 def host_log(run_dir: Path, h: int) -> Path:

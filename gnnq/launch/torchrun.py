@@ -29,9 +29,11 @@ def torchrun_command(run_dir: Path, parts_dir: Path, nproc: int) -> list[str]:
     ]  # fmt: skip
 
 
-def multinode_torchrun_command(run_dir: Path, parts_dir: Path, nproc: int, nnodes: int, endpoint: str, rdzv_id: str) -> list[str]:
+def multinode_torchrun_command(run_dir: Path, parts_dir: Path, nproc: int, nnodes: int, endpoint: str, rdzv_id: str,
+                               extra: tuple[str, ...] = ()) -> list[str]:  # fmt: skip
     """torchrun for one of ``nnodes`` hosts (run the same command on each): ``nproc`` ranks here, c10d
-    rendezvous at ``endpoint`` (host:port), which the torchrun on that host serves on all its interfaces."""
+    rendezvous at ``endpoint`` (host:port), which the torchrun on that host serves on all its interfaces;
+    ``extra`` torchrun options (e.g. a fixed --node-rank)."""
     return [
         sys.executable, "-m", "torch.distributed.run",
         f"--nnodes={nnodes}",
@@ -39,6 +41,7 @@ def multinode_torchrun_command(run_dir: Path, parts_dir: Path, nproc: int, nnode
         "--rdzv-backend=c10d",
         f"--rdzv-endpoint={endpoint}",
         f"--rdzv-id={rdzv_id}",
+        *extra,
         *_ranks(run_dir, parts_dir),
     ]  # fmt: skip
 
