@@ -110,7 +110,7 @@ def test_cluster_slurm_selects_the_gnnq_launcher_and_multirun_mode():
 @pytest.mark.parametrize(
     "args, needles",
     [
-        (["cluster.name=cloud"], ["cluster.name", "local, slurm"]),
+        (["cluster.name=cloud"], ["cluster.name", "local, emulated, slurm, multinode"]),
         (["cluster.gpus_per_node=-1"], ["cluster.gpus_per_node=-1", ">= 0"]),
         (["cluster.cpus_per_node=0"], ["cluster.cpus_per_node=0", ">= 1"]),
         (["cluster.backend=nccl", "cluster.nproc=4", "cluster.gpus_per_node=2"], ["cluster.gpus_per_node=2", "nccl", ">= 4"]),
