@@ -62,7 +62,7 @@ CASES = {
     "admm-grid": ["model=gamlp", "model.layers=4", "model.hidden=16", "parallel=admm", "parallel.warmup_iterations=5",
                   "parallel.rho_schedule=grow", "quantizer=grid", "model.dropout=0.0"],  # fmt: skip
 }
-SLOW_CASES = {"sampling"}  # stateless between epochs, like sync: CI's slow run covers it
+SLOW_CASES = {"sampling", "sync-uniform-sage"}  # no state beyond model/optimizer/RNG, which the others carry too
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c in SLOW_CASES else c for c in sorted(CASES)])
