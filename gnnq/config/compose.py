@@ -85,18 +85,23 @@ def preflight(overrides: list[str], multirun: bool, config_name: str = "config",
     if not multirun:
         check_slurm(compose_config(overrides, config_name, config_dir), [])
         return 1
-    base = compose_config(expand_sweep(overrides)[0], config_name, config_dir)
-    file_params = {}
-    if "hydra" in base:  # a sweep file's hydra.sweeper.params; the command line wins per key
-        params = OmegaConf.select(base, "hydra.sweeper.params") or {}
-        file_params = {str(k): str(v) for k, v in params.items()}
-    cli_keys = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
-    combined = [f"{k}={v}" for k, v in file_params.items() if k not in cli_keys] + overrides
-    points = expand_sweep(combined)
+    points = sweep_points(overrides, config_name, config_dir)
     clusters = [compose_config(point, config_name, config_dir).cluster for point in points]
     if any(c.name == "slurm" for c in clusters):
         check_slurm(compose_config(_outside_sweep(overrides), config_name, config_dir), clusters)
     return len(points)
+
+
+def sweep_points(overrides: list[str], config_name: str = "config", config_dir: str | None = None) -> list[list[str]]:
+    """The override list of every point a multirun would run: the sweep file's
+    ``hydra.sweeper.params`` and the command line's sweeps (the command line wins per key)."""
+    base = compose_config(expand_sweep(overrides)[0], config_name, config_dir)
+    file_params = {}
+    if "hydra" in base:
+        params = OmegaConf.select(base, "hydra.sweeper.params") or {}
+        file_params = {str(k): str(v) for k, v in params.items()}
+    cli_keys = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
+    return expand_sweep([f"{k}={v}" for k, v in file_params.items() if k not in cli_keys] + overrides)
 
 
 def check_slurm(cfg: DictConfig, sweep_clusters: list[DictConfig]) -> None:

@@ -1,0 +1,121 @@
+"""gnnq-bench's outputs: results.json, results.csv, README.md (command, machine, table) and the speedup plot."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from gnnq.bench.compare import Point
+from gnnq.bench.machine import describe_machine
+from gnnq.track.progress import markdown_table
+
+CSV_FIELDS = ["point", "method", "setting", "runs", "epoch_time_s", "epoch_time_min_s", "epoch_time_max_s", "comm_share",
+              "comm_bytes_per_epoch", "bytes_vs_baseline", "target_val", "time_to_target_s", "target_reached", "test_mean",
+              "test_std", "test_vs_baseline", "speedup", "speedup_min", "speedup_max", "time_to_target_speedup",
+              "overrides"]  # fmt: skip
+
+DEFINITIONS = (
+    "Epoch: median over a run's epochs of the slowest rank's training step, then the median over repeats "
+    "[min-max over repeats]. Comm share: the time the training thread was blocked in communication as a share "
+    "of the epoch (median over repeats). MB/epoch: halo bytes put on the wire per training epoch, all ranks. "
+    "Time to target: summed training epoch times until validation first reaches the target (median over "
+    "repeats; '-' unless every repeat reached it). Test: at the best validation epoch, mean ± std over repeats. "
+    "Speedup: the baseline's epoch time over this point's, paired by repeat (both ran in the same round), "
+    "median [min-max]; time-to-target speedup likewise."
+)
+
+
+def _f(value, spec: str, scale: float = 1.0) -> str:
+    return "-" if value is None else format(value * scale, spec)
+
+
+def table_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    axes = list(rows[0]["setting"]) if rows else []
+    headers = [*axes, "method", "runs", "epoch ms [min-max]", "comm share", "MB / epoch", "bytes vs base", "target val",
+               "time to target s", "test (mean ± std)", "Δ test vs base", "speedup [min-max]", "time-to-target speedup"]  # fmt: skip
+    out = []
+    for r in rows:
+        out.append([
+            *(r["setting"][a] for a in axes), r["method"], str(r["runs"]) + (f" ({len(r['failed'])} failed)" if r["failed"] else ""),
+            f"{_f(r['epoch_time_s'], '.1f', 1e3)} [{_f(r['epoch_time_min_s'], '.1f', 1e3)}-{_f(r['epoch_time_max_s'], '.1f', 1e3)}]",
+            _f(r["comm_share"], ".0%"), _f(r["comm_bytes_per_epoch"], ".2f", 1e-6), _f(r["bytes_vs_baseline"], ".3f"),
+            _f(r["target_val"], ".4f"), f"{_f(r['time_to_target_s'], '.1f')} ({r['target_reached']})",
+            f"{_f(r['test_mean'], '.4f')} ± {_f(r['test_std'], '.4f')}", _f(r["test_vs_baseline"], "+.4f"),
+            f"{_f(r['speedup'], '.2f')}x [{_f(r['speedup_min'], '.2f')}-{_f(r['speedup_max'], '.2f')}]",
+            _f(r["time_to_target_speedup"], ".2f") + ("x" if r["time_to_target_speedup"] is not None else ""),
+        ])  # fmt: skip
+    return headers, out
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({**r, "setting": " ".join(f"{k}={v}" for k, v in r["setting"].items()), "overrides": " ".join(r["overrides"])})
+
+
+def plot_speedup(rows: list[dict], x_key: str, out: Path, title: str) -> list[Path]:
+    """Throughput speedup (median, min-max bars) against one setting axis; a line per method and other setting."""
+    from gnnq.report.plots import _pyplot, _save
+
+    plt = _pyplot()
+    xs = list(dict.fromkeys(r["setting"][x_key] for r in rows))
+    lines: dict[str, dict[str, dict]] = {}
+    for r in rows:
+        rest = " ".join(f"{k}={v}" for k, v in r["setting"].items() if k != x_key)
+        lines.setdefault(f"{r['method']} {rest}".strip(), {})[r["setting"][x_key]] = r
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for label, by_x in lines.items():
+        pts = [(xs.index(x), r) for x, r in by_x.items() if r["speedup"] is not None]
+        if not pts:
+            continue
+        ys = [r["speedup"] for _, r in pts]
+        err = [[y - r["speedup_min"] for (_, r), y in zip(pts, ys)], [r["speedup_max"] - y for (_, r), y in zip(pts, ys)]]
+        ax.errorbar([i for i, _ in pts], ys, yerr=err, marker="o", capsize=3, label=label)
+    ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
+    ax.set_xticks(range(len(xs)), xs)
+    ax.set(xlabel=x_key, ylabel="throughput speedup vs baseline (epoch time ratio)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    paths = _save(fig, out, f"speedup_vs_{x_key.replace('.', '_')}")
+    plt.close(fig)
+    return paths
+
+
+def write_outputs(out: Path, command: str, sweep: tuple[str, str], rows: list[dict], points: list[Point], args) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    machine = describe_machine()
+    runs = [{"point": p.index, "repeat": r, "status": rec.get("status"), "error": rec.get("error"), "run_dir": rec.get("run_dir"),
+             "epoch_time_s": rec.get("epoch_time_s"), "comm_time_s": rec.get("comm_time_s"),
+             "comm_bytes_per_epoch": rec.get("comm_bytes_per_epoch"), "best_val": rec.get("best_val"), "test": rec.get("test")}
+            for p in points for r, rec in sorted(p.runs.items())]  # fmt: skip
+    (out / "results.json").write_text(json.dumps({"command": command, "sweep": sweep[1], "baseline": args.baseline,
+                                                  "repeats": args.repeats, "machine": machine, "rows": rows, "runs": runs},
+                                                 indent=1, default=str))  # fmt: skip
+    write_csv(out / "results.csv", rows)
+    paths = [out / "results.json", out / "results.csv", out / "README.md"]
+    plots = []
+    if args.plot_x:
+        plots = plot_speedup(rows, args.plot_x, out, f"{sweep[1]}: speedup vs {args.plot_x} (baseline {args.baseline})")
+    headers, cells = table_rows(rows)
+    failed = [(r, f) for r in rows for f in r["failed"]]
+    md = [
+        f"# gnnq-bench: {sweep[1]}", "", f"Command: `{command}`", "",
+        f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gib']} GiB, {machine['os']}, "
+        f"torch {machine['torch']}, CUDA {'yes' if machine['cuda'] else 'no'}.", "",
+        f"{len(points)} points x {args.repeats} repeats, interleaved (each repeat runs every point once, "
+        f"the order rotated by one per repeat). Baseline: `{args.baseline}`.", "",
+        markdown_table(headers, cells), "", DEFINITIONS, "",
+    ]  # fmt: skip
+    if plots:
+        md += [f"Plot: {', '.join(p.name for p in plots)}", ""]
+    if failed:
+        md += ["Failed runs (not in the statistics):", ""] + [f"- {r['method']} repeat {f['repeat']}: {f['error']} ({f['run_dir']})" for r, f in failed] + [""]
+    md += ["Every point's full overrides:", ""] + [f"- {r['method']}{' ' if r['setting'] else ''}{' '.join(f'{k}={v}' for k, v in r['setting'].items())}: "
+                                                   f"`{' '.join(r['overrides'])}`" for r in rows] + [""]  # fmt: skip
+    (out / "README.md").write_text("\n".join(md))
+    return paths + plots

@@ -1,0 +1,96 @@
+"""Side-by-side statistics of a benchmark's runs: per sweep point over its repeats, and ratios
+against the baseline method measured in the same invocation (paired by repeat)."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from gnnq.report.curves import read_curve, time_to_target
+
+
+@dataclass
+class Point:
+    """One sweep point: its method (the baseline axis's value), its setting (the other axes) and its runs."""
+
+    index: int
+    overrides: list[str]
+    method: str
+    setting: tuple[tuple[str, str], ...]
+    runs: dict[int, dict] = field(default_factory=dict)  # repeat -> record (with run_dir)
+
+    def ok_runs(self) -> dict[int, dict]:
+        return {r: rec for r, rec in self.runs.items() if rec.get("status") == "ok"}
+
+    def failed_runs(self) -> dict[int, dict]:
+        return {r: rec for r, rec in self.runs.items() if rec.get("status") != "ok"}
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _spread(values: list[float]) -> tuple[float | None, float | None]:
+    return (min(values), max(values)) if values else (None, None)
+
+
+def _std(values: list[float]) -> float | None:
+    return statistics.stdev(values) if len(values) > 1 else (0.0 if values else None)
+
+
+def compare(points: list[Point], baseline: str, target: float | None, target_drop: float) -> list[dict]:
+    """One row per point: medians and spreads over repeats, speedups against the baseline point of the same setting.
+
+    The validation target of a setting is ``target`` if given, else the baseline's median best
+    validation value minus ``target_drop``. Speedups are paired: repeat r of a point against
+    repeat r of the baseline (run in the same round), then the median and range of those ratios.
+    """
+    base_of = {p.setting: p for p in points if p.method == baseline}
+    rows = []
+    for p in points:
+        ok = p.ok_runs()
+        base = base_of.get(p.setting)
+        base_ok = base.ok_runs() if base else {}
+        goal = target
+        if goal is None and base_ok:
+            goal = _median([rec["best_val"] for rec in base_ok.values()]) - target_drop
+        epoch = {r: rec["epoch_time_s"] for r, rec in ok.items()}
+        ttt = {r: time_to_target(read_curve(rec["run_dir"]), goal) if goal is not None else None for r, rec in ok.items()}
+        base_epoch = {r: rec["epoch_time_s"] for r, rec in base_ok.items()}
+        base_ttt = {r: time_to_target(read_curve(rec["run_dir"]), goal) for r, rec in base_ok.items()} if goal is not None else {}
+        paired = sorted(set(epoch) & set(base_epoch))
+        speedups = [base_epoch[r] / epoch[r] for r in paired if epoch[r]]
+        ttt_pairs = [base_ttt[r] / ttt[r] for r in paired if ttt.get(r) and base_ttt.get(r)]
+        reached = [t for t in ttt.values() if t is not None]
+        tests = [rec["test"] for rec in ok.values() if rec.get("test") is not None]
+        base_tests = [rec["test"] for rec in base_ok.values() if rec.get("test") is not None]
+        lo, hi = _spread(list(epoch.values()))
+        s_lo, s_hi = _spread(speedups)
+        rows.append({
+            "point": p.index,
+            "method": p.method,
+            "setting": dict(p.setting),
+            "overrides": p.overrides,
+            "runs": len(ok),
+            "failed": [{"repeat": r, "error": rec.get("error"), "run_dir": rec.get("run_dir")} for r, rec in p.failed_runs().items()],
+            "epoch_time_s": _median(list(epoch.values())),
+            "epoch_time_min_s": lo,
+            "epoch_time_max_s": hi,
+            "comm_share": _median([rec["comm_time_s"] / rec["epoch_time_s"] for rec in ok.values() if rec.get("epoch_time_s")]),
+            "comm_bytes_per_epoch": _median([rec["comm_bytes_per_epoch"] for rec in ok.values()]),
+            "target_val": goal,
+            "time_to_target_s": _median(reached) if len(reached) == len(ttt) else None,
+            "target_reached": f"{len(reached)}/{len(ttt)}",
+            "test_mean": statistics.fmean(tests) if tests else None,
+            "test_std": _std(tests),
+            "test_vs_baseline": statistics.fmean(tests) - statistics.fmean(base_tests) if tests and base_tests else None,
+            "speedup": _median(speedups),
+            "speedup_min": s_lo,
+            "speedup_max": s_hi,
+            "time_to_target_speedup": _median(ttt_pairs) if ttt_pairs and len(ttt_pairs) == len(paired) else None,
+            "bytes_vs_baseline": (
+                _median([rec["comm_bytes_per_epoch"] for rec in ok.values()]) / _median([rec["comm_bytes_per_epoch"] for rec in base_ok.values()])
+                if ok and base_ok and all(rec["comm_bytes_per_epoch"] for rec in base_ok.values()) else None
+            ),
+        })  # fmt: skip
+    return rows
