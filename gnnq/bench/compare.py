@@ -39,15 +39,17 @@ def _std(values: list[float]) -> float | None:
 
 
 def compare(points: list[Point], baseline: str, target: float | None, target_drop: float) -> list[dict]:
-    """One row per point: medians and spreads over repeats, speedups against the baseline point of the same setting.
+    """One row per point, grouped by setting: medians and spreads over repeats, speedups against the baseline point of the same setting.
 
     The validation target of a setting is ``target`` if given, else the baseline's median best
     validation value minus ``target_drop``. Speedups are paired: repeat r of a point against
     repeat r of the baseline (run in the same round), then the median and range of those ratios.
     """
     base_of = {p.setting: p for p in points if p.method == baseline}
+    settings = list(dict.fromkeys(p.setting for p in points))
+    methods = list(dict.fromkeys(p.method for p in points))
     rows = []
-    for p in points:
+    for p in sorted(points, key=lambda p: (settings.index(p.setting), methods.index(p.method))):
         ok = p.ok_runs()
         base = base_of.get(p.setting)
         base_ok = base.ok_runs() if base else {}
