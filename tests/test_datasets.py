@@ -385,3 +385,20 @@ def test_synthetic_default_gcn_beats_mlp():
     gcn, mlp = _train_2layer(g, True), _train_2layer(g, False)
     assert gcn >= mlp + 0.25, (gcn, mlp)
     assert gcn >= 0.75, (gcn, mlp)
+
+
+@pytest.mark.parametrize("workload, degree, dim, classes", [("reddit-like", 40.0, 602, 41), ("products-like", 12.0, 100, 47)])
+def test_adaqp_shaped_workloads(workload, degree, dim, classes):
+    """The synthetic stand-ins for AdaQP's Reddit and ogbn-products have the shape they promise
+    (generated here at 3,000 nodes: degree, dims and classes do not depend on the size)."""
+    schema = OmegaConf.structured(DatasetConfig)
+    conf = OmegaConf.merge(schema, OmegaConf.load(REPO / "conf" / "dataset" / f"{workload}.yaml"))
+    assert conf.name == "synthetic" and (conf.avg_degree, conf.feature_dim, conf.num_classes) == (degree, dim, classes)
+    conf.num_nodes = 3000
+    g = load_dataset(conf)
+    assert g.x.shape == (3000, dim) and set(np.unique(g.y)) == set(range(classes))
+    measured = g.edge_index.shape[1] / 3000  # both directions of every undirected edge
+    assert 0.8 * degree <= measured <= 1.05 * degree, measured
+    reddit = OmegaConf.load(REPO / "conf" / "dataset" / "reddit-like.yaml")
+    products = OmegaConf.load(REPO / "conf" / "dataset" / "products-like.yaml")
+    assert reddit.avg_degree > 2 * products.avg_degree
