@@ -115,7 +115,9 @@ def _check_rows(row_idx: torch.Tensor, n: int) -> None:
         raise IndexError(f"row index out of range for a message of {n} rows")
 
 
-def quantize_pack(src: torch.Tensor, row_idx: torch.Tensor, noise: torch.Tensor, bits: int, param_dtype: torch.dtype) -> torch.Tensor:
+def quantize_pack(
+    src: torch.Tensor, row_idx: torch.Tensor, noise: torch.Tensor, bits: int, param_dtype: torch.dtype
+) -> torch.Tensor:
     """``torch_codec.quantize_pack(src[row_idx], noise, bits, param_dtype)``, in one pass."""
     src, row_idx, noise = src.float().contiguous(), row_idx.to(torch.int64).contiguous(), noise.float().contiguous()
     rows, dim = row_idx.numel(), src.shape[1]
