@@ -53,6 +53,16 @@ static float first_equal(const float *x, int64_t dim, float v) {
     return v;
 }
 
+/* Inlined with a constant width, so the packing loop vectorizes. */
+static inline __attribute__((always_inline)) void pack_codes(const uint8_t *codes, int64_t nbytes, int bits, uint8_t *out) {
+    int per_byte = 8 / bits;
+    for (int64_t k = 0; k < nbytes; k++) {
+        uint8_t byte = 0;
+        for (int j = 0; j < per_byte; j++) byte |= (uint8_t)(codes[k * per_byte + j] << (j * bits));
+        out[k] = byte;
+    }
+}
+
 VARIANTS
 static void encode_row(const float *x, const float *u, int64_t dim, int bits, int fp16, uint8_t *out, uint8_t *codes) {
     float lo[8], hi[8], mn, mx, levels = (float)((1 << bits) - 1), z, s;
@@ -101,14 +111,12 @@ static void encode_row(const float *x, const float *u, int64_t dim, int bits, in
         memcpy(out, codes, (size_t)dim);
         return;
     }
-    int per_byte = 8 / bits;
     int64_t nbytes = (dim * bits + 7) / 8;
-    for (i = dim; i < nbytes * per_byte; i++) codes[i] = 0;
-    for (int64_t k = 0; k < nbytes; k++) {
-        const uint8_t *c = codes + k * per_byte;
-        uint8_t byte = 0;
-        for (int j = 0; j < per_byte; j++) byte |= (uint8_t)(c[j] << (j * bits));
-        out[k] = byte;
+    for (i = dim; i < nbytes * (8 / bits); i++) codes[i] = 0;
+    switch (bits) {
+    case 4: pack_codes(codes, nbytes, 4, out); break;
+    case 2: pack_codes(codes, nbytes, 2, out); break;
+    default: pack_codes(codes, nbytes, 1, out);
     }
 }
 
