@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from gnnq.comm.kernels import torch_codec, triton_codec
+from gnnq.comm.kernels import c_codec, torch_codec, triton_codec
 from gnnq.errors import GnnqError
 
 PARAM_DTYPES = torch_codec.PARAM_DTYPES
@@ -35,11 +35,15 @@ class UniformCodec:
 
     @staticmethod
     def backend(t: torch.Tensor) -> str:
-        return "triton" if t.is_cuda and triton_codec.triton_available() else "torch"
+        """triton (CUDA), c (CPU, see c_codec) or torch: what encodes and decodes ``t``'s messages."""
+        if t.is_cuda:
+            return "triton" if triton_codec.triton_available() else "torch"
+        return "c" if t.device.type == "cpu" and c_codec.enabled() else "torch"
 
     def check_finite(self, src: torch.Tensor, what: str) -> tuple[torch.Tensor, int]:
         """``src`` with NaN/inf zeroed (or an error, per ``nonfinite``) and how many were zeroed."""
-        if bool(torch.isfinite(src).all()):
+        # A finite sum (one read, no mask) proves every value finite; an overflowing one falls through to the exact check.
+        if src.numel() == 0 or bool(torch.isfinite(src.sum())) or bool(torch.isfinite(src).all()):
             return src, 0
         if self.nonfinite == "error":
             raise NonFiniteMessageError(
@@ -52,13 +56,19 @@ class UniformCodec:
         """Wire rows for ``src[row_idx]``; returns them and the number of non-finite values zeroed."""
         src, zeroed = self.check_finite(src, what)
         src = src.float()
-        if self.backend(src) == "triton":
+        backend = self.backend(src)
+        if backend == "triton":
             return triton_codec.quantize_pack(src, row_idx, noise, self.bits, self.param_dtype), zeroed
+        if backend == "c":
+            return c_codec.quantize_pack(src, row_idx, noise, self.bits, self.param_dtype), zeroed
         return torch_codec.quantize_pack(src.index_select(0, row_idx), noise, self.bits, self.param_dtype), zeroed
 
     def decode(self, wire: torch.Tensor, dim: int) -> torch.Tensor:
-        if self.backend(wire) == "triton":
+        backend = self.backend(wire)
+        if backend == "triton":
             return triton_codec.unpack_dequantize(wire, dim, self.bits, self.param_dtype)
+        if backend == "c":
+            return c_codec.unpack_dequantize(wire, dim, self.bits, self.param_dtype)
         return torch_codec.unpack_dequantize(wire, dim, self.bits, self.param_dtype)
 
 

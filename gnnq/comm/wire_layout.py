@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from gnnq.comm.codec import UniformCodec
+from gnnq.comm.kernels import c_codec
 
 
 class WireLayout:
@@ -42,6 +43,10 @@ class WireLayout:
         """(flat uint8 send buffer, bytes per destination, non-finite values zeroed)."""
         dim = src.shape[1]
         src, zeroed = codec.check_finite(src, what)  # once for the message, not once per width
+        if dim and codec.backend(src) == "c":  # one pass over the whole message
+            bits, offsets, total = self.send.wire_plan(codec, dim)
+            flat = c_codec.encode_mixed(src, rows, noise, bits, offsets, total, codec.param_dtype)
+            return flat, self.send.bytes_per_peer(codec, dim), zeroed
         wires = {}
         for b in self.widths:
             pos = self.send.positions_on(b, src.device)
@@ -58,6 +63,9 @@ class WireLayout:
         return self.recv.bytes_per_peer(codec, dim)
 
     def decode(self, codec: UniformCodec, flat: torch.Tensor, dim: int) -> torch.Tensor:
+        if dim and codec.backend(flat) == "c":
+            bits, offsets, total = self.recv.wire_plan(codec, dim)
+            return c_codec.decode_mixed(flat, dim, bits, offsets, total, codec.param_dtype)
         out = torch.empty((int(self.recv_bits.numel()), dim), dtype=torch.float32, device=flat.device)
         sizes = {b: codec.at_bits(b).row_bytes(dim) for b in self.widths}
         chunks = {b: [] for b in self.widths}
@@ -79,7 +87,8 @@ class _Side:
     def __init__(self, bits: torch.Tensor, counts: list[int], widths: list[int]):
         self.counts = [int(c) for c in counts]
         peer = torch.repeat_interleave(torch.arange(len(self.counts)), torch.tensor(self.counts, dtype=torch.int64))
-        self.positions, self.offsets, self._on_device = {}, {}, {}
+        self.bits = bits
+        self.positions, self.offsets, self._on_device, self._plans = {}, {}, {}, {}
         for b in widths:
             pos = torch.nonzero(bits == b).flatten()  # ascending, so grouped by peer
             self.positions[b] = pos
@@ -92,6 +101,23 @@ class _Side:
         if key not in self._on_device:
             self._on_device[key] = self.positions[bits].to(device)
         return self._on_device[key]
+
+    def wire_plan(self, codec: UniformCodec, dim: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """(per-row widths as int8, each row's byte offset in the flat buffer, total bytes) for the C codec."""
+        key = (codec.param_dtype, dim)
+        if key not in self._plans:
+            # Buffer order: per peer, its rows at the lowest width, then the next width, ...
+            order = [self.positions[b][self.offsets[b][q] : self.offsets[b][q + 1]] for q in range(len(self.counts))
+                     for b in sorted(self.positions)]  # fmt: skip
+            order = torch.cat(order) if order else torch.empty(0, dtype=torch.int64)
+            row_bytes = torch.zeros(9, dtype=torch.int64)
+            for b in self.positions:
+                row_bytes[b] = codec.at_bits(b).row_bytes(dim)
+            size = row_bytes[self.bits[order]]
+            offsets = torch.empty_like(order)
+            offsets[order] = torch.cumsum(size, 0) - size
+            self._plans[key] = (self.bits.to(torch.int8), offsets, int(size.sum()))
+        return self._plans[key]
 
     def bytes_per_peer(self, codec: UniformCodec, dim: int) -> list[int]:
         return [

@@ -1,0 +1,185 @@
+"""The fused CPU codec: cpu_codec.c, compiled on first use with the system C compiler, called through ctypes.
+
+Outputs are bit-identical to torch_codec (the C code does the same IEEE fp32 operations in the
+same order; it is built without -ffast-math and with FMA contraction off). The shared library
+is cached under ``$GNNQ_KERNEL_CACHE`` (default ``~/.cache/gnnq/kernels``) in a folder named by
+a hash of the source, compiler and flags, and renamed into place so concurrent ranks don't race.
+``GNNQ_CPU_CODEC=torch|c`` forces a path; without a working compiler the torch codec is used
+after a one-time warning. ``CC`` names the compiler (default: Python's own, then cc, gcc).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sysconfig
+import tempfile
+import warnings
+from pathlib import Path
+
+import torch
+
+from gnnq.comm.kernels import torch_codec
+
+SOURCE = Path(__file__).with_name("cpu_codec.c")
+FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC", "-ffp-contract=off", "-fno-fast-math"]
+
+_lib: ctypes.CDLL | None = None
+_failed = False
+
+
+def compiler() -> list[str] | None:
+    """The compiler command: ``$CC`` if set (and only it), else Python's CC, cc or gcc, if installed."""
+    if os.environ.get("CC"):
+        candidates = [os.environ["CC"]]
+    else:
+        candidates = [c for c in (sysconfig.get_config_var("CC"), "cc", "gcc") if c]
+    for cand in candidates:
+        cmd = shlex.split(cand)
+        if cmd and shutil.which(cmd[0]):
+            return cmd
+    return None
+
+
+def cache_root() -> Path:
+    if os.environ.get("GNNQ_KERNEL_CACHE"):
+        return Path(os.environ["GNNQ_KERNEL_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gnnq" / "kernels"
+
+
+def _build() -> ctypes.CDLL:
+    cc = compiler()
+    if cc is None:
+        raise RuntimeError(f"no C compiler found (CC={os.environ.get('CC')!r}, cc, gcc)")
+    version = subprocess.run([*cc, "--version"], capture_output=True, text=True, timeout=60).stdout
+    key = hashlib.sha256("\0".join([SOURCE.read_text(), shlex.join(cc), version, *FLAGS, platform.machine()]).encode())
+    folder = cache_root() / key.hexdigest()[:20]
+    lib = folder / "cpu_codec.so"
+    if not lib.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(suffix=".so", dir=folder)
+        os.close(fd)
+        try:
+            done = subprocess.run([*cc, *FLAGS, str(SOURCE), "-o", tmp], capture_output=True, text=True, timeout=300)
+            if done.returncode != 0:
+                raise RuntimeError(f"{shlex.join(cc)} failed: {done.stderr.strip()[-2000:]}")
+            os.replace(tmp, lib)  # atomic: a rank racing us loads either its own copy or ours, never half a file
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    dll = ctypes.CDLL(str(lib))
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    dll.gnnq_encode.argtypes = [ptr, i64, ptr, ptr, i64, ptr, ptr, ctypes.c_int, ctypes.c_int, ptr]
+    dll.gnnq_decode.argtypes = [ptr, i64, i64, ptr, ptr, ctypes.c_int, ctypes.c_int, ptr, ptr]
+    dll.gnnq_encode.restype = dll.gnnq_decode.restype = ctypes.c_int
+    return dll
+
+
+def library() -> ctypes.CDLL | None:
+    """The loaded library, built on first call; None (after one warning) if it cannot be built."""
+    global _lib, _failed
+    if _lib is None and not _failed:
+        try:
+            _lib = _build()
+        except Exception as e:  # any failure to build or load means the torch path, never a crash
+            _failed = True
+            warnings.warn(f"gnnq: the C CPU codec is unavailable, using the torch codec ({e})", RuntimeWarning, stacklevel=2)
+    return _lib
+
+
+def reset() -> None:
+    """Forget the loaded library and any failure (tests)."""
+    global _lib, _failed
+    _lib, _failed = None, False
+
+
+def enabled() -> bool:
+    """Whether CPU tensors go through the C codec (``GNNQ_CPU_CODEC``, default c when it builds)."""
+    mode = os.environ.get("GNNQ_CPU_CODEC", "c")
+    if mode not in ("c", "torch"):
+        raise ValueError(f"GNNQ_CPU_CODEC must be 'c' or 'torch', not {mode!r}")
+    return mode == "c" and library() is not None
+
+
+def _ptr(t: torch.Tensor | None) -> int | None:
+    return None if t is None else t.data_ptr()
+
+
+def _check_rows(row_idx: torch.Tensor, n: int) -> None:
+    if row_idx.numel() and (int(row_idx.min()) < 0 or int(row_idx.max()) >= n):
+        raise IndexError(f"row index out of range for a message of {n} rows")
+
+
+def quantize_pack(
+    src: torch.Tensor, row_idx: torch.Tensor, noise: torch.Tensor, bits: int, param_dtype: torch.dtype
+) -> torch.Tensor:
+    """``torch_codec.quantize_pack(src[row_idx], noise, bits, param_dtype)``, in one pass."""
+    src, row_idx, noise = src.float().contiguous(), row_idx.to(torch.int64).contiguous(), noise.float().contiguous()
+    rows, dim = row_idx.numel(), src.shape[1]
+    if rows == 0 or dim == 0:
+        return torch_codec.quantize_pack(src.index_select(0, row_idx), noise, bits, param_dtype)
+    _check_rows(row_idx, src.shape[0])
+    if noise.shape != (rows, dim):
+        raise ValueError(f"noise of shape {tuple(noise.shape)} for {rows} rows of {dim}")
+    wire = torch.empty((rows, torch_codec.row_bytes(dim, bits, param_dtype)), dtype=torch.uint8)
+    library().gnnq_encode(_ptr(src), dim, _ptr(row_idx), _ptr(noise), rows, None, None, bits,
+                          param_dtype == torch.float16, _ptr(wire))  # fmt: skip
+    return wire
+
+
+def unpack_dequantize(wire: torch.Tensor, dim: int, bits: int, param_dtype: torch.dtype,
+                      out: torch.Tensor | None = None, out_rows: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+    """``torch_codec.unpack_dequantize``; with ``out`` (and ``out_rows``), rows go straight to ``out[out_rows]``."""
+    rows = wire.shape[0]
+    if wire.shape[1:] != (torch_codec.row_bytes(dim, bits, param_dtype),):
+        raise ValueError(f"wire rows of shape {tuple(wire.shape)} for dim {dim} at {bits} bits")
+    if out is None:
+        out = torch.empty((rows, dim), dtype=torch.float32)
+    if rows == 0 or dim == 0:
+        return out
+    if out.dtype != torch.float32 or not out.is_contiguous() or out.shape[1:] != (dim,):
+        raise ValueError("out must be a contiguous fp32 (N, dim) tensor")
+    if out_rows is not None:
+        out_rows = out_rows.to(torch.int64).contiguous()
+        _check_rows(out_rows, out.shape[0])
+    elif out.shape[0] != rows:
+        raise ValueError(f"out has {out.shape[0]} rows for {rows} wire rows")
+    wire = wire.contiguous()
+    library().gnnq_decode(_ptr(wire), dim, rows, None, None, bits, param_dtype == torch.float16, _ptr(out_rows), _ptr(out))
+    return out
+
+
+def encode_mixed(src: torch.Tensor, row_idx: torch.Tensor, noise: torch.Tensor, bits: torch.Tensor, offsets: torch.Tensor,
+                 total: int, param_dtype: torch.dtype) -> torch.Tensor:  # fmt: skip
+    """Row r of ``src[row_idx]`` at ``bits[r]`` (int8) into a flat buffer of ``total`` bytes at ``offsets[r]``."""
+    src, row_idx, noise = src.float().contiguous(), row_idx.to(torch.int64).contiguous(), noise.float().contiguous()
+    rows, dim = row_idx.numel(), src.shape[1]
+    flat = torch.empty(total, dtype=torch.uint8)
+    if rows == 0:
+        return flat
+    if dim == 0:
+        raise ValueError("messages of width 0 take the torch path")
+    _check_rows(row_idx, src.shape[0])
+    if noise.shape != (rows, dim) or bits.shape != (rows,) or offsets.shape != (rows,):
+        raise ValueError("noise, widths and offsets must have one row per message row")
+    library().gnnq_encode(_ptr(src), dim, _ptr(row_idx), _ptr(noise), rows, _ptr(bits), _ptr(offsets), 0,
+                          param_dtype == torch.float16, _ptr(flat))  # fmt: skip
+    return flat
+
+
+def decode_mixed(flat: torch.Tensor, dim: int, bits: torch.Tensor, offsets: torch.Tensor, total: int,
+                 param_dtype: torch.dtype) -> torch.Tensor:  # fmt: skip
+    """Rows at ``bits[r]`` from ``offsets[r]`` of ``flat`` into an (R, dim) fp32 tensor."""
+    if flat.numel() != total:
+        raise ValueError(f"received {flat.numel()} bytes where the layout expects {total}")
+    rows = bits.numel()
+    out = torch.empty((rows, dim), dtype=torch.float32)
+    if rows and dim:
+        flat = flat.contiguous()
+        library().gnnq_decode(_ptr(flat), dim, rows, _ptr(bits), _ptr(offsets), 0, param_dtype == torch.float16, None, _ptr(out))
+    return out

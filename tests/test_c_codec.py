@@ -1,0 +1,165 @@
+"""The fused C CPU codec: bit for bit the torch codec, for uniform and mixed-width messages, and its fallback."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gnnq.comm.codec import UniformCodec
+from gnnq.comm.kernels import c_codec, torch_codec
+from gnnq.comm.wire_layout import WireLayout
+
+PARAMS = (torch.float16, torch.float32)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built():
+    if c_codec.library() is None:
+        pytest.fail("the C codec did not build on this machine (a C compiler is expected here)")
+
+
+def same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal bit patterns (so -0 != +0 and NaN == NaN of the same pattern)."""
+    if a.dtype == torch.float32:
+        a, b = a.view(torch.int32), b.view(torch.int32)
+    return a.shape == b.shape and torch.equal(a, b)
+
+
+def awkward_rows(dim: int, gen: torch.Generator) -> torch.Tensor:
+    """Constant rows, signed zeros, huge and tiny magnitudes, values in the fp16 subnormal range."""
+    scales = torch.tensor([1.0, 1e-3, 1e3, 1e-6, 3e-8, 1e-30, 1e-41, 6e4, 7e4, 1e20, 1e38])
+    x = torch.randn(len(scales), dim, generator=gen) * scales[:, None]
+    extra = [torch.full((dim,), 2.5), torch.zeros(dim), torch.full((dim,), -0.0), torch.full((dim,), -7.0),
+             torch.randn(dim, generator=gen).abs(), -torch.randn(dim, generator=gen).abs(),
+             torch.randint(-3, 4, (dim,), generator=gen).float() * 2.0**-24,  # exact fp16 subnormals
+             torch.tensor([0.0, -0.0] * dim)[:dim], torch.tensor([-0.0, 0.0] * dim)[:dim],
+             torch.tensor([3.4e38, -3.4e38] * dim)[:dim]]  # fmt: skip
+    return torch.cat([x, torch.stack(extra)])
+
+
+@pytest.mark.parametrize("pd", PARAMS)
+@pytest.mark.parametrize("bits", torch_codec.BITS)
+@pytest.mark.parametrize("dim", [1, 3, 7, 255, 256, 602])
+def test_encode_decode_bit_identical(bits, pd, dim):
+    gen = torch.Generator().manual_seed(dim * 10 + bits)
+    src = awkward_rows(dim, gen)
+    rows = torch.cat([torch.arange(src.shape[0]), torch.randint(0, src.shape[0], (17,), generator=gen)])
+    noise = torch.rand(rows.numel(), dim, generator=gen)
+    noise[0] = 0.0
+    want = torch_codec.quantize_pack(src[rows], noise, bits, pd)
+    wire = c_codec.quantize_pack(src, rows, noise, bits, pd)
+    assert same(wire, want)
+    assert same(c_codec.unpack_dequantize(wire, dim, bits, pd), torch_codec.unpack_dequantize(want, dim, bits, pd))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(torch_codec.BITS), st.sampled_from(PARAMS), st.integers(1, 40), st.integers(1, 6),
+       st.lists(st.floats(width=32, allow_nan=False, allow_infinity=False), min_size=1, max_size=240),
+       st.integers(0, 2**31))  # fmt: skip
+def test_encode_decode_bit_identical_hypothesis(bits, pd, dim, nrows, values, seed):
+    gen = torch.Generator().manual_seed(seed)
+    src = torch.tensor(values, dtype=torch.float32).repeat(nrows * dim // len(values) + 1)[: nrows * dim].view(nrows, dim)
+    rows = torch.randint(0, nrows, (nrows + 2,), generator=gen)
+    noise = torch.rand(rows.numel(), dim, generator=gen)
+    want = torch_codec.quantize_pack(src[rows], noise, bits, pd)
+    assert same(c_codec.quantize_pack(src, rows, noise, bits, pd), want)
+    assert same(c_codec.unpack_dequantize(want, dim, bits, pd), torch_codec.unpack_dequantize(want, dim, bits, pd))
+
+
+def test_empty_inputs_and_scattered_decode():
+    src = torch.randn(4, 5)
+    empty = c_codec.quantize_pack(src, torch.empty(0, dtype=torch.int64), torch.empty(0, 5), 4, torch.float16)
+    assert empty.shape == (0, torch_codec.row_bytes(5, 4, torch.float16))
+    assert c_codec.unpack_dequantize(empty, 5, 4, torch.float16).shape == (0, 5)
+    wire = c_codec.quantize_pack(src, torch.tensor([2, 0]), torch.rand(2, 5), 2, torch.float32)
+    out = torch.full((4, 5), 9.0)
+    c_codec.unpack_dequantize(wire, 5, 2, torch.float32, out=out, out_rows=torch.tensor([3, 1]))
+    assert same(out[[3, 1]], torch_codec.unpack_dequantize(wire, 5, 2, torch.float32))
+    assert (out[[0, 2]] == 9.0).all()
+    with pytest.raises(IndexError):
+        c_codec.quantize_pack(src, torch.tensor([4]), torch.rand(1, 5), 2, torch.float32)
+
+
+@pytest.mark.parametrize("pd", PARAMS)
+@pytest.mark.parametrize("dim", [1, 7, 256])
+def test_mixed_width_layout_byte_identical(monkeypatch, pd, dim):
+    gen = torch.Generator().manual_seed(dim)
+    send_counts, recv_counts = [6, 0, 11, 3], [4, 9, 0, 2]
+    widths = torch.tensor([1, 2, 4, 8])
+    send_bits = widths[torch.randint(0, 3, (sum(send_counts),), generator=gen)]
+    recv_bits = widths[torch.randint(1, 4, (sum(recv_counts),), generator=gen)]
+    layout = WireLayout(send_bits, send_counts, recv_bits, recv_counts)
+    codec = UniformCodec(8, pd)
+    src = awkward_rows(dim, gen)
+    rows = torch.randint(0, src.shape[0], (sum(send_counts),), generator=gen)
+    noise = torch.rand(rows.numel(), dim, generator=gen)
+    # The receive side: a buffer laid out as a peer with the reverse layout would send it.
+    peer = WireLayout(recv_bits, recv_counts, send_bits, send_counts)
+    peer_rows = torch.randint(0, src.shape[0], (sum(recv_counts),), generator=gen)
+    peer_noise = torch.rand(peer_rows.numel(), dim, generator=gen)
+    results = {}
+    for mode in ("torch", "c"):
+        monkeypatch.setenv("GNNQ_CPU_CODEC", mode)
+        assert codec.backend(src) == mode
+        flat, per_peer, _ = layout.encode(codec, src, rows, noise, "test")
+        incoming, _, _ = peer.encode(codec, src, peer_rows, peer_noise, "test")
+        results[mode] = (flat, per_peer, incoming, layout.decode(codec, incoming, dim))
+    (flat_t, per_t, in_t, out_t), (flat_c, per_c, in_c, out_c) = results["torch"], results["c"]
+    assert same(flat_c, flat_t) and per_c == per_t and same(in_c, in_t) and same(out_c, out_t)
+
+
+@pytest.mark.parametrize("cc", ["no-such-cc", "false"])  # missing, and a compiler that fails
+def test_compiler_failure_falls_back_to_torch(monkeypatch, tmp_path, cc):
+    monkeypatch.setenv("GNNQ_KERNEL_CACHE", str(tmp_path))
+    monkeypatch.setenv("CC", cc)
+    monkeypatch.delenv("GNNQ_CPU_CODEC", raising=False)
+    c_codec.reset()
+    try:
+        with pytest.warns(RuntimeWarning, match="C CPU codec is unavailable"):
+            assert not c_codec.enabled()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # warned once only
+            assert not c_codec.enabled()
+        codec = UniformCodec(4, torch.float16)
+        src, noise = torch.randn(6, 9), torch.rand(3, 9)
+        assert codec.backend(src) == "torch"
+        wire, _ = codec.encode(src, torch.tensor([5, 0, 2]), noise, "test")
+        assert same(wire, torch_codec.quantize_pack(src[[5, 0, 2]], noise, 4, torch.float16))
+        assert not list(tmp_path.rglob("*.so"))
+    finally:
+        monkeypatch.undo()
+        c_codec.reset()
+
+
+def test_compile_cache_reused(monkeypatch, tmp_path):
+    monkeypatch.setenv("GNNQ_KERNEL_CACHE", str(tmp_path))
+    c_codec.reset()
+    try:
+        assert c_codec.enabled()
+        (lib,) = tmp_path.rglob("cpu_codec.so")
+        stamp = lib.stat().st_mtime_ns
+        c_codec.reset()
+        calls = []
+        real_run = c_codec.subprocess.run
+        monkeypatch.setattr(c_codec.subprocess, "run", lambda cmd, **kw: calls.append(cmd) or real_run(cmd, **kw))
+        assert c_codec.enabled()
+        assert [c for c in calls if "-shared" in c] == []  # only the version probe ran: no recompilation
+        assert list(tmp_path.rglob("cpu_codec.so")) == [lib] and lib.stat().st_mtime_ns == stamp
+        assert not [p for p in tmp_path.rglob("*") if p.is_file() and p != lib]  # no temporary files left behind
+    finally:
+        monkeypatch.undo()
+        c_codec.reset()
+
+
+def test_forcing_the_torch_path(monkeypatch):
+    monkeypatch.setenv("GNNQ_CPU_CODEC", "torch")
+    assert UniformCodec.backend(torch.zeros(1)) == "torch"
+    monkeypatch.setenv("GNNQ_CPU_CODEC", "c")
+    assert UniformCodec.backend(torch.zeros(1)) == "c"
+    monkeypatch.setenv("GNNQ_CPU_CODEC", "fast")
+    with pytest.raises(ValueError):
+        UniformCodec.backend(torch.zeros(1))
