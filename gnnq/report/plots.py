@@ -5,9 +5,8 @@ against that setting."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from dataclasses import dataclass
+from pathlib import Path
 
 from gnnq.report.aggregate import Group, lookup
 from gnnq.report.curves import read_curve
