@@ -185,7 +185,11 @@ def speedup_lines(groups: list[Group], axis: SpeedupAxis) -> dict[str, list[tupl
         points.setdefault(line, []).append((x, b / mine))
     if len({x for pts in points.values() for x, _ in pts}) < 2:
         return {}
-    labels = _distinct([list(line) for line in points])
+    # A line is named by its method's overrides (those not every run shares) and what else sets it apart.
+    common = set.intersection(*(set(g.overrides) for g in groups))
+    common_lines = set.intersection(*(set(line) for line in points))
+    labels = [" ".join(o for o in line if o not in common and (is_method(o) or o not in common_lines)) or "(common settings)"
+              for line in points]  # fmt: skip
     return {label: sorted(pts) for label, pts in zip(labels, points.values())}
 
 
