@@ -18,6 +18,7 @@ from gnnq.config.compose import compose_config
 from gnnq.report.aggregate import group_runs, leaderboards
 from gnnq.report.overrides import config_overrides
 from gnnq.report.summary import find_records
+from tests.test_emulated import netns_host  # noqa: F401 - a fixture: skip (or fail with GNNQ_REQUIRE_NETNS=1) without namespaces
 
 
 def _computed(config: dict) -> dict:
@@ -178,3 +179,57 @@ def test_multirun_points_share_a_wandb_group(report_runs):
     assert wandb_group(cfg) == next(iter(groups))
     cfg.logger.group = None
     assert wandb_group(cfg) == "synthetic-gcn-sync-fp32" or wandb_group(cfg) == "synthetic-sage-sync-fp32"
+
+
+@pytest.mark.usefixtures("netns_host")
+def test_speedup_plots_vs_bandwidth_and_hosts(tmp_path):
+    """Real runs on emulated hosts: Vanilla and uniform 2-bit at 1 and 10 Gbit/s on 2 hosts, and at 1 Gbit/s on 3."""
+    from gnnq.report.plots import SPEEDUP_AXES, speedup_lines
+    from tests.cli_helpers import run_gnnq
+
+    small = ["-m", "logger=none", "dataset.num_nodes=400", "model.hidden=16", "trainer.epochs=2", "trainer.eval_every=1",
+             "cluster=emulated", "cluster.nproc=1", "experiment=adaqp_vanilla,adaqp_uniform2", "quantizer.group_size=20"]  # fmt: skip
+    for name, extra in (("bandwidth", ["cluster.hosts=2", "cluster.link=1gbit,10gbit"]), ("hosts", ["cluster.hosts=3"])):
+        res = run_gnnq([*small, *extra], tmp_path / "runs" / name, tmp_path / "data", timeout=600)
+        assert res.returncode == 0, res.stderr[-2000:]
+    records, _ = find_records([tmp_path / "runs"])
+    assert len(records) == 6 and all(r["status"] == "ok" for _, r in records)
+
+    def epoch(quantizer: str, link: str, hosts: int) -> float:
+        (t,) = [r["epoch_time_s"] for _, r in records if r["config"]["quantizer"]["name"] == quantizer
+                and r["config"]["cluster"]["link"] == link and r["config"]["cluster"]["hosts"] == hosts]  # fmt: skip
+        return t
+
+    def speedup(link: str, hosts: int) -> float:
+        return epoch("fp32", link, hosts) / epoch("uniform", link, hosts)
+
+    bandwidth, hosts = SPEEDUP_AXES
+    groups = group_runs(records)
+    # one line per configuration, the axis's own overrides left out; lines named by what sets them apart
+    common = set.intersection(*(set(g.overrides) for g in groups))
+    (u2,) = {" ".join(o for o in g.overrides if o.startswith(("parallel", "quantizer")) and o not in common)
+             for g in groups if g.runs[0][1]["config"]["quantizer"]["name"] == "uniform"}  # fmt: skip
+    assert "quantizer=uniform" in u2 and "quantizer.bits=2" in u2
+    # The 3-host runs (1 Gbit/s only) make no line against bandwidth, nor the 10 Gbit/s runs (2 hosts only) against hosts.
+    assert speedup_lines(groups, bandwidth) == {
+        u2: [(1.0, pytest.approx(speedup("1gbit", 2))), (10.0, pytest.approx(speedup("10gbit", 2)))]}
+    assert speedup_lines(groups, hosts) == {
+        u2: [(2.0, pytest.approx(speedup("1gbit", 2))), (3.0, pytest.approx(speedup("1gbit", 3)))]}
+    # Without Vanilla at 10 Gbit/s there is no speedup there: one bandwidth left, no bandwidth line.
+    cfg = [g.runs[0][1]["config"] for g in groups]
+    no_base = [g for g, c in zip(groups, cfg) if not (c["cluster"]["link"] == "10gbit" and c["quantizer"]["name"] == "fp32")]
+    assert speedup_lines(no_base, bandwidth) == {} and list(speedup_lines(no_base, hosts)) == [u2]
+
+    report = Path(sys.executable).parent / "gnnq-report"
+    out = tmp_path / "report"
+    res = subprocess.run([str(report), str(tmp_path / "runs"), "--out", str(out), "--plots"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    for stem in ("speedup_vs_bandwidth-synthetic", "speedup_vs_hosts-synthetic"):
+        assert (out / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (out / f"{stem}.svg").read_text().lstrip().startswith("<?xml")
+        assert f"{stem}.png" in res.stdout
+    # Runs at one setting only: no speedup plots.
+    one = tmp_path / "one"
+    res = subprocess.run([str(report), str(tmp_path / "runs" / "hosts"), "--out", str(one), "--plots"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert (one / "bytes_per_epoch-synthetic.png").is_file() and not list(one.glob("speedup_vs_*"))

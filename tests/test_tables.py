@@ -9,8 +9,9 @@ import pytest
 
 from gnnq.config.compose import CONF_DIR
 from gnnq.report.summary import find_records
-from gnnq.report.tables import SPEC_SUFFIX, TableSpecError, build_table, load_spec, render_all
+from gnnq.report.tables import SPEC_SUFFIX, TableSpecError, _matches, build_table, load_spec, render_all
 from tests.cli_helpers import run_gnnq
+from tests.test_emulated import netns_host  # noqa: F401 - a fixture: skip (or fail with GNNQ_REQUIRE_NETNS=1) without namespaces
 
 SWEEPS = CONF_DIR.parent / "sweeps"
 SPECS = sorted(SWEEPS.glob(f"*{SPEC_SUFFIX}"))
@@ -20,10 +21,18 @@ TINY = ["dataset=synthetic", "dataset.num_nodes=400", "cluster.nproc=2", "model.
 # Sweeps whose columns name their datasets keep them (the real Planetoid files) with one seed.
 KEEP_DATA = {"table4": ["cluster.nproc=2", "model.layers=3", "model.hidden=16", "trainer.epochs=2", "trainer.eval_every=1",
                         "parallel.warmup_iterations=2", "trainer.seed=0"]}  # fmt: skip
+# Sweeps on emulated hosts (cluster=emulated: network namespaces, so root and iproute2) shrunk further to
+# 2 hosts of one rank each, at the sweep's own link. Their specs' columns for other settings
+# (adaqp_emulated: 10 and 25 Gbit/s, 4 and 8 hosts) no tiny run fills: running every setting would
+# take minutes, so those cells are checked to render '-' (a cell without runs), and the spec is
+# built once more with its columns' cluster.hosts moved to the runs' 2 hosts so that every column
+# whose link the runs have (speedup, bytes and test at 1 Gbit/s) meets real runs.
+NETNS = {"adaqp_emulated": [*(o for o in TINY if not o.startswith("cluster.nproc=")), "cluster.hosts=2", "cluster.nproc=1"]}
 
 
 def test_there_are_specs():
-    assert {p.name for p in SPECS} >= {"adaqp_ablation.table.yaml", "peers.table.yaml", "bitwidths.table.yaml"}
+    assert {p.name for p in SPECS} >= {"adaqp_ablation.table.yaml", "peers.table.yaml", "bitwidths.table.yaml",
+                                       "table4.table.yaml", "adaqp_emulated.table.yaml"}  # fmt: skip
 
 
 @pytest.mark.parametrize("spec_path", SPECS, ids=[p.name for p in SPECS])
@@ -35,17 +44,30 @@ def test_spec_renders_against_its_sweep(spec_path, tmp_path, request):
     tiny, data = TINY, tmp_path / "data"
     if sweep in KEEP_DATA:
         tiny, data = KEEP_DATA[sweep], request.getfixturevalue("planetoid_root")
+    if sweep in NETNS:
+        request.getfixturevalue("netns_host")
+        tiny = NETNS[sweep]
     res = run_gnnq(["-m", *base, *tiny], tmp_path / "runs" / "sweep", data, timeout=900)
     assert res.returncode == 0, res.stderr[-2000:]
     for i, extra in enumerate(spec.get("also_run", [])):
         res = run_gnnq([*base, *tiny, *extra.split()], tmp_path / "runs" / f"extra{i}", data)
         assert res.returncode == 0, res.stderr[-2000:]
     records = [r for _, r in find_records([tmp_path / "runs"])[0]]
+    assert records and all(r["status"] == "ok" for r in records)
     cells = build_table(spec, records)
+    # A column some run matches is filled in every row; in the full-size sweeps every column is.
+    ran = [any(_matches(r, col.get("match")) for r in records) for col in spec["columns"]]
+    assert all(ran) if sweep not in NETNS else any(ran), f"{spec_path.name}: columns without runs: {ran}"
     for row, line in zip(spec["rows"], cells):
-        for col, cell in zip(spec["columns"], line):
-            assert cell.stat.n >= 1, f"{spec_path.name}: no run fills ({row['label']!r}, {col['label']!r})"
-    md, _ = render_all(spec, records, tmp_path / "out")
+        for col, cell, filled in zip(spec["columns"], line, ran):
+            if filled:
+                assert cell.stat.n >= 1, f"{spec_path.name}: no run fills ({row['label']!r}, {col['label']!r})"
+            else:
+                assert cell.stat.n == 0 and cell.stat.mean is None and cell.stat.text() == "-"
+    md, (_, text_rows) = render_all(spec, records, tmp_path / "out")
+    assert all((text == "-") != filled for line in text_rows for text, filled in zip(line[1:], ran))
+    if sweep in NETNS:
+        _check_emulated_columns(spec, records)
     name = spec_path.name.removesuffix(SPEC_SUFFIX)
     assert all(row["label"] in md for row in spec["rows"])
     tex = (tmp_path / "out" / f"{name}.tex").read_text()
@@ -53,16 +75,44 @@ def test_spec_renders_against_its_sweep(spec_path, tmp_path, request):
     csv_lines = (tmp_path / "out" / f"{name}.csv").read_text().strip().splitlines()
     assert len(csv_lines) == len(spec["rows"]) + 1
     # A column naming a metric the runs lack fails, naming the spec, the column and the metric.
-    speed = {"label": "speed", "metric": "epochs_per_fortnight", "match": spec["columns"][0].get("match", {})}
+    speed = {"label": "speed", "metric": "epochs_per_fortnight", "match": spec["columns"][ran.index(True)].get("match", {})}
     broken = {**spec, "columns": [*spec["columns"], speed]}
     with pytest.raises(TableSpecError, match=r"column 'speed' names metric 'epochs_per_fortnight'.*test"):
         build_table(broken, records)
+
+
+def _check_emulated_columns(spec: dict, records: list[dict]) -> None:
+    """The spec with its columns moved to the runs' host count: speedups, byte ratios and accuracy from the records."""
+    (hosts,) = {r["config"]["cluster"]["hosts"] for r in records}
+    link = records[0]["config"]["cluster"]["link"]
+    moved = [{**c, "match": {**c["match"], "cluster.hosts": hosts}} for c in spec["columns"]]
+    cells = build_table({**spec, "columns": moved}, records)
+    by_row = {row["label"]: [r for r in records if _matches(r, row["match"])] for row in spec["rows"]}
+    assert all(len(runs) == 1 for runs in by_row.values()), {k: len(v) for k, v in by_row.items()}
+    (vanilla,) = by_row["Vanilla"]
+    for row, line in zip(spec["rows"], cells):
+        (run,) = by_row[row["label"]]
+        for col, cell in zip(moved, line):
+            if col["match"]["cluster.link"] != link:
+                assert cell.stat.mean is None
+            elif col.get("speedup_over") == "Vanilla":
+                assert cell.stat.mean == pytest.approx(vanilla["epoch_time_s"] / run["epoch_time_s"])
+            elif col.get("ratio_to") == "Vanilla":
+                assert cell.stat.mean == pytest.approx(run[col["metric"]] / vanilla[col["metric"]])
+            else:
+                assert cell.stat.mean == pytest.approx(run[col["metric"]])
+    labels = [row["label"] for row in spec["rows"]]
+    (j,) = [j for j, c in enumerate(moved) if c["label"] == "bytes vs Vanilla"]
+    bytes_ratio = [cells[labels.index(f"uniform {b}-bit")][j].stat.mean for b in (8, 4, 2)]
+    assert 1.0 > bytes_ratio[0] > bytes_ratio[1] > bytes_ratio[2] > 0.0, bytes_ratio  # fewer bits, fewer bytes
 
 
 @pytest.mark.parametrize("text,needle", [
     ("title: x\ncolumns: [{label: a, metric: test}]\n", "'rows' must be a non-empty list"),
     ("rows: [{label: r}]\ncolumns: [{label: a}]\n", "column 'a' names no metric"),
     ("rows: [{label: r}]\ncolumns: [{label: a, metric: test, ratio_to: Vanilla}]\n", "ratio_to 'Vanilla', not a row"),
+    ("rows: [{label: r}]\ncolumns: [{label: a, metric: test, speedup_over: Vanilla}]\n", "column 'a' has speedup_over 'Vanilla', not a row"),
+    ("rows: [{label: r}]\ncolumns: [{label: a, metric: test, ratio_to: r, speedup_over: r}]\n", "column 'a' sets both ratio_to 'r' and speedup_over 'r'"),
     ("rows: [{label: r}]\ncolumns: [{label: a, metric: test}]\nalso_run: experiment=x\n", "'also_run' must be a list"),
     ("rows: [\n", "not a readable YAML table spec"),
 ])  # fmt: skip
@@ -100,3 +150,27 @@ def test_spec_fields_are_checked(tmp_path, text, needle):
     path.write_text(text)
     with pytest.raises(TableSpecError, match=re.escape(needle)):
         load_spec(path)
+
+
+def test_speedup_over_is_the_base_rows_value_over_this_rows_and_missing_cells_are_dashes(tmp_path):
+    from gnnq.report.tables import render_csv, render_latex
+
+    path = tmp_path / "t.table.yaml"
+    path.write_text("rows: [{label: slow, match: {trainer.lr: 0.1}}, {label: fast, match: {trainer.lr: 0.2}},\n"
+                    "       {label: none, match: {trainer.lr: 0.3}}]\n"
+                    "columns: [{label: ms, metric: epoch_time_s, scale: 1000, format: '.0f'},\n"
+                    "          {label: speedup, metric: epoch_time_s, speedup_over: slow, format: '.2f'},\n"
+                    "          {label: time ratio, metric: epoch_time_s, ratio_to: slow, format: '.2f'},\n"
+                    "          {label: vs none, metric: epoch_time_s, speedup_over: none}]\n")  # fmt: skip
+    spec = load_spec(path)
+    records = [{"status": "ok", "config": {"trainer": {"lr": lr, "seed": s}}, "epoch_time_s": t}
+               for lr, s, t in ((0.1, 0, 2.0), (0.1, 1, 2.2), (0.2, 0, 0.5), (0.2, 1, 0.55))]  # fmt: skip
+    cells = build_table(spec, records)
+    values = [[c.stat.mean for c in line] for line in cells]
+    assert values[0][:3] == pytest.approx([2100.0, 1.0, 1.0]) and values[0][3] is None
+    assert values[1][:3] == pytest.approx([525.0, 4.0, 0.25]) and values[1][3] is None
+    assert values[2] == [None] * 4  # no run: every cell of the row, ratios included, is empty
+    md, (_, rows) = render_all(spec, records)
+    assert rows[1] == ["fast", "525 ± 35", "4.00", "0.25", "-"] and rows[2] == ["none", "-", "-", "-", "-"]
+    assert "'-': no run" in md and r"none & - & - & - & - \\" in render_latex(spec, cells)
+    assert render_csv(spec, cells).splitlines()[3] == "none" + ",,,0" * 4  # mean, std (blank), n per column

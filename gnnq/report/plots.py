@@ -1,11 +1,14 @@
 """Report plots (PNG and SVG, matplotlib without a display): accuracy vs throughput with the Pareto
-front marked, halo bytes per epoch by configuration, and training curves (validation vs time)."""
+front marked, halo bytes per epoch by configuration, training curves (validation vs time), and, where
+runs on emulated hosts differ in link bandwidth or number of hosts, throughput speedup over Vanilla
+against that setting."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
-from gnnq.report.aggregate import Group
+from gnnq.report.aggregate import Group, lookup
 from gnnq.report.curves import read_curve
 
 
@@ -28,8 +31,12 @@ def _save(fig, out: Path, stem: str) -> list[Path]:
 
 def short_labels(groups: list[Group]) -> list[str]:
     """Each configuration's overrides minus those every configuration shares."""
-    common = set.intersection(*(set(g.overrides) for g in groups)) if groups else set()
-    return [" ".join(o for o in g.overrides if o not in common) or "(common settings)" for g in groups]
+    return _distinct([g.overrides for g in groups])
+
+
+def _distinct(overrides: list[list[str]]) -> list[str]:
+    common = set.intersection(*(set(o) for o in overrides)) if overrides else set()
+    return [" ".join(o for o in ov if o not in common) or "(common settings)" for ov in overrides]
 
 
 def pareto_front(points: list[tuple[float, float]]) -> list[int]:
@@ -106,12 +113,121 @@ def plot_training_curves(groups: list[Group], out: Path, dataset: str) -> list[P
     return plot_curves(series, out, f"curves-{dataset}", f"{dataset}: validation vs training time (first seed)")
 
 
+def _config(g: Group) -> dict:
+    return g.runs[0][1]["config"]
+
+
+def _link_gbit(config: dict) -> float | None:
+    """An emulated host's link bandwidth in Gbit/s (a preset's, or bandwidth_mbit for link=custom)."""
+    from gnnq.launch.netns import PRESETS_MBIT
+
+    cluster = config.get("cluster") or {}
+    if cluster.get("name") != "emulated":
+        return None
+    mbit = cluster.get("bandwidth_mbit") if cluster.get("link") == "custom" else PRESETS_MBIT.get(cluster.get("link"))
+    return None if mbit is None else float(mbit) / 1000.0
+
+
+def _hosts(config: dict) -> float | None:
+    cluster = config.get("cluster") or {}
+    return float(cluster["hosts"]) if cluster.get("name") == "emulated" and cluster.get("hosts") is not None else None
+
+
+@dataclass(frozen=True)
+class SpeedupAxis:
+    """A setting of emulated clusters to plot speedups against: how to read it and which overrides set it."""
+
+    name: str  # plot stem: speedup_vs_<name>-<dataset>
+    xlabel: str
+    value: object  # config -> float | None (None: not an emulated run)
+    keys: tuple[str, ...]  # overrides that set it (dropped from a line's identity)
+    log: bool = False
+
+
+SPEEDUP_AXES = (
+    SpeedupAxis("bandwidth", "link bandwidth per host (Gbit/s)", _link_gbit, ("cluster.link", "cluster.bandwidth_mbit"), log=True),
+    SpeedupAxis("hosts", "emulated hosts", _hosts, ("cluster.hosts",)),
+)
+METHOD_GROUPS = ("parallel", "quantizer")  # what makes a method; everything else is its setting
+
+
+def _is_baseline(config: dict) -> bool:
+    """Vanilla: synchronous exchange of exact fp32 messages."""
+    return lookup(config, "parallel.name") == "sync" and lookup(config, "quantizer.name") == "fp32"
+
+
+def _key(override: str) -> str:
+    return override.lstrip("+~").split("=", 1)[0]
+
+
+def speedup_lines(groups: list[Group], axis: SpeedupAxis) -> dict[str, list[tuple[float, float]]]:
+    """Per configuration (all but ``axis``), (setting value, throughput speedup) sorted by value.
+
+    The speedup of a configuration at a value is the mean epoch time of Vanilla (parallel=sync,
+    quantizer=fp32, the same settings otherwise, ``axis`` included) over its own; configurations
+    without such a Vanilla, Vanilla itself (1 everywhere), and configurations with a speedup at
+    one value of ``axis`` only are left out. Empty when no configuration is left.
+    """
+    def is_method(o: str) -> bool:
+        return _key(o).split(".")[0] in METHOD_GROUPS
+
+    base = {}
+    for g in groups:
+        if _is_baseline(_config(g)) and g.stats["epoch_time_s"].mean:
+            base[(g.dataset, tuple(o for o in g.overrides if not is_method(o)))] = g.stats["epoch_time_s"].mean
+    points: dict[tuple, list[tuple[float, float]]] = {}
+    for g in groups:
+        x, mine = axis.value(_config(g)), g.stats["epoch_time_s"].mean
+        b = base.get((g.dataset, tuple(o for o in g.overrides if not is_method(o))))
+        if x is None or not mine or b is None or _is_baseline(_config(g)):
+            continue
+        line = tuple(o for o in g.overrides if _key(o) not in axis.keys)
+        points.setdefault(line, []).append((x, b / mine))
+    # Lines at one value only (another study's points: 8 hosts beside a bandwidth study on 4) say nothing about the axis.
+    points = {line: pts for line, pts in points.items() if len({x for x, _ in pts}) >= 2}
+    if not points:
+        return {}
+    # A line is named by its method's overrides (those not every run shares) and what else sets it apart.
+    common = set.intersection(*(set(g.overrides) for g in groups))
+    common_lines = set.intersection(*(set(line) for line in points))
+    labels = [" ".join(o for o in line if o not in common and (is_method(o) or o not in common_lines)) or "(common settings)"
+              for line in points]  # fmt: skip
+    return {label: sorted(pts) for label, pts in zip(labels, points.values())}
+
+
+def plot_speedup_vs(groups: list[Group], out: Path, dataset: str, axis: SpeedupAxis) -> list[Path]:
+    """Throughput speedup over Vanilla against ``axis``, a line per configuration; nothing when the runs do not vary it."""
+    lines = speedup_lines(groups, axis)
+    if not lines:
+        return []
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    for label, pts in lines.items():
+        xs, ys = zip(*pts)
+        ax.plot(xs, ys, marker="o", label=label)
+    ax.axhline(1.0, color="grey", linestyle="--", linewidth=1, label="Vanilla (sync, fp32)")
+    xs = sorted({x for pts in lines.values() for x, _ in pts})
+    if axis.log:
+        ax.set_xscale("log")
+    ax.set_xticks(xs, [f"{x:g}" for x in xs])
+    ax.set(xlabel=axis.xlabel, ylabel="throughput speedup over Vanilla (epoch time ratio)")
+    ax.set_title(f"{dataset}: speedup over Vanilla vs {axis.name} (mean epoch time over seeds)", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    paths = _save(fig, out, f"speedup_vs_{axis.name}-{dataset}")
+    plt.close(fig)
+    return paths
+
+
 def plot_report(groups: list[Group], out: Path) -> list[Path]:
-    """All report plots, per dataset."""
+    """All report plots, per dataset (speedup vs bandwidth and vs hosts only where the runs vary them)."""
     paths = []
     for dataset in dict.fromkeys(g.dataset for g in groups):
         mine = [g for g in groups if g.dataset == dataset]
         paths += plot_accuracy_vs_throughput(mine, out, dataset)
         paths += plot_bytes(mine, out, dataset)
         paths += plot_training_curves(mine, out, dataset)
+        for axis in SPEEDUP_AXES:
+            paths += plot_speedup_vs(mine, out, dataset, axis)
     return paths

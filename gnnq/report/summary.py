@@ -130,7 +130,9 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--table", type=Path, action="append", default=[],
                         help="a table spec (sweeps/<sweep>.table.yaml) to render from these runs; repeatable")  # fmt: skip
     parser.add_argument("--plots", action="store_true",
-                        help="with --out: accuracy vs throughput (Pareto front), bytes per epoch and training curves, PNG and SVG")  # fmt: skip
+                        help="with --out: accuracy vs throughput (Pareto front), bytes per epoch and training curves, and where "
+                             "runs on emulated hosts vary the link bandwidth or the number of hosts, throughput speedup over "
+                             "Vanilla (sync, fp32) against it; PNG and SVG")  # fmt: skip
     parser.add_argument("--dashboard", action="store_true",
                         help="with --out: dashboard.html, one self-contained page (leaderboards, plots, configs)")  # fmt: skip
     parser.add_argument("--wandb", choices=("offline", "online"),

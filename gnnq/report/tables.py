@@ -13,10 +13,15 @@ row and its column over seeds (mean ± std) for the column's metric (a record ke
     columns:
       - {label: epoch ms, metric: epoch_time_s, scale: 1000, format: ".1f"}
       - {label: bytes vs Vanilla, metric: comm_bytes_per_epoch, ratio_to: Vanilla, format: ".3f"}
+      - {label: speedup, metric: epoch_time_s, speedup_over: Vanilla, format: ".2f"}
       - {label: Cora test, metric: test, match: {dataset.name: cora}}
     paper:                        # optional published numbers, shown beside ours
       Vanilla: {Cora test: 0.815}
     also_run: ["experiment=minibatch cluster.nproc=1"]   # optional: runs outside the sweep that fill rows
+
+``ratio_to: ROW`` divides each cell by the same column's cell in row ROW (this row / ROW);
+``speedup_over: ROW`` is the inverse, ROW / this row (epoch time -> throughput speedup). A cell
+no run matches stays empty ('-' in Markdown and LaTeX, blank in CSV), as do the ratios that need it.
 
 Rendered as Markdown, CSV and LaTeX.
 """
@@ -35,6 +40,7 @@ from gnnq.report.aggregate import MISSING, SEED_KEYS, Stat, lookup
 from gnnq.report.overrides import config_overrides
 
 SPEC_SUFFIX = ".table.yaml"
+RATIO_KEYS = ("ratio_to", "speedup_over")  # this row / base row, base row / this row
 
 
 class TableSpecError(ValueError):
@@ -81,8 +87,12 @@ def load_spec(path: Path) -> dict:
         raise TableSpecError(f"{path}: 'also_run' must be a list of override strings")
     labels = [r["label"] for r in spec["rows"]]
     for col in spec["columns"]:
-        if col.get("ratio_to") is not None and col["ratio_to"] not in labels:
-            raise TableSpecError(f"{path}: column {col['label']!r} has ratio_to {col['ratio_to']!r}, not a row; rows: {', '.join(labels)}")
+        for key in RATIO_KEYS:
+            if col.get(key) is not None and col[key] not in labels:
+                raise TableSpecError(f"{path}: column {col['label']!r} has {key} {col[key]!r}, not a row; rows: {', '.join(labels)}")
+        if all(col.get(key) is not None for key in RATIO_KEYS):
+            raise TableSpecError(f"{path}: column {col['label']!r} sets both ratio_to {col['ratio_to']!r} and "
+                                 f"speedup_over {col['speedup_over']!r}; a column is one ratio (speedup_over is the inverse of ratio_to)")
     spec["_path"] = str(path)
     return spec
 
@@ -149,11 +159,18 @@ def build_table(spec: dict, records: list[dict]) -> list[list[Cell]]:
         cells.append(line)
     labels = [r["label"] for r in spec["rows"]]
     for j, col in enumerate(spec["columns"]):
-        if col.get("ratio_to") is not None:
-            base = cells[labels.index(col["ratio_to"])][j].stat.mean
+        inverse = col.get("speedup_over") is not None
+        base_label = col["speedup_over"] if inverse else col.get("ratio_to")
+        if base_label is not None:
+            base = cells[labels.index(base_label)][j].stat.mean
             for line in cells:  # a ratio of means; its spread is not shown (the base row's own spread would enter it)
                 s = line[j].stat
-                ratio = None if s.mean is None or not base else s.mean / base
+                if s.mean is None or not base:
+                    ratio = None
+                elif inverse:
+                    ratio = base / s.mean if s.mean else None
+                else:
+                    ratio = s.mean / base
                 line[j] = Cell(Stat(ratio, None, s.n), line[j].paper)
     return cells
 
