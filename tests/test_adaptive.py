@@ -17,8 +17,9 @@ from gnnq.config.schema import QuantizerConfig
 from gnnq.data.halo import build_parts
 from gnnq.data.partition import partition_nodes
 from gnnq.models import local_graph_for
+from gnnq.models.factory import build_model
 from gnnq.parallel import SyncStrategy
-from gnnq.train.loop import build_model, forward_backward
+from gnnq.train.loop import forward_backward
 from tests.helpers import random_graph, run_distributed
 
 HIDDEN, LAYERS, WIDTHS = 16, 3, (2, 4, 8)

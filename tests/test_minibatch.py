@@ -14,8 +14,9 @@ from gnnq.config.schema import Config
 from gnnq.data.halo import build_parts
 from gnnq.data.neighbor_sampler import NeighborSampler
 from gnnq.models import local_graph_for
+from gnnq.models.factory import build_model
 from gnnq.parallel import SyncStrategy
-from gnnq.train.loop import build_model, train
+from gnnq.train.loop import train
 from gnnq.train.minibatch import resolve_fanouts, train_minibatch
 from tests.helpers import random_graph, run_distributed
 

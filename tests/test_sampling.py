@@ -11,9 +11,11 @@ from gnnq.comm.accounting import HALO_TRAIN
 from gnnq.data.halo import build_parts
 from gnnq.data.partition import partition_nodes
 from gnnq.models import local_graph_for
+from gnnq.models.factory import build_model
 from gnnq.parallel import STRATEGIES
 from gnnq.parallel.sampling import draw_sample, sampled_positions
-from gnnq.train.loop import build_model, forward_backward, make_optimizer
+from gnnq.train.loop import forward_backward
+from gnnq.train.optim import make_optimizer
 from tests.helpers import random_graph, run_distributed
 
 HIDDEN, LAYERS, EPOCHS = 16, 3, 3

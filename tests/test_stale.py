@@ -10,8 +10,10 @@ from gnnq.comm import Communicator, HaloExchange
 from gnnq.data.halo import build_parts
 from gnnq.data.partition import partition_nodes
 from gnnq.models import local_graph_for
+from gnnq.models.factory import build_model
 from gnnq.parallel import STRATEGIES
-from gnnq.train.loop import build_model, forward_backward, make_optimizer
+from gnnq.train.loop import forward_backward
+from gnnq.train.optim import make_optimizer
 from tests.helpers import random_graph, run_distributed
 
 HIDDEN, LAYERS, EPOCHS = 16, 3, 4

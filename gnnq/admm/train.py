@@ -24,7 +24,8 @@ from gnnq.comm.grid_codec import Grid
 from gnnq.data.halo import Part
 from gnnq.errors import ConfigError, GnnqError
 from gnnq.train.checkpoint import Checkpoints
-from gnnq.train.loop import EpochCallback, FaultInjector, summarize
+from gnnq.train.faults import FaultInjector
+from gnnq.train.loop import EpochCallback, summarize
 from gnnq.train.metrics import metrics_from_counts, split_counts
 
 STALL_TOLERANCE = 1e-3  # rho_schedule=grow: a loss that falls by less than this has stalled

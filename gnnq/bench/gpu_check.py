@@ -125,8 +125,9 @@ def _one_step(strategy_name: str, quantizer: str, device: torch.device, world_si
     from gnnq.data.loaders.synthetic import generate_sbm
     from gnnq.data.partition import partition_nodes
     from gnnq.models import local_graph_for
+    from gnnq.models.factory import build_model
     from gnnq.parallel import make_strategy
-    from gnnq.train.loop import build_model, forward_backward
+    from gnnq.train.loop import forward_backward
 
     cfg = OmegaConf.create({
         "model": {"name": "gcn", "layers": 3, "hidden": 64, "dropout": 0.0, "norm": "layer"},

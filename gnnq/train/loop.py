@@ -17,47 +17,16 @@ from gnnq.comm import Communicator, HaloExchange
 from gnnq.comm.accounting import CONTROL, GRAD_SYNC, HALO_EVAL, HALO_SETUP, HALO_TRAIN
 from gnnq.comm.codec import message_quantization
 from gnnq.data.halo import Part
-from gnnq.models import GNN, local_graph_for
-from gnnq.models.gamlp import GAMLP
+from gnnq.models import local_graph_for
+from gnnq.models.factory import build_model
 from gnnq.parallel import make_strategy
 from gnnq.train.checkpoint import Checkpoints
+from gnnq.train.faults import FaultInjector
+from gnnq.train.grad_sync import all_reduce_gradients, sync_parameters
 from gnnq.train.metrics import loss_sum, metrics_from_counts, split_counts
+from gnnq.train.optim import make_optimizer
 
 EpochCallback = Callable[[dict], None]
-
-
-def build_model(cfg: DictConfig, part: Part) -> torch.nn.Module:
-    m = cfg.model
-    if m.name == "gamlp":
-        return GAMLP(part.x.shape[1], m.hidden, part.num_classes, m.layers, m.dropout, m.norm)
-    return GNN(m.name, part.x.shape[1], m.hidden, part.num_classes, m.layers, m.dropout, m.norm)
-
-
-OPTIMIZERS = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD, "adagrad": torch.optim.Adagrad, "adadelta": torch.optim.Adadelta}
-
-
-def make_optimizer(cfg: DictConfig, params) -> torch.optim.Optimizer:
-    t = cfg.trainer
-    return OPTIMIZERS[t.optimizer](params, lr=t.lr, weight_decay=t.weight_decay)
-
-
-def sync_parameters(model: torch.nn.Module, comm: Communicator) -> None:
-    """Make every rank start from rank 0's parameters."""
-    for p in model.parameters():
-        comm.broadcast(p.data, src=0, category=CONTROL)
-
-
-def all_reduce_gradients(model: torch.nn.Module, comm: Communicator) -> None:
-    """Sum parameter gradients over ranks (each rank's loss is already divided by the global count)."""
-    if comm.world_size == 1:
-        return
-    params = list(model.parameters())
-    flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params])
-    comm.all_reduce(flat, category=GRAD_SYNC)
-    offset = 0
-    for p in params:
-        p.grad = flat[offset : offset + p.numel()].view_as(p)
-        offset += p.numel()
 
 
 def forward_backward(model: torch.nn.Module, part: Part, strategy, num_train: float, comm: Communicator):
@@ -76,30 +45,6 @@ def forward_backward(model: torch.nn.Module, part: Part, strategy, num_train: fl
     loss.backward()
     all_reduce_gradients(model, comm)
     return logits, loss
-
-
-class FaultInjector:
-    """Test hook: GNNQ_FAULT_INJECT="rank=R,epoch=E[,mode=M]" breaks rank R at the start of epoch E.
-
-    ``mode=raise`` (default) raises; ``mode=hang`` stops taking part in collectives (sleeps until killed).
-    """
-
-    MODES = ("raise", "hang")
-
-    def __init__(self, spec: str | None, rank: int):
-        fields = dict(kv.split("=") for kv in spec.split(",")) if spec else {}
-        self.epoch = int(fields["epoch"]) if fields and int(fields.get("rank", -1)) == rank else None
-        self.mode = fields.get("mode", "raise")
-        if self.mode not in self.MODES:
-            raise ValueError(f"GNNQ_FAULT_INJECT mode={self.mode}: must be one of {', '.join(self.MODES)}")
-
-    def check(self, epoch: int) -> None:
-        if epoch != self.epoch:
-            return
-        if self.mode == "raise":
-            raise RuntimeError(f"injected fault at epoch {epoch}")
-        while True:  # hang: the peers block in their next collective until cluster.timeout_s
-            time.sleep(3600)
 
 
 def train(

@@ -20,10 +20,13 @@ from gnnq.comm import Communicator, HaloExchange
 from gnnq.data.halo import Part
 from gnnq.data.neighbor_sampler import NeighborSampler
 from gnnq.models import local_graph_for
+from gnnq.models.factory import build_model
 from gnnq.parallel import SyncStrategy
 from gnnq.train.checkpoint import Checkpoints
-from gnnq.train.loop import EpochCallback, FaultInjector, build_model, make_optimizer, summarize
+from gnnq.train.faults import FaultInjector
+from gnnq.train.loop import EpochCallback, summarize
 from gnnq.train.metrics import loss_sum, metrics_from_counts, split_counts
+from gnnq.train.optim import make_optimizer
 
 
 def resolve_fanouts(fanouts: Sequence[int], layers: int) -> list[int]:
