@@ -79,7 +79,8 @@ def test_table_from_real_runs(small_bench):
     assert len(table) == 4
     for line, row in zip(table, rows):  # the CSV's cells are the numbers of results.json, which the records checked above
         mine = [records[(row["point"], r)] for r in range(2)]
-        assert int(line["point"]) == row["point"] and int(line["runs"]) == 2 and line["setting"] == f"model.hidden={row['setting']['model.hidden']}"
+        assert int(line["point"]) == row["point"] and int(line["runs"]) == 2
+        assert line["setting"] == f"model.hidden={row['setting']['model.hidden']}"
         assert float(line["epoch_time_s"]) == row["epoch_time_s"] == statistics.median(r["epoch_time_s"] for r in mine)
         assert float(line["test_mean"]) == row["test_mean"] and float(line["test_std"]) == row["test_std"]
         assert float(line["comm_bytes_per_epoch"]) == statistics.median(r["comm_bytes_per_epoch"] for r in mine)

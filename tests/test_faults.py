@@ -223,11 +223,13 @@ def test_a_rank_only_torch_elastic_recorded_is_named_with_its_exception(tmp_path
     earlier = elastic_log_dir(run_dir) / "gnnq-local_old" / "attempt_0" / "1" / "error.json"
     _elastic_error(monkeypatch, earlier, KeyError("an earlier attempt's"))
     os.utime(earlier.parents[2], (1.0, 1.0))
-    _elastic_error(monkeypatch, elastic_log_dir(run_dir) / "gnnq-local_new" / "attempt_0" / "1" / "error.json", ValueError("bad shard\nmore"))
+    latest = elastic_log_dir(run_dir) / "gnnq-local_new" / "attempt_0" / "1" / "error.json"
+    _elastic_error(monkeypatch, latest, ValueError("bad shard\nmore"))
     assert describe_failure(run_dir, 1).startswith("rank 1 failed: ValueError: bad shard (traceback in")
     # gnnq's own file, where there is one, speaks for its rank
     run_dir = _failed_job(tmp_path / "both", [{"rank": 1, "message": "RuntimeError: its own words", "time": 1.0}])
-    _elastic_error(monkeypatch, elastic_log_dir(run_dir) / "gnnq-local_x" / "attempt_0" / "1" / "error.json", ValueError("bad shard"))
+    both = elastic_log_dir(run_dir) / "gnnq-local_x" / "attempt_0" / "1" / "error.json"
+    _elastic_error(monkeypatch, both, ValueError("bad shard"))
     assert describe_failure(run_dir, 1).startswith("rank 1 failed: RuntimeError: its own words")
 
 
@@ -241,14 +243,17 @@ def test_torch_elastic_files_of_a_second_host_name_its_global_rank(tmp_path, mon
 
 
 def test_a_rank_that_raised_leaves_gnnqs_and_torch_elastics_error_files(tmp_path):
-    res = run_gnnq([*SMALL, "trainer.epochs=3"], tmp_path / "runs", tmp_path / "data", env={"GNNQ_FAULT_INJECT": "rank=1,epoch=2"})
+    fault = {"GNNQ_FAULT_INJECT": "rank=1,epoch=2"}
+    res = run_gnnq([*SMALL, "trainer.epochs=3"], tmp_path / "runs", tmp_path / "data", env=fault)
     assert res.returncode == 1
     (run_dir,) = run_dirs(tmp_path / "runs")
     assert read_record(run_dir)["error"].startswith("rank 1 failed: RuntimeError: injected fault at epoch 2 (traceback in")
     from gnnq.launch.failure import elastic_log_dir, lost_peer
 
-    files = {int(p.parent.name): json.loads(p.read_text())["message"] for p in elastic_log_dir(run_dir).glob("*/attempt_0/*/error.json")}
-    assert files[1]["message"] == "RuntimeError: injected fault at epoch 2" and "faults.py" in files[1]["extraInfo"]["py_callstack"]
+    paths = elastic_log_dir(run_dir).glob("*/attempt_0/*/error.json")
+    files = {int(p.parent.name): json.loads(p.read_text())["message"] for p in paths}  # local rank -> its error
+    assert files[1]["message"] == "RuntimeError: injected fault at epoch 2"
+    assert "faults.py" in files[1]["extraInfo"]["py_callstack"]
     own = json.loads((run_dir / ".gnnq" / "error-rank1.json").read_text())
     assert own["message"] == files[1]["message"] and abs(own["time"] - float(files[1]["extraInfo"]["timestamp"])) < 2
     if 0 in files:  # rank 0 raised too only if its peer's exit broke its collective before torchrun stopped it

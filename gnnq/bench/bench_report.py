@@ -51,7 +51,8 @@ def table_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
 
 def write_csv(path: Path, rows: list[dict]) -> None:
     """One numeric column per statistic (blank where there is none); setting and overrides as text."""
-    flat = [{**r, "setting": " ".join(f"{k}={v}" for k, v in r["setting"].items()), "overrides": " ".join(r["overrides"])} for r in rows]
+    flat = [{**r, "setting": " ".join(f"{k}={v}" for k, v in r["setting"].items()), "overrides": " ".join(r["overrides"])}
+            for r in rows]  # fmt: skip
     # object dtype: each value written as Python writes it (an int stays 12345, not 12345.0, beside a blank)
     pd.DataFrame(flat, columns=CSV_FIELDS, dtype=object).to_csv(path, index=False)
 

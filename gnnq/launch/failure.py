@@ -37,7 +37,9 @@ _FIRST_FAILURE = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
 
 
 def elastic_log_dir(run_dir: Path, host: int = 0) -> Path:
-    """torchrun's ``--log-dir`` on host ``host``: a failed rank's error file is <dir>/<rdzv id>_<random>/attempt_<n>/<local rank>/error.json."""
+    """torchrun's ``--log-dir`` on host ``host``.
+
+    A rank that raised leaves <dir>/<rdzv id>_<random>/attempt_<n>/<local rank>/error.json there."""
     return Path(run_dir) / INTERNAL_DIR / ELASTIC_DIR / f"h{host}"
 
 
@@ -131,7 +133,10 @@ def _elastic_reports(run_dir: Path, ranks_per_host: int) -> list[dict]:
             try:
                 data = json.loads(path.read_text())
                 error = data["message"]  # {"message", "extraInfo": {"timestamp", ...}}, or a string beside "timestamp"
-                message, stamp = (error, data["timestamp"]) if isinstance(error, str) else (error["message"], error["extraInfo"]["timestamp"])
+                if isinstance(error, str):
+                    message, stamp = error, data["timestamp"]
+                else:
+                    message, stamp = error["message"], error["extraInfo"]["timestamp"]
                 reports.append({"rank": host * ranks_per_host + int(path.parent.name), "stopped": False, "time": float(stamp),
                                 "message": str(message).strip().splitlines()[0].removesuffix(":")})  # fmt: skip
             except (OSError, ValueError, KeyError, TypeError, IndexError):

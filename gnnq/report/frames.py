@@ -26,8 +26,8 @@ class Shown:
 
 GROUPS_SHOWN = [
     Shown("dataset", "dataset"), Shown("config (overrides)", "config"), Shown("seeds", "seeds"), Shown("test", "test", ".4f"),
-    Shown("best val", "best_val", ".4f"), Shown("epoch ms", "epoch_time_s", ".1f", 1e3), Shown("comm ms", "comm_time_s", ".1f", 1e3),
-    Shown("halo MB/epoch", "comm_bytes_per_epoch", ".3f", 1e-6),
+    Shown("best val", "best_val", ".4f"), Shown("epoch ms", "epoch_time_s", ".1f", 1e3),
+    Shown("comm ms", "comm_time_s", ".1f", 1e3), Shown("halo MB/epoch", "comm_bytes_per_epoch", ".3f", 1e-6),
 ]  # fmt: skip
 LEADERBOARD_SHOWN = [
     Shown("rank", "rank"), Shown("config (overrides)", "config"), Shown("seeds", "runs"), Shown("test", "test", ".4f"),
@@ -58,7 +58,8 @@ def leaderboard_frame(board: Leaderboard) -> pd.DataFrame:
                      **stat_columns("comm_bytes_per_epoch", g.stats["comm_bytes_per_epoch"]),
                      **stat_columns("time_to_target_s", g.time_to_target)})  # fmt: skip
     columns = ["rank", "config", "runs", "test_mean", "test_std", "epochs_per_s", "epoch_time_s_mean", "epoch_time_s_std",
-               "comm_bytes_per_epoch_mean", "comm_bytes_per_epoch_std", "time_to_target_s_mean", "time_to_target_s_std"]  # fmt: skip
+               "comm_bytes_per_epoch_mean", "comm_bytes_per_epoch_std",
+               "time_to_target_s_mean", "time_to_target_s_std"]  # fmt: skip
     frame = _numeric(pd.DataFrame(rows, columns=columns), columns[2:])
     frame["rank"] = frame["rank"].astype("Int64")
     return frame

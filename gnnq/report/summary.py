@@ -132,10 +132,11 @@ def main(argv: list[str]) -> None:
     # Numeric frames (CSV, W&B); Markdown shows their text view.
     tables = {"configurations": groups_frame(groups)}
     tables.update({f"leaderboard/{b.dataset}": leaderboard_frame(b) for b in boards})
-    sections = ["## Runs", "", records_table(records), "", "## Configurations (mean ± std over seeds)", "",
-                markdown_table(*text_view(tables["configurations"], GROUPS_SHOWN)) if groups else "(no successful runs)", ""]  # fmt: skip
+    configurations = markdown_table(*text_view(tables["configurations"], GROUPS_SHOWN)) if groups else "(no successful runs)"
+    sections = ["## Runs", "", records_table(records), "", "## Configurations (mean ± std over seeds)", "", configurations, ""]
     for board in boards:
-        sections += [f"## {leaderboard_title(board)}", "", markdown_table(*text_view(tables[f"leaderboard/{board.dataset}"], LEADERBOARD_SHOWN)), ""]
+        board_table = markdown_table(*text_view(tables[f"leaderboard/{board.dataset}"], LEADERBOARD_SHOWN))
+        sections += [f"## {leaderboard_title(board)}", "", board_table, ""]
     for spec_path in args.table:
         try:
             md, table = render_all(load_spec(spec_path), [r for _, r in records], args.out)

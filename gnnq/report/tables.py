@@ -218,9 +218,10 @@ def table_frame(spec: dict, cells: list[list[Cell]]) -> pd.DataFrame:
     for row, line in zip(spec["rows"], cells):
         values = {spec.get("row_header", "row"): row["label"]}
         for col, cell in zip(spec["columns"], line):
-            values.update({f"{col['label']} mean": cell.stat.mean, f"{col['label']} std": cell.stat.std, f"{col['label']} n": cell.stat.n})
+            label = col["label"]
+            values.update({f"{label} mean": cell.stat.mean, f"{label} std": cell.stat.std, f"{label} n": cell.stat.n})
             if _has_paper(spec):
-                values[f"{col['label']} paper"] = cell.paper
+                values[f"{label} paper"] = cell.paper
         rows.append(values)
     frame = pd.DataFrame(rows)
     numbers = frame.columns[1:]

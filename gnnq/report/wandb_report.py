@@ -11,7 +11,8 @@ import pandas as pd
 from gnnq.report.frames import json_ready
 
 
-def log_report(out: Path, tables: dict[str, pd.DataFrame], images: list[Path], project: str = "gnnq", mode: str = "offline") -> Path:
+def log_report(out: Path, tables: dict[str, pd.DataFrame], images: list[Path], project: str = "gnnq",
+               mode: str = "offline") -> Path:  # fmt: skip
     """One W&B run (job type "report") holding every table as a ``wandb.Table`` and the PNG plots.
 
     ``tables``: name -> the report's numeric frame (numbers stay numbers, missing values are null).
