@@ -75,7 +75,15 @@ def test_table_from_real_runs(small_bench):
     md = (out / "README.md").read_text()
     assert "gnnq-bench adaqp_ablation" in md and md.count("| adaqp_q ") == 2
     with open(out / "results.csv") as f:
-        assert len(list(csv.DictReader(f))) == 4
+        table = list(csv.DictReader(f))
+    assert len(table) == 4
+    for line, row in zip(table, rows):  # the CSV's cells are the numbers of results.json, which the records checked above
+        mine = [records[(row["point"], r)] for r in range(2)]
+        assert int(line["point"]) == row["point"] and int(line["runs"]) == 2
+        assert line["setting"] == f"model.hidden={row['setting']['model.hidden']}"
+        assert float(line["epoch_time_s"]) == row["epoch_time_s"] == statistics.median(r["epoch_time_s"] for r in mine)
+        assert float(line["test_mean"]) == row["test_mean"] and float(line["test_std"]) == row["test_std"]
+        assert float(line["comm_bytes_per_epoch"]) == statistics.median(r["comm_bytes_per_epoch"] for r in mine)
     assert (out / "speedup_vs_model_hidden.png").stat().st_size > 0 and (out / "speedup_vs_model_hidden.svg").is_file()
     assert "8 runs" in res.stdout and "run 8/8" in res.stdout
 

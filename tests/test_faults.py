@@ -7,6 +7,7 @@ record marked failed that names the rank and the cause, and no process of the ru
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_helpers import read_record, run_dirs, start_gnnq
+from tests.cli_helpers import read_record, run_dirs, run_gnnq, start_gnnq
 
 SMALL = ["logger=none", "dataset.num_nodes=1500", "model.hidden=32", "cluster.nproc=2"]
 LONG = [*SMALL, "trainer.epochs=100000"]
@@ -180,7 +181,7 @@ RESET = "RuntimeError: [../gloo/transport/tcp/pair.cc:537] Read error [127.0.0.1
 def _failed_job(tmp_path: Path, reports: list[dict]) -> Path:
     from gnnq.track.files import write_json_atomic
 
-    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs").mkdir(parents=True)
     (tmp_path / "logs" / "torchrun.log").write_text(SUMMARY)
     for r in reports:
         write_json_atomic(tmp_path / ".gnnq" / f"error-rank{r['rank']}.json", {"traceback": "", "stopped": False, **r})
@@ -200,6 +201,63 @@ def test_an_error_a_rank_reported_is_named_before_a_rank_killed_while_stopping(t
 
     run_dir = _failed_job(tmp_path, [{"rank": 0, "message": "RuntimeError: CUDA out of memory", "time": 1.0}])
     assert describe_failure(run_dir, 1).startswith("rank 0 failed: RuntimeError: CUDA out of memory (traceback in")
+
+
+def _elastic_error(monkeypatch, path: Path, exc: Exception) -> None:
+    """The error file torch elastic's @record writes for a rank that raised ``exc`` (its own ErrorHandler)."""
+    from torch.distributed.elastic.multiprocessing.errors import ErrorHandler
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("TORCHELASTIC_ERROR_FILE", str(path))
+    try:
+        raise exc
+    except type(exc) as raised:
+        ErrorHandler().record_exception(raised)
+
+
+def test_a_rank_only_torch_elastic_recorded_is_named_with_its_exception(tmp_path, monkeypatch):
+    """No gnnq error file for rank 1 (it died writing it): torch elastic's file of its latest torchrun names the exception."""
+    from gnnq.launch.failure import describe_failure, elastic_log_dir
+
+    run_dir = _failed_job(tmp_path, [{"rank": 0, "message": RESET, "time": 1.0}])
+    earlier = elastic_log_dir(run_dir) / "gnnq-local_old" / "attempt_0" / "1" / "error.json"
+    _elastic_error(monkeypatch, earlier, KeyError("an earlier attempt's"))
+    os.utime(earlier.parents[2], (1.0, 1.0))
+    latest = elastic_log_dir(run_dir) / "gnnq-local_new" / "attempt_0" / "1" / "error.json"
+    _elastic_error(monkeypatch, latest, ValueError("bad shard\nmore"))
+    assert describe_failure(run_dir, 1).startswith("rank 1 failed: ValueError: bad shard (traceback in")
+    # gnnq's own file, where there is one, speaks for its rank
+    run_dir = _failed_job(tmp_path / "both", [{"rank": 1, "message": "RuntimeError: its own words", "time": 1.0}])
+    both = elastic_log_dir(run_dir) / "gnnq-local_x" / "attempt_0" / "1" / "error.json"
+    _elastic_error(monkeypatch, both, ValueError("bad shard"))
+    assert describe_failure(run_dir, 1).startswith("rank 1 failed: RuntimeError: its own words")
+
+
+def test_torch_elastic_files_of_a_second_host_name_its_global_rank(tmp_path, monkeypatch):
+    from gnnq.launch.failure import describe_failure, elastic_log_dir
+
+    run_dir = _failed_job(tmp_path, [])
+    _elastic_error(monkeypatch, elastic_log_dir(run_dir, 1) / "gnnq-abc_1" / "attempt_0" / "1" / "error.json", MemoryError())
+    logs = [run_dir / "logs" / "torchrun.log", run_dir / "logs" / "torchrun-h1.log"]
+    assert describe_failure(run_dir, 1, logs, ranks_per_log=2) == f"rank 3 failed: MemoryError (traceback in {logs[1]})"
+
+
+def test_a_rank_that_raised_leaves_gnnqs_and_torch_elastics_error_files(tmp_path):
+    fault = {"GNNQ_FAULT_INJECT": "rank=1,epoch=2"}
+    res = run_gnnq([*SMALL, "trainer.epochs=3"], tmp_path / "runs", tmp_path / "data", env=fault)
+    assert res.returncode == 1
+    (run_dir,) = run_dirs(tmp_path / "runs")
+    assert read_record(run_dir)["error"].startswith("rank 1 failed: RuntimeError: injected fault at epoch 2 (traceback in")
+    from gnnq.launch.failure import elastic_log_dir, lost_peer
+
+    paths = elastic_log_dir(run_dir).glob("*/attempt_0/*/error.json")
+    files = {int(p.parent.name): json.loads(p.read_text())["message"] for p in paths}  # local rank -> its error
+    assert files[1]["message"] == "RuntimeError: injected fault at epoch 2"
+    assert "faults.py" in files[1]["extraInfo"]["py_callstack"]
+    own = json.loads((run_dir / ".gnnq" / "error-rank1.json").read_text())
+    assert own["message"] == files[1]["message"] and abs(own["time"] - float(files[1]["extraInfo"]["timestamp"])) < 2
+    if 0 in files:  # rank 0 raised too only if its peer's exit broke its collective before torchrun stopped it
+        assert lost_peer(files[0]["message"]), files[0]["message"]
 
 
 def test_progress_line_mixed_with_another_ranks_output():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -87,8 +88,7 @@ def test_groups_leaderboard_and_bad_records(tmp_path, report_runs):
     assert "corrupt" in res.stderr and "partial" in res.stderr and "RuntimeError: boom" in res.stdout
     assert "Leaderboard: synthetic" in res.stdout and "± " in res.stdout
     assert (out / "report.md").read_text().strip() == res.stdout.strip()
-    assert len((out / "groups.csv").read_text().strip().splitlines()) == 3
-    assert (out / "leaderboard-synthetic.csv").is_file()
+    _check_csvs_against_records(out, [r for _, r in records if r["status"] == "ok"])
     for stem in ("accuracy_vs_throughput", "bytes_per_epoch", "curves"):
         assert (out / f"{stem}-synthetic.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert (out / f"{stem}-synthetic.svg").read_text().lstrip().startswith("<?xml")
@@ -96,6 +96,48 @@ def test_groups_leaderboard_and_bad_records(tmp_path, report_runs):
     assert no_out.returncode == 2 and "need --out" in no_out.stderr
     bad = subprocess.run([str(report), str(tmp_path / "runs"), "--criterion", "fastest"], capture_output=True, text=True)
     assert bad.returncode == 2 and "fastest" in bad.stderr and "throughput" in bad.stderr
+
+
+def _csv(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _by_model(records: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for r in records:
+        out.setdefault(r["config"]["model"]["name"], []).append(r)
+    return out
+
+
+def _model_of(config: str) -> str:
+    return "sage" if "model=sage" in config else "gcn"
+
+
+def _check_csvs_against_records(out: Path, records: list[dict]) -> None:
+    """Every statistic in groups.csv and the leaderboard CSV is a plain number equal to the one computed from the records."""
+    runs = _by_model(records)
+    groups = _csv(out / "groups.csv")
+    assert len(groups) == 2 and list(groups[0])[:4] == ["dataset", "config", "seeds", "runs"]
+    for row in groups:
+        mine = runs[_model_of(row["config"])]
+        assert row["dataset"] == "synthetic" and int(row["runs"]) == len(mine) == 2
+        assert sorted(int(s) for s in row["seeds"].split(",")) == sorted(r["config"]["trainer"]["seed"] for r in mine)
+        for metric in ("test", "best_val", "epoch_time_s", "comm_time_s", "comm_bytes_per_epoch"):
+            values = [r[metric] for r in mine]
+            assert float(row[f"{metric}_mean"]) == pytest.approx(statistics.mean(values), rel=1e-12), metric
+            assert float(row[f"{metric}_std"]) == pytest.approx(statistics.stdev(values), rel=1e-12, abs=1e-15), metric
+    board = _csv(out / "leaderboard-synthetic.csv")
+    assert [list(board[0])[:3], len(board)] == [["rank", "config", "runs"], 2]
+    for row in board:
+        mine = runs[_model_of(row["config"])]
+        epoch = statistics.mean(r["epoch_time_s"] for r in mine)
+        assert float(row["test_mean"]) == pytest.approx(statistics.mean(r["test"] for r in mine), rel=1e-12)
+        assert float(row["epoch_time_s_mean"]) == pytest.approx(epoch, rel=1e-12)
+        assert float(row["epochs_per_s"]) == pytest.approx(1.0 / epoch, rel=1e-12)
+        assert row["time_to_target_s_mean"] == row["time_to_target_s_std"] == ""  # ranked by throughput: no target
+    ranked = [row for row in board if row["rank"]]
+    assert [int(row["rank"]) for row in ranked] == list(range(1, len(ranked) + 1))
 
 
 def test_pareto_front_and_short_labels():
@@ -117,11 +159,23 @@ def test_report_tables_logged_to_wandb_offline(tmp_path, report_runs):
     assert res.returncode == 0, res.stderr
     (run,) = (tmp_path / "wandb").glob("offline-run-*")
     tables = {p.parent.name + "/" + p.name.split("_")[0]: json.loads(p.read_text()) for p in run.rglob("*.table.json")}
+    gcn = [r for _, r in find_records([report_runs])[0] if r["config"]["model"]["name"] == "gcn"]
     board = tables["leaderboard/synthetic"]
-    assert board["columns"][:2] == ["rank", "config (overrides)"] and len(board["data"]) == 1  # GCN only (--where)
-    assert len(tables["table/configurations"]["data"]) == 1
-    adaqp = tables["table/adaqp"]["data"]
-    assert [row[0] for row in adaqp] == ["Vanilla", "AdaQP-q", "AdaQP-p", "AdaQP"] and adaqp[0][1] != "-"
+    assert board["columns"][:3] == ["rank", "config", "runs"] and len(board["data"]) == 1  # GCN only (--where)
+    (row,) = [dict(zip(board["columns"], line)) for line in board["data"]]
+    assert row["rank"] == 1 and row["runs"] == 2  # numbers, not their text
+    assert row["test_mean"] == pytest.approx(statistics.mean(r["test"] for r in gcn), rel=1e-12)
+    assert row["test_std"] == pytest.approx(statistics.stdev(r["test"] for r in gcn), rel=1e-12, abs=1e-15)
+    assert row["time_to_target_s_mean"] is None  # missing: null, not "-"
+    (groups,) = tables["table/configurations"]["data"]
+    groups = dict(zip(tables["table/configurations"]["columns"], groups))
+    assert groups["comm_bytes_per_epoch_mean"] == pytest.approx(statistics.mean(r["comm_bytes_per_epoch"] for r in gcn))
+    adaqp = tables["table/adaqp"]
+    assert [row[0] for row in adaqp["data"]] == ["Vanilla", "AdaQP-q", "AdaQP-p", "AdaQP"]
+    assert adaqp["columns"][1:4] == ["epoch ms mean", "epoch ms std", "epoch ms n"]
+    vanilla = adaqp["data"][0]
+    assert vanilla[1] == pytest.approx(1e3 * statistics.mean(r["epoch_time_s"] for r in gcn), rel=1e-12) and vanilla[3] == 2
+    assert all(row[1] is None and row[3] == 0 for row in adaqp["data"][1:])  # no adaptive or overlap runs here
 
 
 def test_strings_that_look_like_other_types_are_quoted():

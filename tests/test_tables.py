@@ -9,7 +9,7 @@ import pytest
 
 from gnnq.config.compose import CONF_DIR
 from gnnq.report.summary import find_records
-from gnnq.report.tables import SPEC_SUFFIX, TableSpecError, _matches, build_table, load_spec, render_all
+from gnnq.report.tables import SPEC_SUFFIX, TableSpecError, _header_and_rows, _matches, build_table, load_spec, render_all
 from tests.cli_helpers import run_gnnq
 from tests.test_emulated import netns_host  # noqa: F401 - a fixture: skip (or fail with GNNQ_REQUIRE_NETNS=1) without namespaces
 
@@ -64,7 +64,8 @@ def test_spec_renders_against_its_sweep(spec_path, tmp_path, request):
                 assert cell.stat.n >= 1, f"{spec_path.name}: no run fills ({row['label']!r}, {col['label']!r})"
             else:
                 assert cell.stat.n == 0 and cell.stat.mean is None and cell.stat.text() == "-"
-    md, (_, text_rows) = render_all(spec, records, tmp_path / "out")
+    md, _ = render_all(spec, records, tmp_path / "out")
+    _, text_rows = _header_and_rows(spec, cells)
     step = 2 if spec.get("paper") else 1  # with paper numbers a "(paper)" column follows each column
     assert all((text == "-") != filled for line in text_rows for text, filled in zip(line[1::step], ran))
     if sweep in NETNS:
@@ -171,7 +172,8 @@ def test_speedup_over_is_the_base_rows_value_over_this_rows_and_missing_cells_ar
     assert values[0][:3] == pytest.approx([2100.0, 1.0, 1.0]) and values[0][3] is None
     assert values[1][:3] == pytest.approx([525.0, 4.0, 0.25]) and values[1][3] is None
     assert values[2] == [None] * 4  # no run: every cell of the row, ratios included, is empty
-    md, (_, rows) = render_all(spec, records)
+    md, _ = render_all(spec, records)
+    _, rows = _header_and_rows(spec, cells)
     assert rows[1] == ["fast", "525 ± 35", "4.00", "0.25", "-"] and rows[2] == ["none", "-", "-", "-", "-"]
     assert "'-': no run" in md and r"none & - & - & - & - \\" in render_latex(spec, cells)
     assert render_csv(spec, cells).splitlines()[3] == "none" + ",,,0" * 4  # mean, std (blank), n per column

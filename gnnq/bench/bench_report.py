@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
+
+import pandas as pd
 
 from gnnq.bench.compare import Point
 from gnnq.bench.machine import describe_machine
@@ -49,11 +50,11 @@ def table_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({**r, "setting": " ".join(f"{k}={v}" for k, v in r["setting"].items()), "overrides": " ".join(r["overrides"])})
+    """One numeric column per statistic (blank where there is none); setting and overrides as text."""
+    flat = [{**r, "setting": " ".join(f"{k}={v}" for k, v in r["setting"].items()), "overrides": " ".join(r["overrides"])}
+            for r in rows]  # fmt: skip
+    # object dtype: each value written as Python writes it (an int stays 12345, not 12345.0, beside a blank)
+    pd.DataFrame(flat, columns=CSV_FIELDS, dtype=object).to_csv(path, index=False)
 
 
 def plot_speedup(rows: list[dict], x_key: str, out: Path, title: str) -> list[Path]:

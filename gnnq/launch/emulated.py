@@ -19,6 +19,7 @@ from typing import Callable
 from omegaconf import DictConfig
 
 from gnnq.launch import netns
+from gnnq.launch.failure import elastic_log_dir
 from gnnq.launch.torchrun import multinode_torchrun_command, run_torchrun
 from gnnq.track.progress import ProgressLine
 
@@ -33,6 +34,7 @@ def host_command(topo: netns.Topology, h: int, nproc: int, run_dir: Path, parts_
         # the hosts share this machine's hostname, so torchrun cannot tell by name which one serves the rendezvous
         f"--rdzv-conf=is_host={int(h == 0)},join_timeout={join_timeout_s}",
         f"--local-addr={topo.host_addr(h)}",
+        f"--log-dir={elastic_log_dir(run_dir, h)}",
     )
     endpoint = f"{topo.host_addr(0)}:{RDZV_PORT}"
     torchrun = multinode_torchrun_command(run_dir, parts_dir, nproc, topo.hosts, endpoint, f"gnnq-{topo.run_id}", extra)

@@ -1,9 +1,12 @@
 """Why a torchrun job failed: one line naming the rank that caused it and how.
 
 The evidence: the error files ranks write when they fail (``.gnnq/error-rank<r>.json``, from
-gnnq.train.worker; a rank that torchrun stopped marks its file ``stopped``) and torchrun's
-failure summary in ``logs/torchrun.log`` (every failed rank with its exit code; a negative code
-is the signal that killed it). The cause is, in this order:
+gnnq.train.worker; a rank that torchrun stopped marks its file ``stopped``), torch elastic's
+per-rank error files (``@record`` on the worker's run, under ``elastic_log_dir``: a rank's
+exception where gnnq's own file is missing) and torchrun's failure summary in
+``logs/torchrun.log`` (every failed rank with its exit code; a negative code is the signal that
+killed it). The exit codes are only in the summary: torch elastic writes them to no file. The
+cause is, in this order:
 
 1. the earliest error a rank reported itself, unless it only says the rank lost its connection
    to a peer (a peer that vanishes resets its sockets, so the survivors report that);
@@ -28,8 +31,16 @@ from gnnq.track.record import INTERNAL_DIR
 # strerror texts in the transport errors of a rank whose peer's process went away
 LOST_PEER = ("Connection reset by peer", "Connection closed by peer", "Broken pipe", "Connection refused")
 TIMED_OUT = re.compile(r"timed out|timeout", re.IGNORECASE)
+ELASTIC_DIR = "elastic"  # under INTERNAL_DIR, one folder per host (torchrun's --log-dir)
 _SUMMARY_ENTRY = re.compile(r"rank\s*:\s*(\d+) \(local_rank: \d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
 _FIRST_FAILURE = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
+
+
+def elastic_log_dir(run_dir: Path, host: int = 0) -> Path:
+    """torchrun's ``--log-dir`` on host ``host``.
+
+    A rank that raised leaves <dir>/<rdzv id>_<random>/attempt_<n>/<local rank>/error.json there."""
+    return Path(run_dir) / INTERNAL_DIR / ELASTIC_DIR / f"h{host}"
 
 
 def describe_failure(run_dir: Path, code: int, logs: list[Path] | None = None, ranks_per_log: int = 0) -> str:
@@ -46,6 +57,8 @@ def describe_failure(run_dir: Path, code: int, logs: list[Path] | None = None, r
 
     texts = [log.read_text(errors="replace") if log.is_file() else "" for log in logs]
     reports = _error_reports(run_dir)
+    known = {e["rank"] for e in reports}
+    reports += [e for e in _elastic_reports(run_dir, ranks_per_log) if e["rank"] not in known]
     reported = sorted((e for e in reports if not e.get("stopped")), key=lambda e: e["time"])
     own = [e for e in reported if not lost_peer(e["message"])]
     if own:
@@ -102,6 +115,32 @@ def _error_reports(run_dir: Path) -> list[dict]:
                             "time": float(report["time"]), "stopped": bool(report.get("stopped"))})  # fmt: skip
         except (OSError, ValueError, KeyError, TypeError):
             continue  # a rank killed while writing it: the log still tells
+    return reports
+
+
+def _elastic_reports(run_dir: Path, ranks_per_host: int) -> list[dict]:
+    """Exceptions torch elastic recorded, from each host's latest torchrun (an earlier attempt's files stay beside it).
+
+    The files name the local rank; host h's local rank r is global rank h * ranks_per_host + r
+    (ranks_per_host 0: one host)."""
+    reports = []
+    for host_dir in sorted((run_dir / INTERNAL_DIR / ELASTIC_DIR).glob("h*")):
+        host = int(host_dir.name[1:]) if host_dir.name[1:].isdigit() else -1
+        runs = sorted(host_dir.glob("*/"), key=lambda d: d.stat().st_mtime)
+        if not runs or host < 0 or (host > 0 and not ranks_per_host):
+            continue
+        for path in runs[-1].glob("attempt_*/*/error.json"):
+            try:
+                data = json.loads(path.read_text())
+                error = data["message"]  # {"message", "extraInfo": {"timestamp", ...}}, or a string beside "timestamp"
+                if isinstance(error, str):
+                    message, stamp = error, data["timestamp"]
+                else:
+                    message, stamp = error["message"], error["extraInfo"]["timestamp"]
+                reports.append({"rank": host * ranks_per_host + int(path.parent.name), "stopped": False, "time": float(stamp),
+                                "message": str(message).strip().splitlines()[0].removesuffix(":")})  # fmt: skip
+            except (OSError, ValueError, KeyError, TypeError, IndexError):
+                continue
     return reports
 
 

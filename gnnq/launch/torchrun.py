@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from gnnq.launch.failure import elastic_log_dir
 from gnnq.train.worker import PROGRESS_PREFIX
 
 LOOPBACK = "127.0.0.1"
@@ -25,6 +26,7 @@ def torchrun_command(run_dir: Path, parts_dir: Path, nproc: int) -> list[str]:
         f"--rdzv-endpoint={LOOPBACK}:0",
         "--rdzv-id=gnnq-local",
         f"--local-addr={LOOPBACK}",
+        f"--log-dir={elastic_log_dir(run_dir)}",
         *_ranks(run_dir, parts_dir),
     ]  # fmt: skip
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
+import pandas as pd
 
 from gnnq.report.curves import read_curve, time_to_target
 from gnnq.report.overrides import config_overrides
@@ -31,10 +33,9 @@ class Stat:
 
     @classmethod
     def of(cls, values: list) -> "Stat":
-        vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
-        if not vals:
-            return cls(None, None, 0)
-        return cls(statistics.mean(vals), statistics.stdev(vals) if len(vals) > 1 else None, len(vals))
+        """Over the finite numbers among ``values``."""
+        series = pd.Series([_number(v) for v in values], dtype=float)
+        return _stat(series.mean(), series.std(), series.count())
 
 
 @dataclass
@@ -69,18 +70,36 @@ def lookup(tree: dict, dotted: str):
     return node
 
 
+def _number(value) -> float:
+    """A record's metric as a float; NaN for a missing, non-numeric or non-finite value (left out of the statistics)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return np.nan
+    return float(value)
+
+
+def runs_frame(records: list[tuple[Path, dict]], seed_keys: frozenset[str] = SEED_KEYS) -> pd.DataFrame:
+    """One row per successful run: dataset, config (its overrides minus ``seed_keys``), run_dir and each metric."""
+    rows = [{"dataset": rec["config"]["dataset"]["name"], "config": tuple(config_overrides(rec["config"], exclude=seed_keys)),
+             "run": i, **{m: _number(rec.get(m)) for m in METRICS}}
+            for i, (_, rec) in enumerate(records) if rec.get("status") == "ok"]  # fmt: skip
+    return pd.DataFrame(rows, columns=["dataset", "config", "run", *METRICS])
+
+
+def _stat(mean: float, std: float, n: int) -> Stat:
+    return Stat(None if n == 0 else float(mean), None if n < 2 else float(std), int(n))
+
+
 def group_runs(records: list[tuple[Path, dict]], seed_keys: frozenset[str] = SEED_KEYS) -> list[Group]:
     """Successful runs grouped by config minus ``seed_keys``, in order of first appearance."""
-    groups: dict[tuple, Group] = {}
-    for run_dir, rec in records:
-        if rec.get("status") != "ok":
-            continue
-        overrides = config_overrides(rec["config"], exclude=seed_keys)
-        key = (rec["config"]["dataset"]["name"], tuple(overrides))
-        groups.setdefault(key, Group(key[0], overrides)).runs.append((run_dir, rec))
-    for g in groups.values():
-        g.stats = {m: Stat.of([rec.get(m) for _, rec in g.runs]) for m in METRICS}
-    return list(groups.values())
+    frame = runs_frame(records, seed_keys)
+    by_config = frame.groupby(["dataset", "config"], sort=False)
+    stats = by_config[list(METRICS)].agg(["mean", "std", "count"])  # std: sample standard deviation (ddof 1)
+    groups = []
+    for ((dataset, overrides), row), runs in zip(stats.iterrows(), by_config["run"].agg(list)):
+        g = Group(dataset, list(overrides), [records[i] for i in runs])
+        g.stats = {m: _stat(row[(m, "mean")], row[(m, "std")], row[(m, "count")]) for m in METRICS}
+        groups.append(g)
+    return groups
 
 
 @dataclass

@@ -6,7 +6,6 @@ with a warning naming the file."""
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import sys
@@ -14,8 +13,9 @@ from pathlib import Path
 
 import yaml
 
-from gnnq.report.aggregate import CRITERIA, MISSING, Group, Leaderboard, Stat, group_runs, leaderboards, lookup
+from gnnq.report.aggregate import CRITERIA, MISSING, Leaderboard, group_runs, leaderboards, lookup
 from gnnq.report.dashboard import write_dashboard
+from gnnq.report.frames import GROUPS_SHOWN, LEADERBOARD_SHOWN, groups_frame, leaderboard_frame, text_view
 from gnnq.report.plots import plot_report
 from gnnq.report.tables import SPEC_SUFFIX, TableSpecError, load_spec, render_all
 from gnnq.report.wandb_report import log_report
@@ -50,29 +50,6 @@ def records_table(records: list[tuple[Path, dict]]) -> str:
     headers = ["run", "dataset", "model", "partitioner", "parallel", "quantizer", "ranks", "status",
                "best val", "test", "epoch ms", "halo bytes/epoch"]  # fmt: skip
     return markdown_table(headers, rows)
-
-
-def _pm(stat: Stat | None, spec: str = ".4f", scale: float = 1.0) -> str:
-    return "-" if stat is None else stat.text(spec, scale)
-
-
-def groups_rows(groups: list[Group]) -> tuple[list[str], list[list[str]]]:
-    headers = ["dataset", "config (overrides)", "seeds", "test", "best val", "epoch ms", "comm ms", "halo MB/epoch"]
-    rows = [[g.dataset, g.config, ",".join(map(str, g.seeds)), _pm(g.stats["test"]), _pm(g.stats["best_val"]),
-             _pm(g.stats["epoch_time_s"], ".1f", 1e3), _pm(g.stats["comm_time_s"], ".1f", 1e3),
-             _pm(g.stats["comm_bytes_per_epoch"], ".3f", 1e-6)] for g in groups]  # fmt: skip
-    return headers, rows
-
-
-def leaderboard_rows(board: Leaderboard) -> tuple[list[str], list[list[str]]]:
-    headers = ["rank", "config (overrides)", "seeds", "test", "epochs/s", "epoch ms", "halo MB/epoch", "time to target s"]
-    rows = []
-    for rank, g in [(str(i + 1), g) for i, g in enumerate(board.ranked)] + [("-", g) for g in board.others]:
-        et = g.stats["epoch_time_s"]
-        rows.append([rank, g.config, str(len(g.runs)), _pm(g.stats["test"]),
-                     "-" if not et.mean else f"{1.0 / et.mean:.2f}", _pm(et, ".1f", 1e3),
-                     _pm(g.stats["comm_bytes_per_epoch"], ".3f", 1e-6), _pm(g.time_to_target, ".1f")])  # fmt: skip
-    return headers, rows
 
 
 def leaderboard_title(board: Leaderboard) -> str:
@@ -111,11 +88,6 @@ def select(records: list[tuple[Path, dict]], where: str) -> list[tuple[Path, dic
         return got == want
 
     return [(d, r) for d, r in records if equal(lookup(r["config"], key))]
-
-
-def _write_csv(path: Path, headers: list[str], rows: list[list[str]]) -> None:
-    with open(path, "w", newline="") as f:
-        csv.writer(f).writerows([headers, *rows])
 
 
 def main(argv: list[str]) -> None:
@@ -157,12 +129,14 @@ def main(argv: list[str]) -> None:
     groups = group_runs(records)
     boards = leaderboards(groups, args.criterion, args.tolerance)
     failed = [(d, r) for d, r in records if r["status"] != "ok"]
-    sections = ["## Runs", "", records_table(records), "", "## Configurations (mean ± std over seeds)", "",
-                markdown_table(*groups_rows(groups)) if groups else "(no successful runs)", ""]  # fmt: skip
+    # Numeric frames (CSV, W&B); Markdown shows their text view.
+    tables = {"configurations": groups_frame(groups)}
+    tables.update({f"leaderboard/{b.dataset}": leaderboard_frame(b) for b in boards})
+    configurations = markdown_table(*text_view(tables["configurations"], GROUPS_SHOWN)) if groups else "(no successful runs)"
+    sections = ["## Runs", "", records_table(records), "", "## Configurations (mean ± std over seeds)", "", configurations, ""]
     for board in boards:
-        sections += [f"## {leaderboard_title(board)}", "", markdown_table(*leaderboard_rows(board)), ""]
-    tables = {"configurations": groups_rows(groups)}
-    tables.update({f"leaderboard/{b.dataset}": leaderboard_rows(b) for b in boards})
+        board_table = markdown_table(*text_view(tables[f"leaderboard/{board.dataset}"], LEADERBOARD_SHOWN))
+        sections += [f"## {leaderboard_title(board)}", "", board_table, ""]
     for spec_path in args.table:
         try:
             md, table = render_all(load_spec(spec_path), [r for _, r in records], args.out)
@@ -188,6 +162,6 @@ def main(argv: list[str]) -> None:
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "report.md").write_text(text)
-        _write_csv(args.out / "groups.csv", *groups_rows(groups))
+        tables["configurations"].to_csv(args.out / "groups.csv", index=False)
         for board in boards:
-            _write_csv(args.out / f"leaderboard-{board.dataset}.csv", *leaderboard_rows(board))
+            tables[f"leaderboard/{board.dataset}"].to_csv(args.out / f"leaderboard-{board.dataset}.csv", index=False)

@@ -23,17 +23,16 @@ row and its column over seeds (mean ± std) for the column's metric (a record ke
 ``speedup_over: ROW`` is the inverse, ROW / this row (epoch time -> throughput speedup). A cell
 no run matches stays empty ('-' in Markdown and LaTeX, blank in CSV), as do the ratios that need it.
 
-Rendered as Markdown, CSV and LaTeX.
+Rendered as Markdown, CSV (numbers only: mean, std and n per column) and LaTeX (pandas' Styler).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
 from omegaconf import OmegaConf
 
 from gnnq.report.aggregate import MISSING, SEED_KEYS, Stat, lookup
@@ -213,24 +212,25 @@ def render_markdown(spec: dict, cells: list[list[Cell]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_csv(spec: dict, cells: list[list[Cell]]) -> str:
-    """One column per value: mean, std and n for every table column (and the paper's number)."""
-    headers = [spec.get("row_header", "row")]
-    for col in spec["columns"]:
-        headers += [f"{col['label']} mean", f"{col['label']} std", f"{col['label']} n"]
-        if _has_paper(spec):
-            headers.append(f"{col['label']} paper")
-    buf = io.StringIO()
-    writer = csv.writer(buf)
-    writer.writerow(headers)
+def table_frame(spec: dict, cells: list[list[Cell]]) -> pd.DataFrame:
+    """The numbers: per table column its mean, std and n (and the paper's number), one row per table row."""
+    rows = []
     for row, line in zip(spec["rows"], cells):
-        values = [row["label"]]
-        for cell in line:
-            values += [cell.stat.mean, cell.stat.std, cell.stat.n]
+        values = {spec.get("row_header", "row"): row["label"]}
+        for col, cell in zip(spec["columns"], line):
+            label = col["label"]
+            values.update({f"{label} mean": cell.stat.mean, f"{label} std": cell.stat.std, f"{label} n": cell.stat.n})
             if _has_paper(spec):
-                values.append(cell.paper)
-        writer.writerow(["" if v is None else v for v in values])
-    return buf.getvalue()
+                values[f"{label} paper"] = cell.paper
+        rows.append(values)
+    frame = pd.DataFrame(rows)
+    numbers = frame.columns[1:]
+    frame[numbers] = frame[numbers].apply(pd.to_numeric)  # None -> NaN: an empty cell in CSV
+    return frame
+
+
+def render_csv(spec: dict, cells: list[list[Cell]]) -> str:
+    return table_frame(spec, cells).to_csv(index=False)
 
 
 _LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
@@ -242,28 +242,24 @@ def _latex_escape(text: str) -> str:
 
 
 def render_latex(spec: dict, cells: list[list[Cell]]) -> str:
-    """A table environment; \\toprule and friends need \\usepackage{booktabs}."""
+    """A table environment (pandas' Styler); \\toprule and friends need \\usepackage{booktabs}."""
     headers, rows = _header_and_rows(spec, cells, pm=" $\\pm$ ")
-    lines = [
-        "\\begin{table}[t]", "\\centering",
-        f"\\caption{{{_latex_escape(str(spec.get('title', Path(spec['_path']).name)))}}}",
-        "\\begin{tabular}{l" + "r" * (len(headers) - 1) + "}", "\\toprule",
-        " & ".join(_latex_escape(h) for h in headers) + " \\\\", "\\midrule",
-    ]  # fmt: skip
-    for row in rows:
-        lines.append(" & ".join([_latex_escape(row[0]), *row[1:]]) + " \\\\")
-    lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
-    return "\n".join(lines) + "\n"
+    frame = pd.DataFrame([[_latex_escape(row[0]), *row[1:]] for row in rows], columns=[_latex_escape(h) for h in headers])
+    return frame.style.hide(axis="index").to_latex(
+        caption=_latex_escape(str(spec.get("title", Path(spec["_path"]).name))), position="t", position_float="centering",
+        column_format="l" + "r" * (len(headers) - 1), hrules=True, environment="table",
+    )
 
 
-def render_all(spec: dict, records: list[dict], out_dir: Path | None = None) -> tuple[str, tuple[list[str], list[list[str]]]]:
-    """Build the table; write <name>.md/.csv/.tex under ``out_dir``; return the Markdown, and headers and rows."""
+def render_all(spec: dict, records: list[dict], out_dir: Path | None = None) -> tuple[str, pd.DataFrame]:
+    """Build the table; write <name>.md/.csv/.tex under ``out_dir``; return the Markdown and the numbers (``table_frame``)."""
     cells = build_table(spec, records)
     md = render_markdown(spec, cells)
+    frame = table_frame(spec, cells)
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         name = Path(spec["_path"]).name.removesuffix(SPEC_SUFFIX)
         (out_dir / f"{name}.md").write_text(md)
-        (out_dir / f"{name}.csv").write_text(render_csv(spec, cells))
+        frame.to_csv(out_dir / f"{name}.csv", index=False)
         (out_dir / f"{name}.tex").write_text(render_latex(spec, cells))
-    return md, _header_and_rows(spec, cells)
+    return md, frame

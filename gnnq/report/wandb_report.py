@@ -6,20 +6,25 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pandas as pd
 
-def log_report(out: Path, tables: dict[str, tuple[list[str], list[list]]], images: list[Path],
-               project: str = "gnnq", mode: str = "offline") -> Path:  # fmt: skip
+from gnnq.report.frames import json_ready
+
+
+def log_report(out: Path, tables: dict[str, pd.DataFrame], images: list[Path], project: str = "gnnq",
+               mode: str = "offline") -> Path:  # fmt: skip
     """One W&B run (job type "report") holding every table as a ``wandb.Table`` and the PNG plots.
 
-    ``tables``: name -> (headers, rows). Returns the run's local directory.
+    ``tables``: name -> the report's numeric frame (numbers stay numbers, missing values are null).
+    Returns the run's local directory.
     """
     import wandb
 
     run = wandb.init(project=project, mode=mode, dir=str(out), job_type="report",
                      name=f"gnnq-report-{time.strftime('%Y%m%d-%H%M%S')}", tags=["gnnq-report"])  # fmt: skip
     try:
-        payload = {name: wandb.Table(columns=headers, data=[[str(c) for c in row] for row in rows])
-                   for name, (headers, rows) in tables.items()}  # fmt: skip
+        payload = {name: wandb.Table(columns=[str(c) for c in frame.columns], data=json_ready(frame).values.tolist())
+                   for name, frame in tables.items()}  # fmt: skip
         payload.update({f"plots/{p.stem}": wandb.Image(str(p)) for p in images if p.suffix == ".png"})
         run.log(payload)
         return Path(run.dir).parent

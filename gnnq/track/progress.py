@@ -1,4 +1,4 @@
-"""What the launching terminal shows: a live progress line and a final summary table."""
+"""What the launching terminal shows: a live progress bar (tqdm, with ETA) and a final summary table."""
 
 from __future__ import annotations
 
@@ -6,47 +6,56 @@ import sys
 import time
 from typing import TextIO
 
+from tqdm import tqdm
+
+BAR_FORMAT = "{desc} {n_fmt}/{total_fmt} [{bar:24}] {elapsed}<{remaining}{postfix}"
+BAR_CHARS = ".#"  # ASCII: logs stay plain text
+
 
 def fmt_value(value, spec: str = ".4f") -> str:
     return "-" if value is None else format(value, spec)
 
 
 class ProgressLine:
-    """One line rewritten in place on a terminal; otherwise (logs, CI) every 10% of epochs or 10 s."""
+    """The epoch bar (tqdm): rewritten in place on a terminal; otherwise (logs, CI) one line per
+    update, every 10% of epochs or 10 s. The ETA counts from the first row, so a resumed run's
+    epochs before it do not make it look fast."""
 
     def __init__(self, total_epochs: int, stream: TextIO = sys.stdout):
         self.total = total_epochs
         self.stream = stream
         self.tty = stream.isatty()
         self.every = max(1, total_epochs // 10)
+        self.bar: tqdm | None = None  # terminal only
         self.start = self.last_print = time.perf_counter()
+        self.initial: int | None = None  # epochs done before the first row (a resumed run)
         self.best_val = None
-        self.dirty = False
 
     def update(self, row: dict) -> None:
         if row.get("val") is not None and (self.best_val is None or row["val"] > self.best_val):
             self.best_val = row["val"]
         epoch = row["epoch"]
-        width = 24
-        filled = int(width * epoch / max(1, self.total))
-        line = (
-            f"[{'#' * filled}{'.' * (width - filled)}] epoch {epoch}/{self.total}  loss {fmt_value(row['loss'])}  "
-            f"val {fmt_value(row.get('val'))} (best {fmt_value(self.best_val)})  epoch {row['epoch_time_s'] * 1000:.1f} ms  "
-            f"elapsed {time.perf_counter() - self.start:.0f}s"
-        )
+        if self.initial is None:
+            self.initial, self.start = epoch - 1, time.perf_counter() - row["epoch_time_s"]
+        postfix = (f"loss {fmt_value(row['loss'])}  val {fmt_value(row.get('val'))} (best {fmt_value(self.best_val)})  "
+                   f"epoch {row['epoch_time_s'] * 1000:.1f} ms")  # fmt: skip
         if self.tty:
-            self.stream.write("\r\033[K" + line)
-            self.dirty = True
+            if self.bar is None:
+                self.bar = tqdm(total=self.total, initial=self.initial, desc="epoch", file=self.stream, bar_format=BAR_FORMAT,
+                                ascii=BAR_CHARS, mininterval=0.0, dynamic_ncols=True)  # fmt: skip
+            self.bar.set_postfix_str(postfix, refresh=False)
+            self.bar.update(epoch - self.bar.n)
         elif epoch % self.every == 0 or epoch == self.total or time.perf_counter() - self.last_print > 10:
+            line = tqdm.format_meter(epoch, self.total, time.perf_counter() - self.start, prefix="epoch", postfix=postfix,
+                                     bar_format=BAR_FORMAT, ascii=BAR_CHARS, initial=self.initial)  # fmt: skip
             self.stream.write(line + "\n")
+            self.stream.flush()
             self.last_print = time.perf_counter()
-        self.stream.flush()
 
     def close(self) -> None:
-        if self.dirty:
-            self.stream.write("\n")
-            self.stream.flush()
-            self.dirty = False
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 def markdown_table(headers: list[str], rows: list[list]) -> str:

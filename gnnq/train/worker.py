@@ -17,6 +17,8 @@ import time
 import traceback
 from pathlib import Path
 
+from torch.distributed.elastic.multiprocessing.errors import record
+
 PROGRESS_PREFIX = "@@gnnq-progress "
 
 
@@ -82,6 +84,7 @@ def open_metrics(run_dir: Path, resume: bool):
     return open(path, "a")
 
 
+@record  # main() catches everything and exits; run() is where an exception still passes, for torch elastic's error file
 def run(run_dir: Path, parts_dir: Path) -> None:
     import torch
     import torch.distributed as dist
