@@ -10,7 +10,9 @@ from gnnq.adaptive.assigner import AdaptiveAssigner
 from gnnq.adaptive.influence import cache_path, cached_local_sums
 from gnnq.comm import Communicator, HaloExchange
 from gnnq.comm.accounting import HALO_TRAIN
-from gnnq.comm.codec import NonFiniteMessageError, UniformCodec, message_quantization
+from gnnq.comm.codec import GivenNoise, NonFiniteMessageError, UniformCodec, message_quantization
+from gnnq.comm.encoder import MixedWidthEncoder
+from gnnq.comm.kernels.backends import kernels_for
 from gnnq.comm.kernels.torch_codec import row_bytes
 from gnnq.comm.wire_layout import WireLayout
 from gnnq.config.schema import QuantizerConfig
@@ -47,25 +49,24 @@ def _assign_and_step(world_size: int, model_name: str, lam: float, solver: str):
     strategy = SyncStrategy(exchange, op, part.x)
     assigner = AdaptiveAssigner(cfg.quantizer, comm, exchange, op, model_name, HIDDEN, LAYERS)
     num_train = float(graph.train_mask.sum())
-    assert assigner.before_epoch(1) is None and exchange.quant.tracing
-    strategy.eval()
+    assert assigner.before_epoch(1) is None and assigner.traces(1) and exchange.widths is assigner
+    strategy.begin_evaluation()
     with torch.no_grad():
         model(part.x, strategy)
-    traced_in_eval = len(exchange.quant.ranges)
-    strategy.train(1)
+    traced_in_eval = len(assigner.ranges)
+    strategy.begin_training_epoch(1)
     forward_backward(model, part, strategy, num_train, comm)
     silent = {  # rows of zero variance weight (constant, or of no influence): sent at the fewest bytes
-        key: (assigner.influence[key[1]] * exchange.quant.ranges[key]) == 0 for key in assigner.keys
+        key: (assigner.influence[key[1]] * assigner.ranges[key]) == 0 for key in assigner.keys
     }
     entry = assigner.before_epoch(2)
     comm.stats.reset()
-    strategy.train(2)
+    strategy.begin_training_epoch(2)
     forward_backward(model, part, strategy, num_train, comm)
-    quant = exchange.quant
     return {
         "traced_in_eval": traced_in_eval,
         "entry": entry,
-        "layouts": {k: (v.send_bits, v.recv_bits) for k, v in quant.layouts.items()},
+        "layouts": {k: (v.send_bits, v.recv_bits) for k, v in assigner.layouts.items()},
         "silent": silent,
         "send_counts": exchange.send_counts,
         "recv_counts": exchange.recv_counts,
@@ -131,22 +132,27 @@ def test_wire_layout_round_trip_and_sizes():
     rows = sum(counts)
     bits = torch.tensor(WIDTHS)[torch.randint(0, 3, (rows,), generator=gen)]
     layout = WireLayout(bits, counts, bits, counts)
-    codec = UniformCodec(8, torch.float16)
+    encoder = MixedWidthEncoder(UniformCodec(8, torch.float16), kernels_for("cpu"), layout)
     src = torch.randn(rows, 33, generator=gen)
-    flat, per_peer, zeroed = layout.encode(codec, src, torch.arange(rows), torch.rand(rows, 33, generator=gen), "test")
-    assert zeroed == 0 and flat.numel() == sum(per_peer) == sum(row_bytes(33, int(b), torch.float16) for b in bits)
-    assert per_peer[1] == 0
-    out = layout.decode(codec, flat, 33)
+
+    def encode(enc):
+        return enc.encode(src, torch.arange(rows), counts, GivenNoise(torch.rand(rows, 33, generator=gen)), "test")
+
+    message = encode(encoder)
+    flat, per_peer = message.wire, message.send_bytes
+    assert message.nonfinite_zeroed == 0 and flat.numel() == sum(per_peer) == sum(row_bytes(33, int(b), torch.float16) for b in bits)
+    assert per_peer[1] == 0 and encoder.recv_bytes(counts, 33) == per_peer
+    out = encoder.decode(flat, 33)
     spread = (src.amax(1) - src.amin(1)) / (2.0 ** bits.double() - 1)
     assert ((out - src).abs().amax(1) <= spread.float() * 1.01 + 1e-3).all()
     assert layout.histogram() == {b: int((bits == b).sum()) for b in WIDTHS}
     # Non-finite values are handled once per message, whatever the number of widths in it.
     src[0, 0], src[3, 1] = float("nan"), float("inf")
     with pytest.raises(NonFiniteMessageError):
-        layout.encode(codec, src, torch.arange(rows), torch.rand(rows, 33, generator=gen), "test")
-    zeroing = UniformCodec(8, torch.float16, nonfinite="zero")
-    flat, _, zeroed = layout.encode(zeroing, src, torch.arange(rows), torch.rand(rows, 33, generator=gen), "test")
-    assert zeroed == 2 and torch.isfinite(layout.decode(zeroing, flat, 33)).all()
+        encode(encoder)
+    zeroing = MixedWidthEncoder(UniformCodec(8, torch.float16, nonfinite="zero"), kernels_for("cpu"), layout)
+    message = encode(zeroing)
+    assert message.nonfinite_zeroed == 2 and torch.isfinite(zeroing.decode(message.wire, 33)).all()
 
 
 def test_influence_cache_is_keyed_by_model(tmp_path):

@@ -9,8 +9,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gnnq.comm.codec import UniformCodec
+from gnnq.comm.codec import GivenNoise, UniformCodec
+from gnnq.comm.encoder import MixedWidthEncoder, UniformEncoder
 from gnnq.comm.kernels import c_codec, torch_codec
+from gnnq.comm.kernels.backends import kernels_for, kernels_named
 from gnnq.comm.wire_layout import WireLayout
 
 PARAMS = (torch.float16, torch.float32)
@@ -93,7 +95,6 @@ def test_mixed_width_layout_byte_identical(monkeypatch, pd, dim):
     send_bits = widths[torch.randint(0, 3, (sum(send_counts),), generator=gen)]
     recv_bits = widths[torch.randint(1, 4, (sum(recv_counts),), generator=gen)]
     layout = WireLayout(send_bits, send_counts, recv_bits, recv_counts)
-    codec = UniformCodec(8, pd)
     src = awkward_rows(dim, gen)
     rows = torch.randint(0, src.shape[0], (sum(send_counts),), generator=gen)
     noise = torch.rand(rows.numel(), dim, generator=gen)
@@ -104,10 +105,12 @@ def test_mixed_width_layout_byte_identical(monkeypatch, pd, dim):
     results = {}
     for mode in ("torch", "c"):
         monkeypatch.setenv("GNNQ_CPU_CODEC", mode)
-        assert codec.backend(src) == mode
-        flat, per_peer, _ = layout.encode(codec, src, rows, noise, "test")
-        incoming, _, _ = peer.encode(codec, src, peer_rows, peer_noise, "test")
-        results[mode] = (flat, per_peer, incoming, layout.decode(codec, incoming, dim))
+        assert kernels_for(src.device).name == mode
+        codec, kernels = UniformCodec(8, pd), kernels_named(mode)
+        mine, theirs = MixedWidthEncoder(codec, kernels, layout), MixedWidthEncoder(codec, kernels, peer)
+        sent = mine.encode(src, rows, send_counts, GivenNoise(noise), "test")
+        incoming = theirs.encode(src, peer_rows, recv_counts, GivenNoise(peer_noise), "test").wire
+        results[mode] = (sent.wire, sent.send_bytes, incoming, mine.decode(incoming, dim))
     (flat_t, per_t, in_t, out_t), (flat_c, per_c, in_c, out_c) = results["torch"], results["c"]
     assert same(flat_c, flat_t) and per_c == per_t and same(in_c, in_t) and same(out_c, out_t)
 
@@ -124,11 +127,11 @@ def test_compiler_failure_falls_back_to_torch(monkeypatch, tmp_path, cc):
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # warned once only
             assert not c_codec.enabled()
-        codec = UniformCodec(4, torch.float16)
         src, noise = torch.randn(6, 9), torch.rand(3, 9)
-        assert codec.backend(src) == "torch"
-        wire, _ = codec.encode(src, torch.tensor([5, 0, 2]), noise, "test")
-        assert same(wire, torch_codec.quantize_pack(src[[5, 0, 2]], noise, 4, torch.float16))
+        kernels = kernels_for(src.device)
+        assert kernels.name == "torch"
+        wire = UniformEncoder(UniformCodec(4, torch.float16), kernels).encode(src, torch.tensor([5, 0, 2]), [3], GivenNoise(noise), "test").wire
+        assert same(wire, torch_codec.quantize_pack(src[[5, 0, 2]], noise, 4, torch.float16).reshape(-1))
         assert not list(tmp_path.rglob("*.so"))
     finally:
         monkeypatch.undo()
@@ -157,9 +160,9 @@ def test_compile_cache_reused(monkeypatch, tmp_path):
 
 def test_forcing_the_torch_path(monkeypatch):
     monkeypatch.setenv("GNNQ_CPU_CODEC", "torch")
-    assert UniformCodec.backend(torch.zeros(1)) == "torch"
+    assert kernels_for("cpu").name == "torch"
     monkeypatch.setenv("GNNQ_CPU_CODEC", "c")
-    assert UniformCodec.backend(torch.zeros(1)) == "c"
+    assert kernels_for("cpu").name == "c"
     monkeypatch.setenv("GNNQ_CPU_CODEC", "fast")
     with pytest.raises(ValueError):
-        UniformCodec.backend(torch.zeros(1))
+        kernels_for("cpu")

@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gnnq.comm.codec import MessageQuantization, NonFiniteMessageError, UniformCodec
+from gnnq.comm.codec import GivenNoise, MessageQuantization, NonFiniteMessageError, UniformCodec
+from gnnq.comm.direction import Direction
+from gnnq.comm.encoder import UniformEncoder
 from gnnq.comm.kernels import torch_codec, triton_codec
+from gnnq.comm.kernels.backends import TORCH
 
 BITS = (1, 2, 4, 8)
 PARAMS = (torch.float16, torch.float32)
@@ -106,21 +109,25 @@ def test_nonfinite_message_named_or_zeroed():
     x = torch.randn(4, 6)
     x[2, 3] = float("nan")
     x[1, 0] = float("inf")
-    noise = torch.rand(4, 6)
+    noise = GivenNoise(torch.rand(4, 6))
     with pytest.raises(NonFiniteMessageError, match="layer 2 backward"):
-        UniformCodec(4, torch.float16).encode(x, torch.arange(4), noise, "layer 2 backward")
-    wire, zeroed = UniformCodec(4, torch.float16, nonfinite="zero").encode(x, torch.arange(4), noise, "layer 2 backward")
-    assert zeroed == 2 and torch.isfinite(UniformCodec(4, torch.float16).decode(wire, 6)).all()
+        UniformEncoder(UniformCodec(4, torch.float16), TORCH).encode(x, torch.arange(4), [4], noise, "layer 2 backward")
+    zeroing = UniformEncoder(UniformCodec(4, torch.float16, nonfinite="zero"), TORCH)
+    message = zeroing.encode(x, torch.arange(4), [4], noise, "layer 2 backward")
+    assert message.nonfinite_zeroed == 2 and torch.isfinite(zeroing.decode(message.wire, 6)).all()
 
 
 def test_draws_are_seeded_per_message():
     q = MessageQuantization(None, None, None, seed=7, rank=1)
-    a = q.noise([3, 0, 2], 5, layer=1, direction="fwd", device=torch.device("cpu"))
-    assert a.shape == (5, 5) and torch.equal(a, q.noise([3, 0, 2], 5, 1, "fwd", torch.device("cpu")))
-    assert not torch.equal(a, q.noise([3, 0, 2], 5, 2, "fwd", torch.device("cpu")))
-    assert not torch.equal(a, q.noise([3, 0, 2], 5, 1, "bwd", torch.device("cpu")))
-    q.epoch = 1
-    assert not torch.equal(a, q.noise([3, 0, 2], 5, 1, "fwd", torch.device("cpu")))
+
+    def draws(epoch, layer, direction):
+        return q.noise_key(epoch, layer, direction).draws([3, 0, 2], 5, torch.device("cpu"))
+
+    a = draws(0, 1, Direction.FORWARD)
+    assert a.shape == (5, 5) and torch.equal(a, draws(0, 1, Direction.FORWARD))
+    assert not torch.equal(a, draws(0, 2, Direction.FORWARD))
+    assert not torch.equal(a, draws(0, 1, Direction.BACKWARD))
+    assert not torch.equal(a, draws(1, 1, Direction.FORWARD))
     assert not torch.equal(a[:3], a[3:5].new_zeros(0)) and not torch.equal(a[:2], a[3:5])  # peers draw apart
 
 

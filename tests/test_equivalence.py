@@ -155,7 +155,7 @@ def _quantized_step(world_size: int):
         comm.stats.reset()
         exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(qcfg, 5, comm.rank))
         strategy = SyncStrategy(exchange, local_graph_for("gcn", part), part.x)
-        strategy.train(epoch=3)
+        strategy.begin_training_epoch(3)
         logits, _ = forward_backward(model, part, strategy, float(graph.train_mask.sum()), comm)
         out.append({"logits": logits.detach(), "grads": [p.grad.clone() for p in model.parameters()],
                     "train_bytes": comm.stats.total_bytes(HALO_TRAIN), "setup_bytes": comm.stats.total_bytes(HALO_SETUP),
@@ -181,7 +181,7 @@ def test_quantized_exchange_counts_exact_wire_bytes_and_is_reproducible():
 @pytest.mark.parametrize("model_name", ["gcn", "sage"])
 def test_central_marginal_split_covers_the_operator(model_name):
     """Central rows have no halo column; the four pieces are exactly the blocks of A that overlap uses."""
-    from gnnq.models.graph_ops import CentralMarginal
+    from gnnq.parallel.overlap import CentralMarginal
 
     graph = random_graph(num_nodes=400, num_edges=900, seed=5)
     for part in build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, 3, "metis", 1), 3):

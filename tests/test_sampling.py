@@ -41,7 +41,7 @@ def _train(world_size: int, strategy_name: str, model_name: str, options: dict |
     steps = []
     for epoch in range(1, EPOCHS + 1):
         comm.stats.reset()
-        strategy.train(epoch)
+        strategy.begin_training_epoch(epoch)
         optimizer.zero_grad()
         logits, _ = forward_backward(model, part, strategy, float(graph.train_mask.sum()), comm)
         steps.append({"logits": logits.detach(), "grads": [p.grad.clone() for p in model.parameters()],
@@ -92,9 +92,9 @@ def _aggregates(world_size: int, rate: float, draws: int):
     total, mismatched = torch.zeros_like(full), 0
     with torch.no_grad():
         for epoch in range(1, draws + 1):
-            strategy.train(epoch)
+            strategy.begin_training_epoch(epoch)
             sample = strategy.sample
-            rows = exchange.fetch(h, 1, HALO_TRAIN, sample.plan)
+            rows = exchange.fetch(h, 1, strategy.traffic, sample.plan)
             mismatched += int(not torch.equal(rows, true_halo[sample.recv_pos]))
             total += strategy.aggregate_hidden(1, h)
     counts = [int(c) for c in part.halo_counts]

@@ -62,7 +62,7 @@ def _train(world_size: int, strategy_name: str, model_name: str, lr: float, opti
     for epoch in range(1, EPOCHS + 1):
         seen.append({})
         grads.append({})
-        strategy.train(epoch)
+        strategy.begin_training_epoch(epoch)
         optimizer.zero_grad()
         logits, _ = forward_backward(model, part, strategy, float(graph.train_mask.sum()), comm)
         steps.append({"logits": logits.detach(), "grads": [p.grad.clone() for p in model.parameters()]})

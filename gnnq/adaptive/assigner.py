@@ -8,6 +8,10 @@ them into groups of ``group_size``; rank 0 gathers the groups, solves one bit-wi
 group for every (layer, direction) message with the per-channel time model, and broadcasts
 the widths. Senders expand them to per-row widths and send those to the receivers, so
 both ends of every channel hold the same layout.
+
+The assigner is the one owner of this state: the layouts it installs, the ranges the exchange
+reports to it while it traces (``record_ranges``), and both again when a run resumes
+(``load_state_dict``). The exchange only reads the layouts (``take_widths_from``).
 """
 
 from __future__ import annotations
@@ -23,11 +27,12 @@ from gnnq.adaptive.solver import SOLVERS, BitProblem, Channel
 from gnnq.adaptive.time_model import TimeModel, fit_time_model, fixed_link_model
 from gnnq.comm.accounting import CONTROL
 from gnnq.comm.communicator import Communicator
+from gnnq.comm.direction import Direction
 from gnnq.comm.halo import HaloExchange
 from gnnq.comm.wire_layout import WireLayout
 from gnnq.models.graph_ops import LocalGraph
 
-DIRECTIONS = ("fwd", "bwd")
+DIRECTIONS = (Direction.FORWARD, Direction.BACKWARD)
 
 
 class AdaptiveAssigner:
@@ -35,12 +40,16 @@ class AdaptiveAssigner:
                  dim: int, layers: int, cache_dir: Path | None = None):  # fmt: skip
         self.cfg, self.comm, self.exchange, self.dim = qcfg, comm, exchange, dim
         self.quant = exchange.quant
-        self.keys = [(layer, d) for layer in range(1, layers) for d in DIRECTIONS]
+        # Keys hold the plain direction strings: they travel pickled to rank 0 and into checkpoints.
+        self.keys = [(layer, d.value) for layer in range(1, layers) for d in DIRECTIONS]
+        self.layouts: dict[tuple[int, str], WireLayout] = {}  # per (layer, direction): the widths in force
+        self.ranges: dict[tuple[int, str], torch.Tensor] = {}  # per (layer, direction): row ranges traced
         self.bit_choices = tuple(sorted(int(b) for b in qcfg.bit_choices))
         self.row_bytes = {b: self.quant.forward.at_bits(b).row_bytes(dim) for b in self.bit_choices}
         self.influence = message_influence(comm, exchange, graph, model_name, cache_dir)
         self.time_model = self._fit_time_model()
         self.assignments: list[dict] = []
+        exchange.take_widths_from(self)
 
     def _fit_time_model(self) -> TimeModel:
         """Profile around one full-precision message each way (what this rank sends to each peer)."""
@@ -52,13 +61,21 @@ class AdaptiveAssigner:
         return fit_time_model(self.comm, [n * self.dim * 4 for n in most_rows], repeats=self.cfg.profile_repeats)
 
     def before_epoch(self, epoch: int) -> dict | None:
-        """Reassign at the start of each new cycle; trace in the last epoch of a cycle. Returns metrics when it reassigned."""
-        cycle = self.cfg.assign_cycle
-        result = None
-        if epoch > 1 and (epoch - 1) % cycle == 0:
-            result = self.reassign(epoch)
-        self.quant.tracing = epoch % cycle == 0
-        return result
+        """Reassign at the start of each new cycle. Returns metrics when it reassigned."""
+        if epoch > 1 and (epoch - 1) % self.cfg.assign_cycle == 0:
+            return self.reassign(epoch)
+        return None
+
+    # What the exchange asks (see gnnq.comm.halo.RowWidths).
+    def layout(self, layer: int, direction: Direction) -> WireLayout | None:
+        return self.layouts.get((layer, direction))
+
+    def traces(self, epoch: int) -> bool:
+        """Training messages are traced in the last epoch of each cycle (never in evaluation)."""
+        return epoch >= 1 and epoch % self.cfg.assign_cycle == 0
+
+    def record_ranges(self, layer: int, direction: Direction, ranges: torch.Tensor) -> None:
+        self.ranges[(layer, Direction(direction).value)] = ranges
 
     def reassign(self, epoch: int) -> dict:
         started = time.perf_counter()
@@ -79,7 +96,7 @@ class AdaptiveAssigner:
             raise RuntimeError(f"bit-width assignment failed on rank 0: {decided['error']}")
         for key in self.keys:
             self._install_layout(key, decided["bits"][key], orders[key])
-        self.quant.ranges.clear()
+        self.ranges.clear()
         entry = {
             "epoch": epoch,
             "solver": self.cfg.solver,
@@ -92,15 +109,15 @@ class AdaptiveAssigner:
         return entry
 
     def _counts(self, direction: str) -> tuple[list[int], list[int]]:
-        ex = self.exchange
-        return (ex.send_counts, ex.recv_counts) if direction == "fwd" else (ex.recv_counts, ex.send_counts)
+        _, send_counts, recv_counts = self.exchange.plan.route(Direction(direction))
+        return send_counts, recv_counts
 
     def _local_groups(self, key) -> tuple[dict, dict]:
         """Per peer: the group weights and sizes of this rank's rows to it, and each group's rows."""
         layer, direction = key
         send_counts, _ = self._counts(direction)
         alpha = self.influence[direction].double().cpu()
-        ranges = self.quant.ranges.get(key)
+        ranges = self.ranges.get(key)
         ranges = torch.zeros_like(alpha) if ranges is None else ranges.double()
         weight = (alpha * alpha * ranges * ranges * (self.dim / 6.0)).numpy()
         size = int(self.cfg.group_size)
@@ -152,15 +169,23 @@ class AdaptiveAssigner:
             send_bits.to(torch.uint8, copy=True).to(device)[:, None], send_counts, recv_counts,
             category=CONTROL, layer=layer, direction=direction,
         ).flatten()  # fmt: skip
-        self.quant.layouts[key] = WireLayout(send_bits, send_counts, recv_bits.cpu(), recv_counts)
+        self.layouts[key] = WireLayout(send_bits, send_counts, recv_bits.cpu(), recv_counts)
 
     def state_dict(self) -> dict:
-        """The time model (a resumed run must not profile a different one) and the assignments so far."""
-        return {"time_model": self.time_model.to_record(), "assignments": self.assignments}
+        """The time model (a resumed run must not profile a different one), the assignments so far,
+        the layouts in force and the ranges traced so far. Tensors and plain containers only."""
+        return {
+            "time_model": self.time_model.to_record(),
+            "assignments": self.assignments,
+            "layouts": [{"layer": k[0], "direction": k[1], **v.state_dict()} for k, v in sorted(self.layouts.items())],
+            "ranges": [{"layer": k[0], "direction": k[1], "ranges": v} for k, v in sorted(self.ranges.items())],
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.time_model = TimeModel.from_record(state["time_model"])
         self.assignments = list(state["assignments"])
+        self.layouts = {(e["layer"], e["direction"]): WireLayout.from_state_dict(e) for e in state["layouts"]}
+        self.ranges = {(e["layer"], e["direction"]): e["ranges"] for e in state["ranges"]}
 
     def describe(self) -> dict:
         return {

@@ -97,7 +97,9 @@ def check_codec_throughput(device: torch.device, rows: int, dim: int) -> dict:
 
 
 def check_mixed_layout(device: torch.device) -> dict:
-    from gnnq.comm.codec import UniformCodec
+    from gnnq.comm.codec import GivenNoise, UniformCodec
+    from gnnq.comm.encoder import MixedWidthEncoder
+    from gnnq.comm.kernels.backends import kernels_for
     from gnnq.comm.wire_layout import WireLayout
 
     gen = torch.Generator().manual_seed(1)
@@ -107,12 +109,12 @@ def check_mixed_layout(device: torch.device) -> dict:
     layout = WireLayout(bits, counts, bits, counts)
     src = torch.randn(rows, 256, generator=gen).to(device)
     noise = torch.rand(rows, 256, generator=gen).to(device)
-    codec = UniformCodec(8, torch.float16)
-    flat, _, _ = layout.encode(codec, src, torch.arange(rows, device=device), noise, "gpu check")
-    out = layout.decode(codec, flat, 256)
+    encoder = MixedWidthEncoder(UniformCodec(8, torch.float16), kernels_for(device), layout)
+    flat = encoder.encode(src, torch.arange(rows, device=device), counts, GivenNoise(noise), "gpu check").wire
+    out = encoder.decode(flat, 256)
     step = ((src.amax(1) - src.amin(1)) / (2.0 ** bits.to(device).float() - 1)).cpu()
     err = (out - src).abs().amax(1).cpu()
-    return {"ok": bool((err <= step * 1.01 + 1e-3).all()), "backend": codec.backend(src), "max_err_over_step": float((err / step).max())}
+    return {"ok": bool((err <= step * 1.01 + 1e-3).all()), "backend": encoder.backend, "max_err_over_step": float((err / step).max())}
 
 
 def _one_step(strategy_name: str, quantizer: str, device: torch.device, world_size: int):
@@ -143,7 +145,7 @@ def _one_step(strategy_name: str, quantizer: str, device: torch.device, world_si
     exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(cfg.quantizer, 0, comm.rank))
     parallel = OmegaConf.create({"name": strategy_name, "momentum": 0.0, "sampling_rate": 1.0})
     strategy = make_strategy(parallel, exchange, local_graph_for("gcn", part), part.x, seed=0)
-    strategy.train(1)
+    strategy.begin_training_epoch(1)
     logits, _ = forward_backward(model, part, strategy, float(graph.train_mask.sum()), comm)
     strategy.close()
     _sync(device)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import tempfile
 import time
@@ -23,8 +22,10 @@ import torch
 
 from gnnq.bench.gnnq_runs import command_line, run_gnnq
 from gnnq.bench.machine import describe_machine
-from gnnq.comm.codec import UniformCodec
+from gnnq.comm.codec import GivenNoise, UniformCodec
+from gnnq.comm.encoder import MixedWidthEncoder
 from gnnq.comm.kernels import c_codec, torch_codec
+from gnnq.comm.kernels.backends import kernels_named
 from gnnq.comm.wire_layout import WireLayout
 from gnnq.track.progress import markdown_table
 
@@ -45,23 +46,6 @@ def wire_bytes(data: Path, runs: Path) -> list[dict]:
         rows.append({"bits": bits, "fp32_bytes": fp32, "bytes": q, "reduction": fp32 / q, "limit": limit,
                      "target": BYTE_TARGETS.get(bits)})  # fmt: skip
     return rows
-
-
-def _forced(mode: str, fn):
-    """``fn`` run with the CPU codec forced to ``mode`` (torch | c)."""
-
-    def run():
-        before = os.environ.get("GNNQ_CPU_CODEC")
-        os.environ["GNNQ_CPU_CODEC"] = mode
-        try:
-            return fn()
-        finally:
-            if before is None:
-                del os.environ["GNNQ_CPU_CODEC"]
-            else:
-                os.environ["GNNQ_CPU_CODEC"] = before
-
-    return run
 
 
 def codec_throughput(rows: int, dim: int, repeats: int, mixed_widths=MIXED_WIDTHS, peers: int = 4) -> list[dict]:
@@ -92,11 +76,12 @@ def codec_throughput(rows: int, dim: int, repeats: int, mixed_widths=MIXED_WIDTH
     bits = torch.tensor(mixed_widths)[torch.randint(0, len(mixed_widths), (rows,), generator=gen)]
     counts = [rows // peers] * (peers - 1) + [rows - rows // peers * (peers - 1)]
     layout, codec = WireLayout(bits, counts, bits, counts), UniformCodec(8, torch.float16)
-    flat, _, _ = layout.encode(codec, x, idx, noise, "bench")
+    flat = MixedWidthEncoder(codec, kernels_named("c"), layout).encode(x, idx, counts, GivenNoise(noise), "bench").wire
     name = "/".join(map(str, mixed_widths))
     for mode, label in (("torch", "torch"), ("c", "C")):
-        cases[f"{name}-bit mixed encode, {label}"] = _forced(mode, lambda: layout.encode(codec, x, idx, noise, "bench"))
-        cases[f"{name}-bit mixed decode, {label}"] = _forced(mode, lambda: layout.decode(codec, flat, dim))
+        enc = MixedWidthEncoder(codec, kernels_named(mode), layout)
+        cases[f"{name}-bit mixed encode, {label}"] = lambda enc=enc: enc.encode(x, idx, counts, GivenNoise(noise), "bench")
+        cases[f"{name}-bit mixed decode, {label}"] = lambda enc=enc: enc.decode(flat, dim)
     for fn in cases.values():  # warm-up: builds the C library, touches the allocator
         fn()
     times: dict[str, list[float]] = {k: [] for k in cases}

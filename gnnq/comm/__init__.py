@@ -2,6 +2,7 @@
 
 from gnnq.comm.accounting import CommStats
 from gnnq.comm.communicator import Communicator
-from gnnq.comm.halo import HaloExchange
+from gnnq.comm.direction import Direction
+from gnnq.comm.halo import HaloExchange, Traffic
 
-__all__ = ["CommStats", "Communicator", "HaloExchange"]
+__all__ = ["CommStats", "Communicator", "Direction", "HaloExchange", "Traffic"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -17,15 +18,18 @@ CONTROL = "control"  # seeds, metrics, parameter broadcast
 
 @dataclass
 class CommStats:
-    """Counters keyed by (category, layer, direction); ``direction`` is "fwd" or "bwd"."""
+    """Counters keyed by (category, layer, direction); ``direction`` is "fwd" or "bwd" (or "all",
+    "profile"). Safe to add to from several threads (the channel profile waits in threads)."""
 
     bytes: dict = field(default_factory=lambda: defaultdict(int))
     seconds: dict = field(default_factory=lambda: defaultdict(float))
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, category: str, layer: int, direction: str, nbytes: int, seconds: float) -> None:
         key = (category, layer, direction)
-        self.bytes[key] += int(nbytes)
-        self.seconds[key] += float(seconds)
+        with self._lock:
+            self.bytes[key] += int(nbytes)
+            self.seconds[key] += float(seconds)
 
     def total_bytes(self, *categories: str) -> int:
         return sum(v for (c, _, _), v in self.bytes.items() if c in categories)

@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 
 from gnnq.comm.accounting import CONTROL
-from gnnq.comm.communicator import Communicator
+from gnnq.comm.communicator import Communicator, PendingMessage
 
 # Profile payload is CONTROL traffic; this direction keeps it apart from other control messages.
 PROFILE_DIRECTION = "profile"
@@ -36,8 +36,8 @@ def profile_channels(comm: Communicator, send_bytes: list[list[int]], repeats: i
     All rounds run once untimed (warm-up: the first messages on a channel are several times
     slower), then ``repeats`` timed times, interleaved so that slow drift spreads over all
     sizes. A round starts with a barrier; each rank then takes its own
-    clock as the common start, posts an irecv per incoming channel and an isend per
-    outgoing one, and records when each irecv completes. How completion is observed:
+    clock as the common start, posts a receive per incoming channel and a send per
+    outgoing one (``Communicator.recv_start`` / ``send_start``), and records when each receive completes. How completion is observed:
 
     - gloo (CPU): a gloo Work only becomes complete inside ``wait()`` (``is_completed()``
       stays False however long ago the data landed), so one thread per incoming channel
@@ -46,9 +46,9 @@ def profile_channels(comm: Communicator, send_bytes: list[list[int]], repeats: i
       ``is_completed()`` (a CUDA event query) with a very short sleep.
 
     Returns, for every channel (src, this rank) that carried bytes in some round, its
-    ``repeats`` (bytes, seconds) samples per round. Bytes this rank sends, warm-up included
-    ((repeats + 1) times the table), are added to ``comm.stats`` under (CONTROL, -1,
-    PROFILE_DIRECTION) with each round's wall time. One rank: {}.
+    ``repeats`` (bytes, seconds) samples per round. Every message goes through ``comm``, which
+    counts the bytes this rank sends, warm-up included ((repeats + 1) times the table), under
+    (CONTROL, -1, PROFILE_DIRECTION), with the time spent posting and waiting. One rank: {}.
     """
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
@@ -65,8 +65,7 @@ def profile_channels(comm: Communicator, send_bytes: list[list[int]], repeats: i
         for rep in range(repeats + 1):
             for k, out_bytes in enumerate(table[rank]):
                 in_bytes = {p: rounds[k][rank] for p, rounds in senders}
-                arrivals, seconds = _timed_round(send_buf, recv_bufs, out_bytes, in_bytes, rank, pool)
-                comm.stats.add(CONTROL, -1, PROFILE_DIRECTION, sum(_peers(out_bytes, rank)), seconds)
+                arrivals = _timed_round(comm, send_buf, recv_bufs, out_bytes, in_bytes, pool)
                 if rep == 0:
                     continue  # warm-up pass
                 for p, t in arrivals.items():
@@ -107,10 +106,11 @@ def _buffer(nbytes: int, device: torch.device) -> torch.Tensor:
     return torch.zeros(nbytes, dtype=torch.uint8, device=device)
 
 
-def _timed_round(send_buf: torch.Tensor, recv_bufs: dict[int, torch.Tensor], out_bytes: list[int],
-                 in_bytes: dict[int, int], rank: int, pool: ThreadPoolExecutor) -> tuple[dict[int, float], float]:  # fmt: skip
-    """One round: arrival time of each incoming channel and this rank's whole round time."""
-    dist.barrier()
+def _timed_round(comm: Communicator, send_buf: torch.Tensor, recv_bufs: dict[int, torch.Tensor], out_bytes: list[int],
+                 in_bytes: dict[int, int], pool: ThreadPoolExecutor) -> dict[int, float]:  # fmt: skip
+    """One round: the arrival time of each incoming channel."""
+    rank, kw = comm.rank, {"category": CONTROL, "layer": -1, "direction": PROFILE_DIRECTION}
+    comm.barrier()
     t0 = time.perf_counter()
     recvs, sends = {}, []
     # NCCL runs ungrouped send/recv between the same two ranks in posting order on one stream, so
@@ -118,15 +118,15 @@ def _timed_round(send_buf: torch.Tensor, recv_bufs: dict[int, torch.Tensor], out
     for peer in sorted(set(in_bytes) | {q for q in range(len(out_bytes)) if q != rank}):
         for op in ("send", "recv") if rank < peer else ("recv", "send"):
             if op == "recv" and in_bytes.get(peer, 0) > 0:
-                recvs[peer] = dist.irecv(recv_bufs[peer][: in_bytes[peer]], src=peer)
+                recvs[peer] = comm.recv_start(recv_bufs[peer][: in_bytes[peer]], peer, **kw)
             elif op == "send" and peer < len(out_bytes) and out_bytes[peer] > 0:
-                sends.append(dist.isend(send_buf[: out_bytes[peer]], dst=peer))
+                sends.append(comm.send_start(send_buf[: out_bytes[peer]], peer, **kw))
     arrivals = _arrival_times(recvs, t0, pool, polling=send_buf.is_cuda)
-    for work in sends:
-        work.wait()
+    for pending in sends:
+        pending.wait()
     if send_buf.is_cuda:
         torch.cuda.synchronize(send_buf.device)
-    return arrivals, time.perf_counter() - t0
+    return arrivals
 
 
 def _arrival_times(recvs: dict, t0: float, pool: ThreadPoolExecutor, *, polling: bool) -> dict[int, float]:
@@ -136,18 +136,18 @@ def _arrival_times(recvs: dict, t0: float, pool: ThreadPoolExecutor, *, polling:
     return {p: f.result() for p, f in futures.items()}
 
 
-def _wait_then_clock(work, t0: float) -> float:
-    work.wait()
+def _wait_then_clock(pending: PendingMessage, t0: float) -> float:
+    pending.wait()
     return time.perf_counter() - t0
 
 
 def _poll(recvs: dict, t0: float) -> dict[int, float]:
     arrivals: dict[int, float] = {}
     while len(arrivals) < len(recvs):
-        for p, work in recvs.items():
-            if p not in arrivals and work.is_completed():
+        for p, pending in recvs.items():
+            if p not in arrivals and pending.is_completed():
                 arrivals[p] = time.perf_counter() - t0
         time.sleep(_POLL_SLEEP_S)
-    for work in recvs.values():
-        work.wait()  # a failed Work also reads as completed: wait() raises its error
+    for pending in recvs.values():
+        pending.wait()  # a failed Work also reads as completed: wait() raises its error
     return arrivals

@@ -1,14 +1,19 @@
-"""Message quantization for the exchange layer: codecs, their seeded draws, and the config mapping."""
+"""Message quantization: the uniform codec's parameters, the seeded draws of each message, and the config mapping.
+
+What a message is encoded with lives here; how it is encoded (which kernels, which layout) lives
+in ``gnnq.comm.encoder``, and how the bytes travel in ``gnnq.comm.halo``.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
-from gnnq.comm.kernels import c_codec, torch_codec, triton_codec
+from gnnq.comm.direction import Direction
+from gnnq.comm.kernels import torch_codec
 from gnnq.errors import GnnqError
 
 PARAM_DTYPES = torch_codec.PARAM_DTYPES
@@ -33,13 +38,6 @@ class UniformCodec:
     def row_bytes(self, dim: int) -> int:
         return torch_codec.row_bytes(dim, self.bits, self.param_dtype)
 
-    @staticmethod
-    def backend(t: torch.Tensor) -> str:
-        """triton (CUDA), c (CPU, see c_codec) or torch: what encodes and decodes ``t``'s messages."""
-        if t.is_cuda:
-            return "triton" if triton_codec.triton_available() else "torch"
-        return "c" if t.device.type == "cpu" and c_codec.enabled() else "torch"
-
     def check_finite(self, src: torch.Tensor, what: str) -> tuple[torch.Tensor, int]:
         """``src`` with NaN/inf zeroed (or an error, per ``nonfinite``) and how many were zeroed."""
         # A finite sum (one read, no mask) proves every value finite; an overflowing one falls through to the exact check.
@@ -52,38 +50,54 @@ class UniformCodec:
         zeroed = int((~torch.isfinite(src)).sum())
         return torch.nan_to_num(src, nan=0.0, posinf=0.0, neginf=0.0), zeroed
 
-    def encode(self, src: torch.Tensor, row_idx: torch.Tensor, noise: torch.Tensor, what: str) -> tuple[torch.Tensor, int]:
-        """Wire rows for ``src[row_idx]``; returns them and the number of non-finite values zeroed."""
-        src, zeroed = self.check_finite(src, what)
-        src = src.float()
-        backend = self.backend(src)
-        if backend == "triton":
-            return triton_codec.quantize_pack(src, row_idx, noise, self.bits, self.param_dtype), zeroed
-        if backend == "c":
-            return c_codec.quantize_pack(src, row_idx, noise, self.bits, self.param_dtype), zeroed
-        return torch_codec.quantize_pack(src.index_select(0, row_idx), noise, self.bits, self.param_dtype), zeroed
-
-    def decode(self, wire: torch.Tensor, dim: int) -> torch.Tensor:
-        backend = self.backend(wire)
-        if backend == "triton":
-            return triton_codec.unpack_dequantize(wire, dim, self.bits, self.param_dtype)
-        if backend == "c":
-            return c_codec.unpack_dequantize(wire, dim, self.bits, self.param_dtype)
-        return torch_codec.unpack_dequantize(wire, dim, self.bits, self.param_dtype)
-
 
 def stream_seed(*key) -> int:
     return int.from_bytes(hashlib.blake2b(repr(key).encode(), digest_size=8).digest(), "little") >> 1
 
 
-@dataclass
-class MessageQuantization:
-    """Which messages are quantized, and the seeded uniform draws for each of them.
+@dataclass(frozen=True)
+class NoiseKey:
+    """Names one message's uniform draws: a generator per (seed, epoch, layer, direction, sender, receiver).
 
-    Draws come from a generator per (seed, epoch, layer, direction, sender, receiver), so a
-    run is reproducible and two ranks' messages are independent. An adaptive assignment
-    sets ``layouts``: per-row widths of each (layer, direction) message; while ``tracing``
-    is on, the per-row ranges (max - min) of the training messages sent are kept in ``ranges``.
+    So a run is reproducible and two ranks' messages are independent. ``direction`` is the plain
+    string ("fwd", "bwd", "input"): it is part of the seed's text.
+    """
+
+    seed: int
+    epoch: int
+    layer: int
+    direction: str
+    sender: int
+
+    def draws(self, counts: list[int], dim: int, device: torch.device) -> torch.Tensor:
+        """Uniform [0, 1) draws for a send buffer whose rows go to peers in ``counts`` order."""
+        parts = []
+        for peer, rows in enumerate(counts):
+            if rows:
+                gen = torch.Generator(device=device)
+                gen.manual_seed(stream_seed(self.seed, self.epoch, self.layer, self.direction, self.sender, peer))
+                parts.append(torch.rand((rows, dim), generator=gen, device=device))
+        return torch.cat(parts) if parts else torch.empty((0, dim), device=device)
+
+
+@dataclass(frozen=True)
+class GivenNoise:
+    """Draws handed in whole (tests and benchmarks): ``draws`` returns ``values``, one row per message row."""
+
+    values: torch.Tensor
+
+    def draws(self, counts: list[int], dim: int, device: torch.device) -> torch.Tensor:
+        if self.values.shape != (sum(counts), dim):
+            raise ValueError(f"noise of shape {tuple(self.values.shape)} for {sum(counts)} rows of {dim}")
+        return self.values
+
+
+@dataclass(frozen=True)
+class MessageQuantization:
+    """Which messages are quantized (a codec per direction; None: exact fp32) and the seed of their draws.
+
+    Read-only: the epoch of a message comes with the message, and per-row widths (quantizer=adaptive)
+    are the assigner's (``gnnq.adaptive.assigner``).
     """
 
     forward: UniformCodec | None
@@ -91,47 +105,12 @@ class MessageQuantization:
     inputs: UniformCodec | None
     seed: int
     rank: int = 0
-    epoch: int = 0
-    layouts: dict = field(default_factory=dict)
-    tracing: bool = False
-    ranges: dict = field(default_factory=dict)
 
-    def codec(self, direction: str) -> UniformCodec | None:
-        return {"fwd": self.forward, "bwd": self.backward, "input": self.inputs}[direction]
+    def codec(self, direction: Direction) -> UniformCodec | None:
+        return {Direction.FORWARD: self.forward, Direction.BACKWARD: self.backward, Direction.INPUT: self.inputs}[direction]
 
-    def layout(self, layer: int, direction: str):
-        return self.layouts.get((layer, direction))
-
-    def observe(self, layer: int, direction: str, src: torch.Tensor, rows: torch.Tensor) -> None:
-        """Keep the row ranges of a training message (only while tracing)."""
-        if self.tracing and rows.numel():
-            mn, mx = torch.aminmax(src.detach().index_select(0, rows).float(), dim=1)
-            self.ranges[(layer, direction)] = (mx - mn).nan_to_num(0.0, 0.0, 0.0).cpu()
-
-    def noise(self, counts: list[int], dim: int, layer: int, direction: str, device: torch.device) -> torch.Tensor:
-        """Uniform [0, 1) draws for a send buffer whose rows go to peers in ``counts`` order."""
-        parts = []
-        for peer, rows in enumerate(counts):
-            if rows:
-                gen = torch.Generator(device=device)
-                gen.manual_seed(stream_seed(self.seed, self.epoch, layer, direction, self.rank, peer))
-                parts.append(torch.rand((rows, dim), generator=gen, device=device))
-        return torch.cat(parts) if parts else torch.empty((0, dim), device=device)
-
-    def state_dict(self) -> dict:
-        """What a resumed run needs: the adaptive layouts and the ranges traced so far.
-
-        The uniform draws need nothing: they are seeded per (epoch, layer, direction, sender, receiver)."""
-        return {
-            "layouts": [{"layer": k[0], "direction": k[1], **v.state_dict()} for k, v in sorted(self.layouts.items())],
-            "ranges": [{"layer": k[0], "direction": k[1], "ranges": v} for k, v in sorted(self.ranges.items())],
-        }
-
-    def load_state_dict(self, state: dict) -> None:
-        from gnnq.comm.wire_layout import WireLayout
-
-        self.layouts = {(e["layer"], e["direction"]): WireLayout.from_state_dict(e) for e in state["layouts"]}
-        self.ranges = {(e["layer"], e["direction"]): e["ranges"] for e in state["ranges"]}
+    def noise_key(self, epoch: int, layer: int, direction: Direction) -> NoiseKey:
+        return NoiseKey(self.seed, int(epoch), int(layer), Direction(direction).value, self.rank)
 
     def describe(self) -> dict:
         def bits(c):

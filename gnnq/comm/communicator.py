@@ -49,7 +49,7 @@ class Communicator:
 
     def all_to_all_start(
         self, send: torch.Tensor, send_counts: list[int], recv_counts: list[int], *, category: str, layer: int, direction: str
-    ) -> "PendingAllToAll":
+    ) -> "PendingMessage":
         """Post an all-to-all and return at once; ``.wait()`` gives the received rows.
 
         The time counted is the time this rank spends inside the calls (posting and waiting),
@@ -67,9 +67,9 @@ class Communicator:
         else:
             out.copy_(send)
         self.stats.add(*key, wire_rows * row_bytes, time.perf_counter() - t0)
-        return PendingAllToAll(self.stats, key, work, out)
+        return PendingMessage(self.stats, key, work, out)
 
-    def send_start(self, tensor: torch.Tensor, dst: int, *, category: str, layer: int, direction: str) -> "PendingAllToAll":
+    def send_start(self, tensor: torch.Tensor, dst: int, *, category: str, layer: int, direction: str) -> "PendingMessage":
         """Post a point-to-point send of ``tensor`` to rank ``dst``; ``.wait()`` before reusing it."""
         key = (category, layer, direction)
         tensor = tensor.contiguous()  # held by the returned handle until the send completes
@@ -77,15 +77,15 @@ class Communicator:
         t0 = time.perf_counter()
         work = dist.isend(tensor, dst, group=self.group)  # dst: global rank (groups span all ranks)
         self.stats.add(*key, tensor.numel() * tensor.element_size(), time.perf_counter() - t0)
-        return PendingAllToAll(self.stats, key, work, tensor)
+        return PendingMessage(self.stats, key, work, tensor)
 
-    def recv_start(self, out: torch.Tensor, src: int, *, category: str, layer: int, direction: str) -> "PendingAllToAll":
+    def recv_start(self, out: torch.Tensor, src: int, *, category: str, layer: int, direction: str) -> "PendingMessage":
         """Post a point-to-point receive into ``out`` from rank ``src``; ``.wait()`` gives ``out``."""
         key = (category, layer, direction)
         t0 = time.perf_counter()
         work = dist.irecv(out, src, group=self.group)
         self.stats.add(*key, 0, time.perf_counter() - t0)
-        return PendingAllToAll(self.stats, key, work, out)
+        return PendingMessage(self.stats, key, work, out)
 
     def all_reduce(self, tensor: torch.Tensor, *, category: str, op=dist.ReduceOp.SUM) -> torch.Tensor:
         """In-place all-reduce; counts the payload once per rank."""
@@ -131,8 +131,8 @@ class Communicator:
             dist.barrier(group=self.group)
 
 
-class PendingAllToAll:
-    """An all-to-all or a point-to-point message in flight."""
+class PendingMessage:
+    """A message in flight: an all-to-all, or one point-to-point send or receive."""
 
     def __init__(self, stats: CommStats, key: tuple, work, out: torch.Tensor):
         self.stats, self.key, self.work, self.out = stats, key, work, out
@@ -145,3 +145,8 @@ class PendingAllToAll:
         _wait(self.out)
         self.stats.add(*self.key, 0, time.perf_counter() - t0)
         return self.out
+
+    def is_completed(self) -> bool:
+        """Whether the backend reports it done, without waiting (NCCL: a CUDA event query; a gloo
+        Work only completes inside ``wait()``). Call ``wait()`` still: it raises a failed message's error."""
+        return self.work is None or self.work.is_completed()

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
 from gnnq.comm.accounting import HALO_EVAL, HALO_SETUP, HALO_TRAIN
 from gnnq.comm.codec import MessageQuantization
 from gnnq.comm.communicator import Communicator
+from gnnq.comm.direction import Direction
+from gnnq.comm.encoder import MixedWidthEncoder, UniformEncoder
+from gnnq.comm.kernels.backends import Kernels, kernels_for
+from gnnq.comm.wire_layout import WireLayout
 
 
 @dataclass(frozen=True, eq=False)  # compared by identity: it holds tensors
@@ -20,6 +26,45 @@ class HaloPlan:
     send_idx: torch.Tensor
     send_counts: list[int]
     recv_counts: list[int]
+
+    def route(self, direction: Direction) -> tuple[torch.Tensor | None, list[int], list[int]]:
+        """(rows of the source to send, None: all of them in order; rows to each peer; rows from each peer).
+
+        Rows go out along the plan; gradients come back along it reversed, one per halo row."""
+        if direction.returns_gradients:
+            return None, self.recv_counts, self.send_counts
+        return self.send_idx, self.send_counts, self.recv_counts
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """What a message belongs to: its byte-accounting category and, for training, its epoch
+    (which keys the quantization draws and, under adaptive widths, whether it is traced)."""
+
+    category: str
+    epoch: int = 0
+
+    @classmethod
+    def training(cls, epoch: int) -> "Traffic":
+        return cls(HALO_TRAIN, int(epoch))
+
+    @property
+    def is_training(self) -> bool:
+        return self.category == HALO_TRAIN
+
+
+EVALUATION = Traffic(HALO_EVAL)
+SETUP = Traffic(HALO_SETUP)
+
+
+class RowWidths(Protocol):
+    """Per-row bit-widths of training messages and the tracing they are solved from (quantizer=adaptive)."""
+
+    def layout(self, layer: int, direction: Direction) -> WireLayout | None: ...
+
+    def traces(self, epoch: int) -> bool: ...
+
+    def record_ranges(self, layer: int, direction: Direction, ranges: torch.Tensor) -> None: ...
 
 
 class HaloExchange:
@@ -38,10 +83,12 @@ class HaloExchange:
         self.send_idx, self.send_counts, self.recv_counts = self.plan.send_idx, self.plan.send_counts, self.plan.recv_counts
         self.num_halo = sum(self.recv_counts)
         self.quant = quant
+        self.widths: RowWidths | None = None
         self.nonfinite_zeroed = 0
-        self.codec_backend: str | None = None
+        self.codec_backend: str | None = None  # of the last quantized message
         self.side_streams = False  # on GPU: encode, send and decode on a stream of their own
         self._stream = None
+        self._kernels: dict[str, Kernels] = {}  # per device: chosen at its first quantized message
 
     def use_side_stream(self) -> None:
         """Run messages on a separate CUDA stream (for overlap); no effect on CPU."""
@@ -53,69 +100,85 @@ class HaloExchange:
         Collective: every rank calls it, in the same order."""
         self.comm = self.comm.with_own_group()
 
-    def fetch(self, h_inner: torch.Tensor, layer: int, category: str = HALO_TRAIN, plan: HaloPlan | None = None) -> torch.Tensor:
-        """Halo rows of ``h_inner`` from their owners; differentiable (gradients flow back to owners)."""
+    def take_widths_from(self, widths: RowWidths) -> None:
+        """Training messages follow ``widths``' per-row layouts and report their row ranges to it
+        while it traces (quantizer=adaptive). Setup: before the first training message."""
+        self.widths = widths
+
+    def fetch(self, h_inner: torch.Tensor, layer: int, traffic: Traffic | None = None,
+              plan: HaloPlan | None = None) -> torch.Tensor:  # fmt: skip
+        """Halo rows of ``h_inner`` from their owners; differentiable (gradients flow back to owners).
+
+        ``traffic`` defaults to training traffic of epoch 0."""
+        traffic = traffic or Traffic(HALO_TRAIN)
         if torch.is_grad_enabled() and h_inner.requires_grad:
-            return _HaloFunction.apply(h_inner, self, layer, category, plan)
-        return self.start(h_inner, layer, "fwd", category, plan).wait()
+            return _HaloFunction.apply(h_inner, self, layer, traffic, plan)
+        return self.start(h_inner, layer, Direction.FORWARD, traffic, plan).wait()
 
     def fetch_static(self, x_inner: torch.Tensor) -> torch.Tensor:
         """Halo rows of data that never changes (input features): call once and keep the result."""
-        return self.start(x_inner, 0, "input", HALO_SETUP).wait()
+        return self.start(x_inner, 0, Direction.INPUT, SETUP).wait()
 
-    def start(self, src: torch.Tensor, layer: int, direction: str, category: str,
+    def start(self, src: torch.Tensor, layer: int, direction: Direction, traffic: Traffic,
               plan: HaloPlan | None = None) -> "PendingHalo":  # fmt: skip
         """Post one message and return at once; ``.wait()`` gives the rows that arrive.
 
-        ``direction`` "fwd" / "input": ``src`` holds inner rows and the peers' halo rows arrive
-        (in halo order). "bwd": ``src`` holds one row per halo row (gradients) and each peer's
-        rows come back in this rank's send order (add them with :meth:`add_returned`).
+        FORWARD / INPUT: ``src`` holds inner rows and the peers' halo rows arrive (in halo order).
+        BACKWARD: ``src`` holds one row per halo row (gradients) and each peer's rows come back
+        in this rank's send order (add them with :meth:`add_returned`).
         ``plan`` (default: the partition's) says which rows move.
         """
         plan = plan or self.plan
         if not (self.side_streams and src.is_cuda):
-            return self._start(src, layer, direction, category, plan)
+            return self._start(src, layer, Direction(direction), traffic, plan)
         if self._stream is None:
             self._stream = torch.cuda.Stream(device=src.device)
         stream = self._stream
         stream.wait_stream(torch.cuda.current_stream(src.device))  # src is ready before the codec reads it
         with torch.cuda.stream(stream):
-            pending = self._start(src, layer, direction, category, plan)
+            pending = self._start(src, layer, Direction(direction), traffic, plan)
         src.record_stream(stream)
         pending.stream = stream
         return pending
 
-    def _start(self, src: torch.Tensor, layer: int, direction: str, category: str, plan: HaloPlan) -> "PendingHalo":
-        if direction == "bwd":
-            rows, send_counts, recv_counts = None, plan.recv_counts, plan.send_counts
-        else:
-            rows, send_counts, recv_counts = plan.send_idx, plan.send_counts, plan.recv_counts
-        kw = {"category": category, "layer": layer, "direction": "bwd" if direction == "bwd" else "fwd"}
-        quant = self.quant if category != HALO_EVAL else None
-        codec = quant.codec(direction) if quant is not None else None
-        if codec is None:
+    def _start(self, src: torch.Tensor, layer: int, direction: Direction, traffic: Traffic, plan: HaloPlan) -> "PendingHalo":
+        rows, send_counts, recv_counts = plan.route(direction)
+        kw = {"category": traffic.category, "layer": layer, "direction": direction.accounting}
+        encoder = self._encoder(layer, direction, traffic, src.device, plan)
+        if encoder is None:  # exact fp32 rows
             send = src if rows is None else src.index_select(0, rows)
             return PendingHalo(self.comm.all_to_all_start(send, send_counts, recv_counts, **kw), None)
         if rows is None:
             rows = torch.arange(src.shape[0], device=src.device)
+        self._trace(layer, direction, traffic, src, rows)
+        noise = self.quant.noise_key(traffic.epoch, layer, direction)
+        message = encoder.encode(src, rows, send_counts, noise, f"layer {layer} {direction.label}")
+        self.nonfinite_zeroed += message.nonfinite_zeroed
         dim = src.shape[1]
-        if category == HALO_TRAIN:
-            quant.observe(layer, direction, src, rows)
-        noise = quant.noise(send_counts, dim, layer, direction, src.device)
-        what = f"layer {layer} {'forward' if direction != 'bwd' else 'backward'}"
-        self.codec_backend = codec.backend(src)
-        layout = quant.layout(layer, direction)
-        if layout is not None and plan is not self.plan:
-            raise ValueError("per-row bit-widths (quantizer=adaptive) need the partition's full halo plan")
+        pending = self.comm.all_to_all_start(message.wire, message.send_bytes, encoder.recv_bytes(recv_counts, dim), **kw)
+        return PendingHalo(pending, lambda wire: encoder.decode(wire, dim))
+
+    def _encoder(self, layer: int, direction: Direction, traffic: Traffic, device: torch.device, plan: HaloPlan):
+        """How this message is encoded; None: it travels as exact fp32 rows (no codec, or evaluation)."""
+        codec = self.quant.codec(direction) if self.quant is not None and traffic.category != HALO_EVAL else None
+        if codec is None:
+            return None
+        kernels = self._kernels.get(str(device))
+        if kernels is None:
+            kernels = self._kernels[str(device)] = kernels_for(device)
+        self.codec_backend = kernels.name
+        layout = self.widths.layout(layer, direction) if self.widths is not None and traffic.is_training else None
         if layout is None:
-            wire, zeroed = codec.encode(src, rows, noise, what)
-            self.nonfinite_zeroed += zeroed
-            pending = self.comm.all_to_all_start(wire, send_counts, recv_counts, **kw)
-            return PendingHalo(pending, lambda w: codec.decode(w, dim))
-        flat, send_bytes, zeroed = layout.encode(codec, src, rows, noise, what)
-        self.nonfinite_zeroed += zeroed
-        pending = self.comm.all_to_all_start(flat, send_bytes, layout.recv_bytes(codec, dim), **kw)
-        return PendingHalo(pending, lambda w: layout.decode(codec, w, dim))
+            return UniformEncoder(codec, kernels)
+        if plan is not self.plan:
+            raise ValueError("per-row bit-widths (quantizer=adaptive) need the partition's full halo plan")
+        return MixedWidthEncoder(codec, kernels, layout)
+
+    def _trace(self, layer: int, direction: Direction, traffic: Traffic, src: torch.Tensor, rows: torch.Tensor) -> None:
+        """Hand the row ranges (max - min) of a training message to the row widths, in the epochs they trace."""
+        if traffic.is_training and self.widths is not None and self.widths.traces(traffic.epoch) and rows.numel():
+            mn, mx = torch.aminmax(src.detach().index_select(0, rows).float(), dim=1)
+            self.widths.record_ranges(layer, direction, (mx - mn).nan_to_num(0.0, 0.0, 0.0).cpu())
 
     def add_returned(self, grad_inner: torch.Tensor, returned: torch.Tensor, plan: HaloPlan | None = None) -> torch.Tensor:
         """Add the gradient rows peers returned for the rows this rank sent them."""
@@ -145,14 +208,36 @@ class PendingHalo:
         return out if self.decode is None else self.decode(out)
 
 
+class Arrived:
+    """Rows already at hand, behind the same ``wait()`` as a message in flight."""
+
+    def __init__(self, rows: torch.Tensor):
+        self.rows = rows
+
+    def wait(self) -> torch.Tensor:
+        return self.rows
+
+
+def inner_gradient(exchange: HaloExchange, grad_halo: torch.Tensor, own: Callable[[], torch.Tensor],
+                   post: Callable[[torch.Tensor], PendingHalo | Arrived], plan: HaloPlan | None = None) -> torch.Tensor:  # fmt: skip
+    """The backward step every halo aggregation shares: ``post`` the halo rows' gradients to
+    their owners, compute the inner rows' own gradient (``own()``) while they travel, then add
+    what the peers return for the rows this rank sent them (in ``plan``'s send order)."""
+    pending = post(grad_halo.contiguous())
+    return exchange.add_returned(own(), pending.wait(), plan)
+
+
 class _HaloFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, h_inner, exchange: HaloExchange, layer: int, category: str, plan: HaloPlan | None):
-        ctx.exchange, ctx.layer, ctx.category, ctx.plan, ctx.num_inner = exchange, layer, category, plan, h_inner.shape[0]
-        return exchange.start(h_inner, layer, "fwd", category, plan).wait()
+    def forward(ctx, h_inner, exchange: HaloExchange, layer: int, traffic: Traffic, plan: HaloPlan | None):
+        ctx.exchange, ctx.layer, ctx.traffic, ctx.plan, ctx.num_inner = exchange, layer, traffic, plan, h_inner.shape[0]
+        return exchange.start(h_inner, layer, Direction.FORWARD, traffic, plan).wait()
 
     @staticmethod
     def backward(ctx, grad_halo):
-        returned = ctx.exchange.start(grad_halo.contiguous(), ctx.layer, "bwd", ctx.category, ctx.plan).wait()
-        grad_inner = grad_halo.new_zeros((ctx.num_inner,) + tuple(grad_halo.shape[1:]))
-        return ctx.exchange.add_returned(grad_inner, returned, ctx.plan), None, None, None, None
+        exchange = ctx.exchange
+        grad_inner = inner_gradient(
+            exchange, grad_halo, lambda: grad_halo.new_zeros((ctx.num_inner,) + tuple(grad_halo.shape[1:])),
+            lambda g: exchange.start(g, ctx.layer, Direction.BACKWARD, ctx.traffic, ctx.plan), ctx.plan,
+        )  # fmt: skip
+        return grad_inner, None, None, None, None

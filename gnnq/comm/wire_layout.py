@@ -5,14 +5,18 @@ rank's segment is sent as one byte string: first its rows at the lowest width, t
 next width, and so on, each row a wire row of the uniform codec at that width. Both sides
 hold the same per-row widths (the receiver's are delivered at assignment time), so the
 receiver can cut the byte strings apart and put every decoded row back in its place.
+
+This module says where the bytes go; ``gnnq.comm.encoder.MixedWidthEncoder`` fills and reads them.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
-from gnnq.comm.codec import UniformCodec
-from gnnq.comm.kernels import c_codec
+if TYPE_CHECKING:
+    from gnnq.comm.codec import UniformCodec
 
 
 class WireLayout:
@@ -39,46 +43,11 @@ class WireLayout:
         """Rows sent at each width."""
         return {b: int((self.send_bits == b).sum()) for b in self.widths}
 
-    def encode(self, codec: UniformCodec, src: torch.Tensor, rows: torch.Tensor, noise: torch.Tensor, what: str):
-        """(flat uint8 send buffer, bytes per destination, non-finite values zeroed)."""
-        dim = src.shape[1]
-        src, zeroed = codec.check_finite(src, what)  # once for the message, not once per width
-        if dim and codec.backend(src) == "c":  # one pass over the whole message
-            bits, offsets, total = self.send.wire_plan(codec, dim)
-            flat = c_codec.encode_mixed(src, rows, noise, bits, offsets, total, codec.param_dtype)
-            return flat, self.send.bytes_per_peer(codec, dim), zeroed
-        wires = {}
-        for b in self.widths:
-            pos = self.send.positions_on(b, src.device)
-            wires[b], _ = codec.at_bits(b).encode(src, rows.index_select(0, pos), noise.index_select(0, pos), what)
-        pieces = [
-            wires[b][self.send.offsets[b][q] : self.send.offsets[b][q + 1]].reshape(-1)
-            for q in range(len(self.send.counts))
-            for b in self.widths
-        ]
-        flat = torch.cat(pieces) if pieces else torch.empty(0, dtype=torch.uint8, device=src.device)
-        return flat, self.send.bytes_per_peer(codec, dim), zeroed
+    def send_bytes(self, codec: "UniformCodec", dim: int) -> list[int]:
+        return self.send.bytes_per_peer(codec, dim)
 
-    def recv_bytes(self, codec: UniformCodec, dim: int) -> list[int]:
+    def recv_bytes(self, codec: "UniformCodec", dim: int) -> list[int]:
         return self.recv.bytes_per_peer(codec, dim)
-
-    def decode(self, codec: UniformCodec, flat: torch.Tensor, dim: int) -> torch.Tensor:
-        if dim and codec.backend(flat) == "c":
-            bits, offsets, total = self.recv.wire_plan(codec, dim)
-            return c_codec.decode_mixed(flat, dim, bits, offsets, total, codec.param_dtype)
-        out = torch.empty((int(self.recv_bits.numel()), dim), dtype=torch.float32, device=flat.device)
-        sizes = {b: codec.at_bits(b).row_bytes(dim) for b in self.widths}
-        chunks = {b: [] for b in self.widths}
-        start = 0
-        for q in range(len(self.recv.counts)):
-            for b in self.widths:
-                n = (self.recv.offsets[b][q + 1] - self.recv.offsets[b][q]) * sizes[b]
-                chunks[b].append(flat[start : start + n])
-                start += n
-        for b in self.widths:
-            wire = torch.cat(chunks[b]).view(-1, sizes[b])
-            out.index_copy_(0, self.recv.positions_on(b, flat.device), codec.at_bits(b).decode(wire, dim))
-        return out
 
 
 class _Side:
@@ -102,7 +71,7 @@ class _Side:
             self._on_device[key] = self.positions[bits].to(device)
         return self._on_device[key]
 
-    def wire_plan(self, codec: UniformCodec, dim: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+    def wire_plan(self, codec: "UniformCodec", dim: int) -> tuple[torch.Tensor, torch.Tensor, int]:
         """(per-row widths as int8, each row's byte offset in the flat buffer, total bytes) for the C codec."""
         key = (codec.param_dtype, dim)
         if key not in self._plans:
@@ -119,7 +88,7 @@ class _Side:
             self._plans[key] = (self.bits.to(torch.int8), offsets, int(size.sum()))
         return self._plans[key]
 
-    def bytes_per_peer(self, codec: UniformCodec, dim: int) -> list[int]:
+    def bytes_per_peer(self, codec: "UniformCodec", dim: int) -> list[int]:
         return [
             sum((self.offsets[b][q + 1] - self.offsets[b][q]) * codec.at_bits(b).row_bytes(dim) for b in self.positions)
             for q in range(len(self.counts))

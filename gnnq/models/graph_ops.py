@@ -30,42 +30,6 @@ class LocalGraph:
         return rows, m.col_indices(), m.values()
 
 
-class CentralMarginal:
-    """AdaQP's split of inner rows: *central* rows have no halo in-neighbour, *marginal* rows do.
-
-    Holds the pieces of A needed to aggregate central rows before the halo rows arrive, and,
-    in backward, to compute the halo rows' gradients before the inner ones:
-    ``central`` = A[central, inner], ``marginal`` = A[marginal, :], ``inner_t`` = A[:, inner]^T,
-    ``halo_t`` = A[marginal, halo]^T.
-    """
-
-    def __init__(self, graph: LocalGraph):
-        n, num_cols = graph.num_rows, graph.num_cols
-        rows, cols, w = graph.coo()
-        has_halo = torch.zeros(n, dtype=torch.bool, device=rows.device)
-        has_halo[rows[cols >= n]] = True
-        self.central_idx = torch.nonzero(~has_halo).flatten()
-        self.marginal_idx = torch.nonzero(has_halo).flatten()
-        self.num_rows, self.num_halo = n, num_cols - n
-        position = torch.empty(n, dtype=torch.int64, device=rows.device)  # row -> index within its class
-        position[self.central_idx] = torch.arange(self.central_idx.numel(), device=rows.device)
-        position[self.marginal_idx] = torch.arange(self.marginal_idx.numel(), device=rows.device)
-        c, m = ~has_halo[rows], has_halo[rows]
-        inner, halo = cols < n, cols >= n
-        self.central = _csr(position[rows[c]], cols[c], w[c], (self.central_idx.numel(), n))
-        self.marginal = _csr(position[rows[m]], cols[m], w[m], (self.marginal_idx.numel(), num_cols))
-        self.inner_t = _csr(cols[inner], rows[inner], w[inner], (n, n))
-        mh = m & halo
-        self.halo_t = _csr(cols[mh] - n, position[rows[mh]], w[mh], (self.num_halo, self.marginal_idx.numel()))
-
-
-def _csr(rows, cols, weights, shape) -> torch.Tensor:
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        coo = torch.sparse_coo_tensor(torch.stack([rows, cols]), weights, shape, check_invariants=False).coalesce()
-        return coo.to_sparse_csr()
-
-
 class _SpMM(torch.autograd.Function):
     @staticmethod
     def forward(ctx, h_full, graph: LocalGraph):

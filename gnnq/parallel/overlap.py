@@ -9,11 +9,50 @@ differs, so results agree to fp32 rounding.
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 
-from gnnq.comm.halo import HaloExchange
-from gnnq.models.graph_ops import CentralMarginal, LocalGraph
+from gnnq.comm.direction import Direction
+from gnnq.comm.halo import HaloExchange, Traffic, inner_gradient
+from gnnq.models.graph_ops import LocalGraph
 from gnnq.parallel.sync import SyncStrategy
+
+
+class CentralMarginal:
+    """AdaQP's split of inner rows: *central* rows have no halo in-neighbour, *marginal* rows do.
+
+    Holds the pieces of A needed to aggregate central rows before the halo rows arrive, and,
+    in backward, to compute the halo rows' gradients before the inner ones:
+    ``central`` = A[central, inner], ``marginal`` = A[marginal, :], ``inner_t`` = A[:, inner]^T,
+    ``halo_t`` = A[marginal, halo]^T.
+    """
+
+    def __init__(self, graph: LocalGraph):
+        n, num_cols = graph.num_rows, graph.num_cols
+        rows, cols, w = graph.coo()
+        has_halo = torch.zeros(n, dtype=torch.bool, device=rows.device)
+        has_halo[rows[cols >= n]] = True
+        self.central_idx = torch.nonzero(~has_halo).flatten()
+        self.marginal_idx = torch.nonzero(has_halo).flatten()
+        self.num_rows, self.num_halo = n, num_cols - n
+        position = torch.empty(n, dtype=torch.int64, device=rows.device)  # row -> index within its class
+        position[self.central_idx] = torch.arange(self.central_idx.numel(), device=rows.device)
+        position[self.marginal_idx] = torch.arange(self.marginal_idx.numel(), device=rows.device)
+        c, m = ~has_halo[rows], has_halo[rows]
+        inner, halo = cols < n, cols >= n
+        self.central = _csr(position[rows[c]], cols[c], w[c], (self.central_idx.numel(), n))
+        self.marginal = _csr(position[rows[m]], cols[m], w[m], (self.marginal_idx.numel(), num_cols))
+        self.inner_t = _csr(cols[inner], rows[inner], w[inner], (n, n))
+        mh = m & halo
+        self.halo_t = _csr(cols[mh] - n, position[rows[mh]], w[mh], (self.num_halo, self.marginal_idx.numel()))
+
+
+def _csr(rows, cols, weights, shape) -> torch.Tensor:
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        coo = torch.sparse_coo_tensor(torch.stack([rows, cols]), weights, shape, check_invariants=False).coalesce()
+        return coo.to_sparse_csr()
 
 
 class OverlapStrategy(SyncStrategy):
@@ -23,7 +62,7 @@ class OverlapStrategy(SyncStrategy):
         exchange.use_side_stream()
 
     def aggregate_hidden(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
-        return _OverlappedAggregate.apply(h_inner, self, layer, self.category)
+        return _OverlappedAggregate.apply(h_inner, self, layer, self.traffic)
 
 
 def _spmm(matrix: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
@@ -34,10 +73,10 @@ def _spmm(matrix: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
 
 class _OverlappedAggregate(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, h_inner, strategy: OverlapStrategy, layer: int, category: str):
-        ctx.strategy, ctx.layer, ctx.category = strategy, layer, category
+    def forward(ctx, h_inner, strategy: OverlapStrategy, layer: int, traffic: Traffic):
+        ctx.strategy, ctx.layer, ctx.traffic = strategy, layer, traffic
         split, exchange = strategy.split, strategy.exchange
-        pending = exchange.start(h_inner, layer, "fwd", category)
+        pending = exchange.start(h_inner, layer, Direction.FORWARD, traffic)
         out = h_inner.new_empty((split.num_rows, h_inner.shape[1]))
         out.index_copy_(0, split.central_idx, _spmm(split.central, h_inner))
         h_full = torch.cat([h_inner, pending.wait()])
@@ -49,6 +88,8 @@ class _OverlappedAggregate(torch.autograd.Function):
         split, exchange = ctx.strategy.split, ctx.strategy.exchange
         grad_out = grad_out.contiguous()
         grad_halo = _spmm(split.halo_t, grad_out.index_select(0, split.marginal_idx))
-        pending = exchange.start(grad_halo, ctx.layer, "bwd", ctx.category)
-        grad_inner = _spmm(split.inner_t, grad_out)
-        return exchange.add_returned(grad_inner, pending.wait()), None, None, None
+        grad_inner = inner_gradient(
+            exchange, grad_halo, lambda: _spmm(split.inner_t, grad_out),
+            lambda g: exchange.start(g, ctx.layer, Direction.BACKWARD, ctx.traffic),
+        )  # fmt: skip
+        return grad_inner, None, None, None

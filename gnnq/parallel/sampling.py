@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 import torch
 
-from gnnq.comm.accounting import HALO_TRAIN
 from gnnq.comm.codec import stream_seed
 from gnnq.comm.halo import HaloExchange, HaloPlan
 from gnnq.models.graph_ops import LocalGraph
@@ -70,15 +69,15 @@ class SamplingStrategy(SyncStrategy):
         self.rate, self.seed = float(rate), int(seed)
         self.sample: BoundarySample | None = None
 
-    def train(self, epoch: int = 0) -> None:
-        super().train(epoch)
+    def begin_training_epoch(self, epoch: int) -> None:
+        super().begin_training_epoch(epoch)
         self.sample = draw_sample(self.exchange.plan, self.rate, self.seed, epoch, self.exchange.comm.rank)
 
     def aggregate_hidden(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
-        if self.category != HALO_TRAIN:
+        if not self.traffic.is_training:
             return super().aggregate_hidden(layer, h_inner)  # evaluation: the full graph
         s = self.sample
-        rows = self.exchange.fetch(h_inner, layer, HALO_TRAIN, s.plan)
+        rows = self.exchange.fetch(h_inner, layer, self.traffic, s.plan)
         halo = rows.new_zeros((self.exchange.num_halo, rows.shape[1]))
         halo = halo.index_copy(0, s.recv_pos, rows * s.recv_scale[:, None])
         return self.graph.aggregate(torch.cat([h_inner, halo]))

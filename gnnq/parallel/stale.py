@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from gnnq.comm.accounting import HALO_TRAIN
-from gnnq.comm.halo import HaloExchange
+from gnnq.comm.direction import Direction
+from gnnq.comm.halo import Arrived, HaloExchange, inner_gradient
 from gnnq.models.graph_ops import LocalGraph
 from gnnq.parallel.sync import SyncStrategy
 
@@ -26,37 +26,37 @@ class StaleStrategy(SyncStrategy):
         exchange.use_own_group()  # the gradient all-reduce must not wait behind this epoch's halo messages
         self.halo = {}  # layer -> stale halo rows (forward)
         self.returned = {}  # layer -> stale gradient rows peers returned for this rank's sent rows
-        self.in_flight = []  # (kind, layer, PendingHalo) posted this epoch
+        self.in_flight = []  # (direction, layer, PendingHalo) posted this epoch
 
-    def train(self, epoch: int = 0) -> None:
+    def begin_training_epoch(self, epoch: int) -> None:
         self._settle()
-        super().train(epoch)
+        super().begin_training_epoch(epoch)
 
     def _settle(self) -> None:
         """Wait for last epoch's messages and fold them into the stale buffers."""
-        for kind, layer, pending in self.in_flight:
-            store = self.halo if kind == "fwd" else self.returned
+        for direction, layer, pending in self.in_flight:
+            store = self.returned if direction.returns_gradients else self.halo
             new = pending.wait()
             old = store.get(layer)
             store[layer] = new if old is None or self.momentum == 0 else old.mul(self.momentum).add_(new, alpha=1 - self.momentum)
         self.in_flight = []
 
     def aggregate_hidden(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
-        if self.category != HALO_TRAIN:
+        if not self.traffic.is_training:
             return super().aggregate_hidden(layer, h_inner)  # evaluation is exact
         return _StaleAggregate.apply(h_inner, self, layer)
 
-    def exchange_rows(self, kind: str, layer: int, rows: torch.Tensor) -> torch.Tensor:
-        """The stale rows for ``kind`` at ``layer``; posts this epoch's rows for the next epoch.
+    def exchange_rows(self, direction: Direction, layer: int, rows: torch.Tensor) -> torch.Tensor:
+        """The stale rows for ``direction`` at ``layer``; posts this epoch's rows for the next epoch.
 
         Warm-up (nothing stale yet): exchange now, and use and keep what arrives.
         """
-        store = self.halo if kind == "fwd" else self.returned
-        pending = self.exchange.start(rows, layer, kind, HALO_TRAIN)
+        store = self.returned if direction.returns_gradients else self.halo
+        pending = self.exchange.start(rows, layer, direction, self.traffic)
         if layer not in store:
             store[layer] = pending.wait()
         else:
-            self.in_flight.append((kind, layer, pending))
+            self.in_flight.append((direction, layer, pending))
         return store[layer]
 
     def close(self) -> None:
@@ -78,12 +78,15 @@ class _StaleAggregate(torch.autograd.Function):
     @staticmethod
     def forward(ctx, h_inner, strategy: StaleStrategy, layer: int):
         ctx.strategy, ctx.layer = strategy, layer
-        halo = strategy.exchange_rows("fwd", layer, h_inner.detach())
+        halo = strategy.exchange_rows(Direction.FORWARD, layer, h_inner.detach())
         return strategy.graph.matrix @ torch.cat([h_inner, halo])
 
     @staticmethod
     def backward(ctx, grad_out):
         strategy, n = ctx.strategy, ctx.strategy.graph.num_rows
         grad_full = strategy.graph.matrix_t @ grad_out.contiguous()
-        returned = strategy.exchange_rows("bwd", ctx.layer, grad_full[n:].contiguous())
-        return strategy.exchange.add_returned(grad_full[:n].contiguous(), returned), None, None
+        grad_inner = inner_gradient(
+            strategy.exchange, grad_full[n:], lambda: grad_full[:n].contiguous(),
+            lambda g: Arrived(strategy.exchange_rows(Direction.BACKWARD, ctx.layer, g)),  # last epoch's, or (warm-up) this one's
+        )  # fmt: skip
+        return grad_inner, None, None

@@ -4,27 +4,30 @@ from __future__ import annotations
 
 import torch
 
-from gnnq.comm.accounting import HALO_EVAL, HALO_TRAIN
-from gnnq.comm.halo import HaloExchange
+from gnnq.comm.halo import EVALUATION, HaloExchange, Traffic
 from gnnq.models.graph_ops import LocalGraph
 
 
 class SyncStrategy:
-    """Supplies the model's aggregates A @ [h_inner; h_halo]. Layer-0 inputs never change: fetched once."""
+    """Supplies the model's aggregates A @ [h_inner; h_halo]. Layer-0 inputs never change: fetched once.
+
+    ``traffic`` says what the messages of the current step are (training of an epoch, or evaluation);
+    it goes with every message, so the exchange holds no epoch of its own.
+    """
 
     def __init__(self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor):
         self.exchange = exchange
         self.graph = graph
         self.x_halo = exchange.fetch_static(x_inner)
-        self.category = HALO_TRAIN
+        self.traffic = Traffic.training(0)
 
-    def train(self, epoch: int = 0) -> None:
-        self.category = HALO_TRAIN
-        if self.exchange.quant is not None:
-            self.exchange.quant.epoch = epoch  # seeds this epoch's quantization draws
+    def begin_training_epoch(self, epoch: int) -> None:
+        """The following messages are training messages of ``epoch`` (which seeds their quantization draws)."""
+        self.traffic = Traffic.training(epoch)
 
-    def eval(self) -> None:
-        self.category = HALO_EVAL
+    def begin_evaluation(self) -> None:
+        """The following messages are evaluation messages (exact, counted apart)."""
+        self.traffic = EVALUATION
 
     def close(self) -> None:
         """Finish whatever is still in flight (strategies that post ahead)."""
@@ -42,4 +45,4 @@ class SyncStrategy:
         return self.aggregate_hidden(layer, h_inner)
 
     def aggregate_hidden(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
-        return self.graph.aggregate(torch.cat([h_inner, self.exchange.fetch(h_inner, layer, self.category)]))
+        return self.graph.aggregate(torch.cat([h_inner, self.exchange.fetch(h_inner, layer, self.traffic)]))

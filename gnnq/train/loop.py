@@ -89,7 +89,7 @@ def train(
     layer_bytes = torch.zeros(len(layer_keys), **f64)  # halo bytes of training steps, summed over epochs
     history: list[dict] = []
     best = {"val": None, "test": None, "epoch": None}
-    stateful = {"model": model, "optimizer": optimizer, "strategy": strategy, "quant": quant, "assigner": assigner}
+    stateful = {"model": model, "optimizer": optimizer, "strategy": strategy, "assigner": assigner}
     checkpoints = Checkpoints(cfg.trainer.checkpoint_every, run_dir, comm)
     first_epoch = 1
     if resume:
@@ -103,7 +103,7 @@ def train(
         comm.stats.reset()
         t0 = time.perf_counter()
         model.train()
-        strategy.train(epoch)
+        strategy.begin_training_epoch(epoch)
         optimizer.zero_grad(set_to_none=True)
         loss = forward_backward(model, part, strategy, num_train, comm)[1]
         optimizer.step()
@@ -118,7 +118,7 @@ def train(
         evaluated = epoch % cfg.trainer.eval_every == 0 or epoch == cfg.trainer.epochs
         if evaluated:
             model.eval()
-            strategy.eval()
+            strategy.begin_evaluation()
             with torch.no_grad():
                 counts = split_counts(model(part.x, strategy), part.y, masks, part.multilabel)
         sums = torch.cat([

@@ -105,7 +105,7 @@ def train_minibatch(
         scores = {"train": None, "val": None, "test": None}
         if evaluated:
             model.eval()
-            strategy.eval()
+            strategy.begin_evaluation()
             with torch.no_grad():
                 counts = split_counts(model(part.x, strategy), part.y, masks, part.multilabel)
             scores = metrics_from_counts(counts, part.metric)

@@ -1,0 +1,116 @@
+"""Encode a message's rows to wire bytes, and wire bytes back to rows: the seam between codec and transport.
+
+An encoder is built for one codec on one backend (``kernels_for`` chooses it, once per device)
+and knows nothing of ranks or process groups. ``encode(src, rows, counts, noise, what)`` takes
+the rows ``src[rows]`` (grouped by destination, ``counts`` rows each), the message's draws
+(``NoiseKey``: the key they are drawn from) and returns a ``WireMessage``: one flat uint8 buffer
+and the bytes it holds for each destination. The exchange sends those bytes as they are and hands
+what arrives (``recv_bytes`` from each peer) to ``decode``. Uniform messages are the codec's wire
+rows back to back; mixed-width ones (AdaQP) follow a ``WireLayout``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+
+from gnnq.comm.codec import UniformCodec
+from gnnq.comm.kernels.backends import Kernels
+from gnnq.comm.wire_layout import WireLayout
+
+
+class Noise(Protocol):
+    def draws(self, counts: list[int], dim: int, device: torch.device) -> torch.Tensor: ...
+
+
+@dataclass(frozen=True)
+class WireMessage:
+    """An encoded message: ``wire`` (flat uint8) holds ``send_bytes[q]`` bytes for rank q, in rank order."""
+
+    wire: torch.Tensor
+    send_bytes: list[int]
+    nonfinite_zeroed: int
+
+
+class UniformEncoder:
+    """Every row at the codec's width: the wire is the codec's wire rows, back to back."""
+
+    def __init__(self, codec: UniformCodec, kernels: Kernels):
+        self.codec, self.kernels = codec, kernels
+
+    @property
+    def backend(self) -> str:
+        return self.kernels.name
+
+    def encode(self, src: torch.Tensor, rows: torch.Tensor, counts: list[int], noise: Noise, what: str) -> WireMessage:
+        dim = src.shape[1]
+        draws = noise.draws(counts, dim, src.device)
+        src, zeroed = self.codec.check_finite(src, what)
+        c = self.codec
+        wire = self.kernels.quantize_pack(src.float(), rows, draws, c.bits, c.param_dtype)
+        return WireMessage(wire.reshape(-1), self.recv_bytes(counts, dim), zeroed)
+
+    def recv_bytes(self, counts: list[int], dim: int) -> list[int]:
+        """Bytes of ``counts[q]`` rows from (or to) each rank q."""
+        row = self.codec.row_bytes(dim)
+        return [int(n) * row for n in counts]
+
+    def decode(self, wire: torch.Tensor, dim: int) -> torch.Tensor:
+        c = self.codec
+        return self.kernels.unpack_dequantize(wire.view(-1, c.row_bytes(dim)), dim, c.bits, c.param_dtype)
+
+
+class MixedWidthEncoder:
+    """Rows at the widths of a ``WireLayout`` (one layer and direction of an adaptive assignment)."""
+
+    def __init__(self, codec: UniformCodec, kernels: Kernels, layout: WireLayout):
+        self.codec, self.kernels, self.layout = codec, kernels, layout
+
+    @property
+    def backend(self) -> str:
+        return self.kernels.name
+
+    def encode(self, src: torch.Tensor, rows: torch.Tensor, counts: list[int], noise: Noise, what: str) -> WireMessage:
+        """``counts`` must be the layout's send counts (the partition's full plan)."""
+        dim, side, codec = src.shape[1], self.layout.send, self.codec
+        draws = noise.draws(counts, dim, src.device)
+        src, zeroed = codec.check_finite(src, what)  # once for the message, not once per width
+        send_bytes = side.bytes_per_peer(codec, dim)
+        if dim and self.kernels.encode_mixed is not None:  # one pass over the whole message
+            bits, offsets, total = side.wire_plan(codec, dim)
+            return WireMessage(self.kernels.encode_mixed(src, rows, draws, bits, offsets, total, codec.param_dtype), send_bytes, zeroed)
+        src = src.float()
+        wires = {}
+        for b in self.layout.widths:
+            pos = side.positions_on(b, src.device)
+            wires[b] = self.kernels.quantize_pack(src, rows.index_select(0, pos), draws.index_select(0, pos), b, codec.param_dtype)
+        pieces = [wires[b][side.offsets[b][q] : side.offsets[b][q + 1]].reshape(-1)
+                  for q in range(len(side.counts)) for b in self.layout.widths]  # fmt: skip
+        flat = torch.cat(pieces) if pieces else torch.empty(0, dtype=torch.uint8, device=src.device)
+        return WireMessage(flat, send_bytes, zeroed)
+
+    def recv_bytes(self, counts: list[int], dim: int) -> list[int]:
+        """Bytes from each rank, per the layout (``counts``: its receive counts)."""
+        return self.layout.recv.bytes_per_peer(self.codec, dim)
+
+    def decode(self, flat: torch.Tensor, dim: int) -> torch.Tensor:
+        side, codec = self.layout.recv, self.codec
+        if dim and self.kernels.decode_mixed is not None:
+            bits, offsets, total = side.wire_plan(codec, dim)
+            return self.kernels.decode_mixed(flat, dim, bits, offsets, total, codec.param_dtype)
+        widths = self.layout.widths
+        out = torch.empty((int(self.layout.recv_bits.numel()), dim), dtype=torch.float32, device=flat.device)
+        sizes = {b: codec.at_bits(b).row_bytes(dim) for b in widths}
+        chunks = {b: [] for b in widths}
+        start = 0
+        for q in range(len(side.counts)):
+            for b in widths:
+                n = (side.offsets[b][q + 1] - side.offsets[b][q]) * sizes[b]
+                chunks[b].append(flat[start : start + n])
+                start += n
+        for b in widths:
+            wire = torch.cat(chunks[b]).view(-1, sizes[b])
+            out.index_copy_(0, side.positions_on(b, flat.device), self.kernels.unpack_dequantize(wire, dim, b, codec.param_dtype))
+        return out

@@ -1,0 +1,119 @@
+"""The encode/send seam: an encoder alone gives the wire bytes the exchange sends, and the channel profile's bytes go through the Communicator."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gnnq.comm import Communicator
+from gnnq.comm.accounting import CONTROL, HALO_TRAIN
+from gnnq.comm.channel_profile import PROFILE_DIRECTION, profile_channels
+from gnnq.comm.codec import GivenNoise, MessageQuantization, UniformCodec, stream_seed
+from gnnq.comm.direction import Direction
+from gnnq.comm.encoder import UniformEncoder
+from gnnq.comm.halo import HaloExchange, Traffic
+from gnnq.comm.kernels import torch_codec
+from gnnq.comm.kernels.backends import kernels_named
+from gnnq.data.halo import build_parts
+from gnnq.data.partition import partition_nodes
+from tests.helpers import random_graph, run_distributed
+
+DIM, SEED, EPOCH, LAYER = 11, 7, 3, 1
+
+
+def _reference_draws(sender: int, counts: list[int], direction: str, dim: int = DIM) -> torch.Tensor:
+    """One generator per receiver, seeded from the message's key, drawn in receiver order."""
+    parts = []
+    for peer, rows in enumerate(counts):
+        if rows:
+            gen = torch.Generator().manual_seed(stream_seed(SEED, EPOCH, LAYER, direction, sender, peer))
+            parts.append(torch.rand((rows, dim), generator=gen))
+    return torch.cat(parts) if parts else torch.empty((0, dim))
+
+
+def test_direction_names_and_accounting():
+    assert [str(d) for d in Direction] == ["fwd", "bwd", "input"]
+    assert [d.accounting for d in Direction] == ["fwd", "bwd", "fwd"]
+    assert Direction("input") is Direction.INPUT and {(1, "bwd"): 0}[(1, Direction.BACKWARD)] == 0
+    with pytest.raises(ValueError):
+        Direction("backward")
+
+
+@pytest.mark.parametrize("backend", ["torch", "c"])
+@pytest.mark.parametrize("direction", list(Direction))
+def test_encoder_alone_gives_the_kernels_bytes_on_the_keyed_draws(backend, direction):
+    gen = torch.Generator().manual_seed(0)
+    src = torch.randn(9, DIM, generator=gen) * 3
+    rows, counts = torch.tensor([4, 0, 8, 8, 2, 5]), [2, 0, 4]
+    codec = UniformCodec(4, torch.float16)
+    quant = MessageQuantization(codec, codec, codec, SEED, rank=1)
+    encoder = UniformEncoder(codec, kernels_named(backend))
+    message = encoder.encode(src, rows, counts, quant.noise_key(EPOCH, LAYER, direction), "test")
+    want = torch_codec.quantize_pack(src[rows], _reference_draws(1, counts, str(direction)), 4, torch.float16)
+    assert torch.equal(message.wire, want.reshape(-1)), "the wire is the codec's rows, back to back"
+    assert message.send_bytes == [c * codec.row_bytes(DIM) for c in counts] == encoder.recv_bytes(counts, DIM)
+    assert torch.equal(encoder.decode(message.wire, DIM), torch_codec.unpack_dequantize(want, DIM, 4, torch.float16))
+    with pytest.raises(ValueError, match="noise of shape"):
+        encoder.encode(src, rows, counts, GivenNoise(torch.rand(5, DIM)), "test")
+
+
+def _exchange_once(world_size: int):
+    """Every rank sends its rows (a function of their global ids) through a 4-bit exchange."""
+    comm = Communicator()
+    graph = random_graph(num_nodes=120, num_edges=700, seed=6)
+    parts = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, world_size, "metis", 1), world_size)
+    part = parts[comm.rank]
+    codec = UniformCodec(4, torch.float16)
+    exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, MessageQuantization(codec, None, None, SEED, comm.rank))
+
+    def rows_of(ids: torch.Tensor) -> torch.Tensor:
+        return torch.sin(ids.double()[:, None] * torch.arange(1, DIM + 1, dtype=torch.float64)).float() * ids[:, None]
+
+    comm.stats.reset()
+    got = exchange.start(rows_of(part.inner_ids), LAYER, Direction.FORWARD, Traffic.training(EPOCH)).wait()
+    # What each peer's encoder alone makes of its rows to this rank, decoded here.
+    want = []
+    for peer, p in enumerate(parts):
+        counts = [int(c) for c in p.send_counts]
+        start = sum(counts[: comm.rank])
+        mine = p.send_idx[start : start + counts[comm.rank]]
+        draws = _reference_draws(peer, counts, "fwd")[start : start + counts[comm.rank]]
+        wire = torch_codec.quantize_pack(rows_of(p.inner_ids)[mine], draws, 4, torch.float16)
+        want.append(torch_codec.unpack_dequantize(wire, DIM, 4, torch.float16))
+    sent = sum(int(c) for q, c in enumerate(part.send_counts) if q != comm.rank) * codec.row_bytes(DIM)
+    return {"got": got, "want": torch.cat(want), "counted": comm.stats.bytes[(HALO_TRAIN, LAYER, "fwd")], "sent": sent,
+            "backend": exchange.codec_backend}  # fmt: skip
+
+
+def test_exchange_sends_what_the_encoder_alone_makes():
+    for res in run_distributed(3, _exchange_once, 3):
+        assert res["got"].numel() > 0 and torch.equal(res["got"], res["want"])
+        assert res["counted"] == res["sent"] > 0
+        assert res["backend"] in ("c", "torch")
+
+
+class _SendLog(Communicator):
+    """A real Communicator that also notes each point-to-point send it posts."""
+
+    def __init__(self):
+        super().__init__()
+        self.sent: list[int] = []
+
+    def send_start(self, tensor, dst, **kw):
+        self.sent.append(tensor.numel() * tensor.element_size())
+        return super().send_start(tensor, dst, **kw)
+
+
+def _profile(world_size: int, repeats: int):
+    comm = _SendLog()
+    rounds = [[0 if q == comm.rank else n for q in range(world_size)] for n in (1000, 5000)]
+    samples = profile_channels(comm, rounds, repeats=repeats)
+    return comm.sent, comm.stats.bytes[(CONTROL, -1, PROFILE_DIRECTION)], samples
+
+
+def test_channel_profile_bytes_are_counted_by_the_communicator():
+    repeats = 2
+    for sent, counted, samples in run_distributed(2, _profile, 2, repeats):
+        assert sorted(sent) == sorted([1000, 5000] * (repeats + 1)), "every profile message is a Communicator send"
+        assert counted == sum(sent) == (repeats + 1) * 6000
+        assert len(next(iter(samples.values()))) == 2 * repeats
