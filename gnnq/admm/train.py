@@ -8,7 +8,7 @@ the evaluation rows up the block pipeline. Rows of metrics.jsonl are the usual e
 
 from __future__ import annotations
 
-import os
+import math
 import time
 from pathlib import Path
 
@@ -23,10 +23,8 @@ from gnnq.comm.accounting import ADMM_EVAL, ADMM_TRAIN, CONTROL
 from gnnq.comm.grid_codec import Grid
 from gnnq.data.halo import Part
 from gnnq.errors import ConfigError, GnnqError
-from gnnq.train.checkpoint import Checkpoints
-from gnnq.train.faults import FaultInjector
-from gnnq.train.loop import EpochCallback, summarize
-from gnnq.train.metrics import metrics_from_counts, split_counts
+from gnnq.train.driver import NUM_COUNTS, EpochCallback, Traffic, Trainer, run_epochs
+from gnnq.train.metrics import split_counts
 
 STALL_TOLERANCE = 1e-3  # rho_schedule=grow: a loss that falls by less than this has stalled
 
@@ -61,112 +59,93 @@ class RhoSchedule:
             self.losses.clear()  # the next growth needs two more stalled iterations
 
 
+class AdmmTrainer(Trainer):
+    """pdADMM-G(-Q): every rank iterates its block of layers; an epoch is one iteration."""
+
+    traffic = Traffic(train=(ADMM_TRAIN,), eval=(ADMM_EVAL,))
+
+    def __init__(self, cfg: DictConfig, part: Part, comm: Communicator, device=torch.device("cpu")):
+        if part.multilabel:
+            raise ConfigError("parallel=admm trains single-label classification; this dataset is multi-label")
+        part = part.to(device)
+        self.metric, self.device, self.cfg = part.metric, device, cfg
+        seed = int(comm.broadcast(torch.tensor([cfg.trainer.seed], dtype=torch.int64, device=device), category=CONTROL).item())
+        m, pcfg = cfg.model, cfg.parallel
+        self.dims = [part.x.shape[1]] + [m.hidden] * (m.layers - 1) + [part.num_classes]
+        x, y = part.x[part.train_mask], part.y[part.train_mask]
+        self.num_train = float(x.shape[0])
+        eval_rows = part.train_mask | part.val_mask | part.test_mask
+        self.x_eval, self.y_eval = part.x[eval_rows], part.y[eval_rows]
+        self.masks = [part.train_mask[eval_rows], part.val_mask[eval_rows], part.test_mask[eval_rows]]
+
+        self.p_grid, self.q_grid = admm_grids(cfg.quantizer)
+        self.schedule = RhoSchedule(pcfg)
+        t0 = time.perf_counter()
+        first_layer = None
+        if pcfg.warmup_iterations > 0 and m.layers > 2:
+            first_layer = warm_start(x, y, self.dims, seed, self.penalties(), pcfg.warmup_iterations)
+        self.warmup_time = time.perf_counter() - t0
+        self.warmed_up = first_layer is not None
+        self.block, self.links = build_block(comm, x, y, self.dims, seed, self.p_grid, self.q_grid, pcfg.hidden_init, first_layer)
+        self.layer_blocks = layer_blocks(m.layers, comm.world_size)
+        self.pen = self.penalties()
+        self.eval_loss = 0.0
+
+    def penalties(self) -> Penalties:
+        return Penalties(self.schedule.rho, float(self.cfg.parallel.nu), float(self.cfg.trainer.weight_decay))
+
+    def stateful(self) -> dict:
+        return {"block": self.block, "schedule": self.schedule}
+
+    def before_epoch(self, epoch: int) -> None:
+        self.pen = self.penalties()
+        self.eval_loss = 0.0
+
+    def train_step(self, epoch: int) -> None:
+        iterate(self.block, self.links, self.pen)
+
+    def evaluate(self) -> torch.Tensor:
+        """The evaluation rows up the block pipeline; the top block counts (the others give zeros)."""
+        first, x_eval = self.block.first, self.x_eval
+        buffer = x_eval if first == 1 else torch.empty(x_eval.shape[0], self.dims[first - 1], device=self.device)
+        with torch.no_grad():
+            logits = self.links.forward_eval(buffer, self.block.forward)
+        if logits is None:
+            return torch.zeros(NUM_COUNTS, dtype=torch.float64, device=self.device)
+        train = self.masks[0]
+        self.eval_loss = F.cross_entropy(logits[train], self.y_eval[train], reduction="sum").double()
+        return split_counts(logits, self.y_eval, self.masks, False)
+
+    def epoch_sums(self, evaluated: bool) -> dict:
+        objective, residual = self.block.local_terms(self.pen)
+        return {"objective": objective, "residual": residual, "loss": self.eval_loss}
+
+    def row_fields(self, epoch: int, sums: dict[str, float], evaluated: bool) -> dict:
+        if not (math.isfinite(sums["objective"]) and math.isfinite(sums["residual"])):  # the same sums on every rank: all stop
+            raise GnnqError(f"parallel=admm diverged: non-finite objective at iteration {epoch}; lower parallel.rho/nu or check the inputs")
+        loss = sums["loss"] / self.num_train if evaluated else None
+        if loss is not None:
+            self.schedule.after(loss)
+        return {"loss": loss, "objective": sums["objective"], "residual": sums["residual"], "rho": self.pen.rho}
+
+    def finish(self, history: list[dict]) -> dict:
+        p_grid, q_grid = self.p_grid, self.q_grid
+        return {"admm": {
+            "layer_blocks": [[r.start, r.stop - 1] for r in self.layer_blocks],
+            "final_objective": history[-1]["objective"],
+            "final_residual": history[-1]["residual"],
+            "final_rho": self.schedule.rho,
+            "warmup_iterations": self.cfg.parallel.warmup_iterations if self.warmed_up else 0,
+            "warmup_time_s": self.warmup_time,
+            "grid": None if p_grid is None else {"lo": p_grid.lo, "hi": p_grid.hi, "levels": p_grid.levels, "bits": p_grid.bits,
+                                                 "quantize_q": q_grid is not None},
+        }}  # fmt: skip
+
+
 def train_admm(cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochCallback | None = None,
                device=torch.device("cpu"), run_dir: Path | None = None, resume: bool = False) -> dict:  # fmt: skip
-    """pdADMM-G iterations (``trainer.epochs``); checkpoints and resume as in ``gnnq.train.loop.train``."""
-    if part.multilabel:
-        raise ConfigError("parallel=admm trains single-label classification; this dataset is multi-label")
-    f64 = {"dtype": torch.float64, "device": device}
-    part = part.to(device)
-    seed = int(comm.broadcast(torch.tensor([cfg.trainer.seed], dtype=torch.int64, device=device), category=CONTROL).item())
-    m = cfg.model
-    dims = [part.x.shape[1]] + [m.hidden] * (m.layers - 1) + [part.num_classes]
-    x, y = part.x[part.train_mask], part.y[part.train_mask]
-    eval_rows = part.train_mask | part.val_mask | part.test_mask
-    x_eval, y_eval = part.x[eval_rows], part.y[eval_rows]
-    masks = [part.train_mask[eval_rows], part.val_mask[eval_rows], part.test_mask[eval_rows]]
-
-    p_grid, q_grid = admm_grids(cfg.quantizer)
-    schedule = RhoSchedule(cfg.parallel)
-    pcfg = cfg.parallel
-    t0 = time.perf_counter()
-    first_layer = None
-    if pcfg.warmup_iterations > 0 and m.layers > 2:
-        pen = Penalties(schedule.rho, float(pcfg.nu), float(cfg.trainer.weight_decay))
-        first_layer = warm_start(x, y, dims, seed, pen, pcfg.warmup_iterations)
-    warmup_time = time.perf_counter() - t0
-    block, links = build_block(comm, x, y, dims, seed, p_grid, q_grid, pcfg.hidden_init, first_layer)
-    first = block.first
-
-    history: list[dict] = []
-    best = {"val": None, "test": None, "epoch": None}
-    stateful = {"block": block, "schedule": schedule}
-    checkpoints = Checkpoints(cfg.trainer.checkpoint_every, run_dir, comm)
-    first_iteration = 1
-    if resume:
-        loop_state = checkpoints.restore(stateful, device)
-        history, best, first_iteration = loop_state["history"], loop_state["best"], loop_state["epoch"] + 1
-    fault = FaultInjector(os.environ.get("GNNQ_FAULT_INJECT"), comm.rank)
-    for it in range(first_iteration, cfg.trainer.epochs + 1):
-        fault.check(it)
-        pen = Penalties(schedule.rho, float(cfg.parallel.nu), float(cfg.trainer.weight_decay))
-        comm.stats.reset()
-        t0 = time.perf_counter()
-        iterate(block, links, pen)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        iter_time = time.perf_counter() - t0
-        comm_time = comm.stats.total_seconds(ADMM_TRAIN)
-
-        counts = torch.zeros(9, **f64)
-        loss_sum = torch.zeros((), **f64)
-        evaluated = it % cfg.trainer.eval_every == 0 or it == cfg.trainer.epochs
-        if evaluated:
-            buffer = x_eval if first == 1 else torch.empty(x_eval.shape[0], dims[first - 1], device=device)
-            with torch.no_grad():
-                logits = links.forward_eval(buffer, block.forward)
-            if logits is not None:
-                counts = split_counts(logits, y_eval, masks, False)
-                loss_sum = F.cross_entropy(logits[masks[0]], y_eval[masks[0]], reduction="sum").double()
-        terms = block.local_terms(pen).to(device)
-        sums = torch.cat([
-            terms, loss_sum.reshape(1),
-            torch.tensor([comm.stats.total_bytes(ADMM_TRAIN), comm.stats.total_bytes(ADMM_EVAL)], **f64),
-            counts,
-        ])  # fmt: skip
-        maxes = torch.tensor([iter_time, comm_time, iter_time - comm_time], **f64)
-        comm.all_reduce(sums, category=CONTROL)
-        comm.all_reduce(maxes, category=CONTROL, op=torch.distributed.ReduceOp.MAX)
-        if not bool(torch.isfinite(sums[:2]).all()):  # every rank sees the same sums, so all stop here
-            raise GnnqError(f"parallel=admm diverged: non-finite objective at iteration {it}; lower parallel.rho/nu or check the inputs")
-        num_train = float(x.shape[0])
-        row = {
-            "epoch": it,
-            "loss": sums[2].item() / num_train if evaluated else None,
-            **(metrics_from_counts(sums[5:], part.metric) if evaluated else {"train": None, "val": None, "test": None}),
-            "objective": sums[0].item(),
-            "residual": sums[1].item(),
-            "rho": pen.rho,
-            "epoch_time_s": maxes[0].item(),
-            "comm_time_s": maxes[1].item(),
-            "compute_time_s": maxes[2].item(),
-            "comm_bytes": int(sums[3].item()),
-            "grad_sync_bytes": 0,
-            "eval_comm_bytes": int(sums[4].item()),
-        }
-        if row["loss"] is not None:
-            schedule.after(row["loss"])
-        if row["val"] is not None and (best["val"] is None or row["val"] > best["val"]):
-            best = {"val": row["val"], "test": row["test"], "epoch": it}
-        history.append(row)
-        if on_epoch is not None:
-            on_epoch(row)
-        checkpoints.maybe_save(it, stateful, {"epoch": it, "history": history, "best": best}, device)
-
-    summary = summarize(history, best, 0.0, _peak_mib(comm, device), comm.world_size, metric=part.metric)
-    summary["device"] = device.type
-    summary["checkpoints"] = checkpoints.describe()
-    summary["admm"] = {
-        "layer_blocks": [[r.start, r.stop - 1] for r in layer_blocks(m.layers, comm.world_size)],
-        "final_objective": history[-1]["objective"],
-        "final_residual": history[-1]["residual"],
-        "final_rho": schedule.rho,
-        "warmup_iterations": pcfg.warmup_iterations if first_layer is not None else 0,
-        "warmup_time_s": warmup_time,
-        "grid": None if p_grid is None else {"lo": p_grid.lo, "hi": p_grid.hi, "levels": p_grid.levels, "bits": p_grid.bits,
-                                             "quantize_q": q_grid is not None},  # fmt: skip
-    }
-    return summary
+    """pdADMM-G iterations (``trainer.epochs``); checkpoints and resume as in ``gnnq.train.driver.run_epochs``."""
+    return run_epochs(AdmmTrainer(cfg, part, comm, device), cfg.trainer, comm, on_epoch, device, run_dir, resume)
 
 
 def build_block(comm: Communicator, x: torch.Tensor, y: torch.Tensor, dims: list[int], seed: int,
@@ -211,12 +190,3 @@ def _project_start(block: Block, p_grid: Grid | None, q_grid: Grid | None) -> No
                 layer.q = q_grid.project(layer.q)
         if block.q_below is not None:
             block.q_below = q_grid.project(block.q_below)
-
-
-def _peak_mib(comm: Communicator, device) -> list[float]:
-    import resource
-
-    peak = torch.zeros(comm.world_size, dtype=torch.float64, device=device)
-    peak[comm.rank] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    comm.all_reduce(peak, category=CONTROL)
-    return peak.tolist()

@@ -123,7 +123,7 @@ class Checkpoints:
     """When a training loop checkpoints, what goes in, and what was written.
 
     A checkpoint holds, per rank: ``state_dict()`` of every stateful part (model, optimizer,
-    strategy, message quantization, adaptive assigner), the loop's own state (epoch, history,
+    strategy, adaptive assigner), the loop's own state (epoch, history,
     best epoch, byte counters), the RNG states and the log of earlier checkpoints.
     """
 

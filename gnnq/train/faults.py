@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import time
+
+FAULT_ENV = "GNNQ_FAULT_INJECT"
 
 
 class FaultInjector:
@@ -19,6 +22,11 @@ class FaultInjector:
         self.mode = fields.get("mode", "raise")
         if self.mode not in self.MODES:
             raise ValueError(f"GNNQ_FAULT_INJECT mode={self.mode}: must be one of {', '.join(self.MODES)}")
+
+    @classmethod
+    def from_env(cls, rank: int) -> "FaultInjector":
+        """The fault ``GNNQ_FAULT_INJECT`` asks for, if it names this rank."""
+        return cls(os.environ.get(FAULT_ENV), rank)
 
     def check(self, epoch: int) -> None:
         if epoch != self.epoch:

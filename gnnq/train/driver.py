@@ -1,0 +1,219 @@
+"""The epoch loop every way of training shares: timing, the metrics row, best validation,
+the cross-rank reduction, checkpoints and resume, fault injection and peak memory.
+
+A trainer (full-graph ``gnnq.train.loop``, pdADMM-G ``gnnq.admm.train``, mini-batch
+``gnnq.train.minibatch``) sets itself up in its constructor and says how to take one training
+step and how to evaluate; ``run_epochs`` does the rest, so every trainer writes rows with the
+keys of ``ROW_KEYS`` (plus its own fields, after them) and a summary with those of
+``SUMMARY_KEYS`` (plus its own).
+"""
+
+from __future__ import annotations
+
+import resource
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from gnnq.comm import Communicator
+from gnnq.comm.accounting import CONTROL
+from gnnq.train.checkpoint import Checkpoints
+from gnnq.train.faults import FaultInjector
+from gnnq.train.metrics import SPLITS, metrics_from_counts
+
+EpochCallback = Callable[[dict], None]
+
+# Every metrics.jsonl row starts with these keys, in this order; a trainer's own fields follow.
+ROW_KEYS = ("epoch", "loss", *SPLITS, "epoch_time_s", "comm_time_s", "compute_time_s", "comm_bytes", "grad_sync_bytes",
+            "eval_comm_bytes")  # fmt: skip
+# Every run summary has these keys; a trainer adds its own.
+SUMMARY_KEYS = ("metric", "epochs", "best_val", "test", "best_epoch", "final_loss", "final_train", "epoch_time_s",
+                "comm_time_s", "compute_time_s", "comm_bytes_per_epoch", "grad_sync_bytes_per_epoch", "setup_comm_bytes",
+                "peak_memory_mib_per_rank", "world_size", "device", "checkpoints")  # fmt: skip
+NUM_COUNTS = 3 * len(SPLITS)  # split_counts: three per split
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """The communication categories (``gnnq.comm.accounting``) a trainer's rows count."""
+
+    train: tuple[str, ...] = ()  # training messages: the row's comm_bytes; with grad, its comm_time_s
+    grad: tuple[str, ...] = ()  # gradient all-reduce: grad_sync_bytes
+    eval: tuple[str, ...] = ()  # evaluation messages: eval_comm_bytes
+
+
+class Trainer:
+    """One way of training, as ``run_epochs`` drives it; the constructor sets everything up.
+
+    Per epoch the driver calls ``before_epoch`` (not timed, its messages not counted), then
+    ``train_step`` (timed), ``evaluate`` on evaluation epochs, ``epoch_sums`` (this rank's
+    summands, summed over ranks by the driver) and ``row_fields`` (the row's loss and the
+    trainer's own fields, from those sums). ``finish`` ends training and adds summary keys.
+    """
+
+    metric: str = "accuracy"  # accuracy | micro_f1: how evaluation counts become scores
+    traffic = Traffic()
+    setup_comm_bytes: float = 0.0  # one-off setup messages, all ranks
+
+    def stateful(self) -> dict:
+        """The parts a checkpoint holds (``state_dict``/``load_state_dict``; None: not in this run)."""
+        return {}
+
+    def loop_state(self) -> dict:
+        """More of the loop's own state for a checkpoint (besides epoch, history and best)."""
+        return {}
+
+    def load_loop_state(self, state: dict) -> None:
+        pass
+
+    def before_epoch(self, epoch: int) -> None:
+        pass
+
+    def train_step(self, epoch: int) -> None:
+        raise NotImplementedError
+
+    def evaluate(self) -> torch.Tensor:
+        """This rank's ``split_counts`` (float64) of the train, val and test splits."""
+        raise NotImplementedError
+
+    def epoch_sums(self, evaluated: bool) -> dict[str, float | torch.Tensor]:
+        """This rank's summands of the epoch's row: "loss" and any more the trainer needs."""
+        raise NotImplementedError
+
+    def row_fields(self, epoch: int, sums: dict[str, float], evaluated: bool) -> dict:
+        """The row's "loss" and the trainer's own fields, from ``epoch_sums`` summed over ranks."""
+        return {"loss": sums["loss"]}
+
+    def finish(self, history: list[dict]) -> dict:
+        """Close what training left open; the trainer's summary keys. Collective."""
+        return {}
+
+
+def run_epochs(trainer: Trainer, tcfg, comm: Communicator, on_epoch: EpochCallback | None = None,
+               device: torch.device = torch.device("cpu"), run_dir: Path | None = None, resume: bool = False) -> dict:  # fmt: skip
+    """Train for ``tcfg.epochs`` epochs (``tcfg`` = cfg.trainer); return the run summary (identical on every rank).
+
+    With ``run_dir``, every ``tcfg.checkpoint_every`` epochs each rank checkpoints its state there;
+    ``resume`` continues from the latest checkpoint, and on CPU the run then ends exactly as an
+    uninterrupted one would (times aside). ``on_epoch`` gets every row as it is made.
+    """
+    checkpoints = Checkpoints(tcfg.checkpoint_every, run_dir, comm)
+    history: list[dict] = []
+    best = {"val": None, "test": None, "epoch": None}
+    first_epoch = 1
+    if resume:
+        loop_state = checkpoints.restore(trainer.stateful(), device)
+        history, best, first_epoch = loop_state["history"], loop_state["best"], loop_state["epoch"] + 1
+        trainer.load_loop_state(loop_state)
+    fault = FaultInjector.from_env(comm.rank)
+    for epoch in range(first_epoch, tcfg.epochs + 1):
+        fault.check(epoch)
+        evaluated = epoch % tcfg.eval_every == 0 or epoch == tcfg.epochs
+        row = run_epoch(trainer, epoch, evaluated, comm, device)
+        best = update_best(best, row)
+        history.append(row)
+        if on_epoch is not None:
+            on_epoch(row)
+        loop_state = {"epoch": epoch, "history": history, "best": best, **trainer.loop_state()}
+        checkpoints.maybe_save(epoch, trainer.stateful(), loop_state, device)
+
+    extras = trainer.finish(history)
+    host_mib, gpu_mib = peak_memory_mib(comm, device)
+    summary = summarize(history, best, trainer.setup_comm_bytes, host_mib, comm.world_size, metric=trainer.metric)
+    summary["device"] = device.type
+    summary.update(extras)
+    summary["checkpoints"] = checkpoints.describe()
+    if gpu_mib is not None:
+        summary["peak_gpu_memory_mib_per_rank"] = [round(m, 1) for m in gpu_mib]
+    return summary
+
+
+def run_epoch(trainer: Trainer, epoch: int, evaluated: bool, comm: Communicator, device: torch.device) -> dict:
+    """One epoch's step, evaluation and row; the row's sums and maxes are reduced over ranks."""
+    f64 = {"dtype": torch.float64, "device": device}
+    trainer.before_epoch(epoch)
+    comm.stats.reset()
+    t0 = time.perf_counter()
+    trainer.train_step(epoch)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    epoch_time = time.perf_counter() - t0
+    traffic = trainer.traffic
+    comm_time = comm.stats.total_seconds(*traffic.train, *traffic.grad)  # before evaluation: its waits are not training's
+
+    counts = trainer.evaluate() if evaluated else torch.zeros(NUM_COUNTS, **f64)
+    own = trainer.epoch_sums(evaluated)
+    names = [k for k in own if k != "loss"]  # the trainer's sums first, then the loss, the bytes and the counts
+    head = [*(float(own[k]) for k in names), float(own["loss"])]
+    byte_counts = [comm.stats.total_bytes(*traffic.train), comm.stats.total_bytes(*traffic.grad), comm.stats.total_bytes(*traffic.eval)]
+    sums = torch.cat([torch.tensor(head + byte_counts, **f64), counts])
+    maxes = torch.tensor([epoch_time, comm_time, epoch_time - comm_time], **f64)
+    comm.all_reduce(sums, category=CONTROL)
+    comm.all_reduce(maxes, category=CONTROL, op=torch.distributed.ReduceOp.MAX)
+
+    n = len(names)
+    reduced = dict(zip(names, sums[:n].tolist()))
+    reduced["loss"] = sums[n].item()
+    fields = trainer.row_fields(epoch, reduced, evaluated)
+    scores = metrics_from_counts(sums[n + 4 :], trainer.metric) if evaluated else dict.fromkeys(SPLITS)
+    return {
+        "epoch": epoch,
+        "loss": fields.pop("loss"),
+        **scores,
+        "epoch_time_s": maxes[0].item(),
+        "comm_time_s": maxes[1].item(),
+        "compute_time_s": maxes[2].item(),
+        "comm_bytes": int(sums[n + 1].item()),
+        "grad_sync_bytes": int(sums[n + 2].item()),
+        "eval_comm_bytes": int(sums[n + 3].item()),
+        **fields,
+    }
+
+
+def update_best(best: dict, row: dict) -> dict:
+    """Best validation so far: a row's val must beat the best one strictly (ties keep the earlier epoch)."""
+    if row["val"] is not None and (best["val"] is None or row["val"] > best["val"]):
+        return {"val": row["val"], "test": row["test"], "epoch": row["epoch"]}
+    return best
+
+
+def peak_memory_mib(comm: Communicator, device: torch.device) -> tuple[list[float], list[float] | None]:
+    """Every rank's peak resident memory and, on CUDA, peak allocated GPU memory (MiB). Collective."""
+    peak = torch.zeros(2, comm.world_size, dtype=torch.float64, device=device)
+    peak[0, comm.rank] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB -> MiB on Linux
+    if device.type == "cuda":
+        peak[1, comm.rank] = torch.cuda.max_memory_allocated(device) / 2**20
+    comm.all_reduce(peak, category=CONTROL)
+    return peak[0].tolist(), peak[1].tolist() if device.type == "cuda" else None
+
+
+def summarize(history: list[dict], best: dict, setup_bytes: float, peak_mib: list[float], world_size: int, metric: str) -> dict:
+    def median(key):
+        vals = [r[key] for r in history]
+        return statistics.median(vals) if vals else None
+
+    def mean_int(key):  # bytes may vary by epoch under later strategies: total / epochs
+        return sum(r[key] for r in history) // len(history) if history else 0
+
+    last = history[-1] if history else {}
+    return {
+        "metric": metric,
+        "epochs": len(history),
+        "best_val": best["val"],
+        "test": best["test"],
+        "best_epoch": best["epoch"],
+        "final_loss": last.get("loss"),
+        "final_train": last.get("train"),
+        "epoch_time_s": median("epoch_time_s"),
+        "comm_time_s": median("comm_time_s"),
+        "compute_time_s": median("compute_time_s"),
+        "comm_bytes_per_epoch": mean_int("comm_bytes"),
+        "grad_sync_bytes_per_epoch": mean_int("grad_sync_bytes"),
+        "setup_comm_bytes": int(setup_bytes),
+        "peak_memory_mib_per_rank": [round(m, 1) for m in peak_mib],
+        "world_size": world_size,
+    }
