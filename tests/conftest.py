@@ -57,15 +57,22 @@ def pytest_runtest_setup(item):
 # A test is `multiprocess` when its function or one of its fixtures, or a function or class of tests/ that
 # they use (followed transitively), names one of these: the helpers that run gnnq or torchrun in a subprocess
 # or gloo ranks with mp.spawn, or a module that starts processes. Every other test not slow nor HEAVY is `quick`.
-# Single-process tests that take over ~5 s each on a 2-core machine (model training, hypothesis searches, every
-# sweep point composed) are left out of `quick` too, by id (a prefix; a parametrized test's every case).
+# The slowest single-process tests (seconds per case even on an idle 2-core machine: model training,
+# hypothesis searches, every sweep point or allowed combination composed, Triton's interpreter, iterative
+# solvers) are left out of `quick` too, by id (a prefix: a parametrized test's every case). The rest of their
+# modules stays in.
 HEAVY = (
     "tests/test_datasets.py::test_synthetic_default_gcn_beats_mlp",
+    "tests/test_codec.py::test_triton_kernels_equal_torch_bit_for_bit",
+    "tests/test_admm_updates.py::test_update_z_out_converges",
+    "tests/test_admm_updates.py::test_z_out_grad_matches_autograd_and_minimizer_is_kept",
+    "tests/test_solver.py::test_greedy_within_two_percent_of_milp",
     "tests/test_configs.py::test_every_sweep_file_composes_at_every_point",
     "tests/test_configs.py::test_preflight_composes_every_sweep_point",
     "tests/test_config_properties.py::test_any_overrides_compose_or_fail_with_one_line_naming_the_key",
     "tests/test_config_properties.py::test_group_combinations_compose_exactly_when_allowed",
     "tests/test_config_properties.py::test_allowed_combinations_with_in_range_values_compose",
+    "tests/test_config_properties.py::test_every_allowed_combination_of_model_parallel_quantizer_composes",
     "tests/test_minibatch.py::test_sampled_aggregate_is_unbiased",
 )
 PROCESS_HELPERS = {"run_distributed", "run_gnnq", "start_gnnq"}
@@ -115,7 +122,8 @@ def _starts_processes(obj, seen: set) -> bool:
 
 def starts_processes(item) -> bool:
     """Whether ``item`` (a test), one of its fixtures or a tests/ helper they use starts a process."""
-    fixtures = [d.func for defs in item._fixtureinfo.name2fixturedefs.values() for d in defs]
+    info = getattr(item, "_fixtureinfo", None)
+    fixtures = [d.func for defs in info.name2fixturedefs.values() for d in defs] if info else []
     seen: set = set()
     return any(_starts_processes(f, seen) for f in [item.function, *fixtures] if f.__module__.split(".")[0] == "tests")
 
