@@ -1,4 +1,4 @@
-"""cluster=slurm without a Slurm: the sbatch script submitit writes, the srun + torchrun command, config checks."""
+"""cluster=slurm without a Slurm cluster: the sbatch script submitit writes (needs srun on PATH), the srun + torchrun command, config checks."""
 
 from __future__ import annotations
 
