@@ -14,12 +14,15 @@ from gnnq.comm.encoder import MixedWidthEncoder, UniformEncoder
 from gnnq.comm.kernels import c_codec, torch_codec
 from gnnq.comm.kernels.backends import kernels_for, kernels_named
 from gnnq.comm.wire_layout import WireLayout
+from tests.conftest import skip_or_fail
 
 PARAMS = (torch.float16, torch.float32)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def built():
+    if c_codec.compiler() is None:
+        skip_or_fail("GNNQ_REQUIRE_C_COMPILER", "no C compiler (cc, gcc or $CC) to build the C codec with")
     if c_codec.library() is None:
         pytest.fail("the C codec did not build on this machine (a C compiler is expected here)")
 

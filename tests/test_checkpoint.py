@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from gnnq.config.compose import compose_config
 from gnnq.train.checkpoint import CHECKPOINT_DIR, LATEST_FILE, CheckpointError, load_checkpoint
 from tests.cli_helpers import TIME_KEYS, read_metrics, read_record, run_dirs, run_gnnq
 
@@ -154,5 +155,11 @@ def test_resume_refuses_what_it_cannot_continue(tmp_path, data_root):
 
 
 def test_checkpoints_rejected_where_not_supported(tmp_path, data_root):
-    res = run_gnnq(["logger=none", "parallel=minibatch", "cluster.nproc=1", "trainer.checkpoint_every=5"], tmp_path, data_root)
-    assert res.returncode == 2 and "trainer.checkpoint_every=5 is not supported with parallel=minibatch" in res.stderr
+    minibatch = ["logger=none", "parallel=minibatch", "cluster.nproc=1"]
+    res = run_gnnq([*minibatch, "trainer.checkpoint_every=5"], tmp_path / "runs", data_root)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.splitlines() == ["gnnq: error: trainer.checkpoint_every=5 is not supported with parallel=minibatch "
+                                       "(a single-process reference); set trainer.checkpoint_every=0 here"]  # fmt: skip
+    assert not (tmp_path / "runs").exists(), "rejected before anything ran: no run dir, no checkpoint"
+    compose_config([*minibatch, "trainer.checkpoint_every=0"])  # the same run without checkpoints is accepted
+    compose_config(["logger=none", "trainer.checkpoint_every=5"])  # and checkpoints where they are supported

@@ -131,7 +131,7 @@ def test_draws_are_seeded_per_message():
     assert not torch.equal(a[:3], a[3:5].new_zeros(0)) and not torch.equal(a[:2], a[3:5])  # peers draw apart
 
 
-@pytest.mark.skipif(not triton_codec.triton_available(), reason="triton (gpu extra) is not installed")
+@pytest.mark.needs_extra("gpu")  # triton; skips without it (tests/conftest.py)
 @pytest.mark.parametrize("pd", PARAMS)
 @pytest.mark.parametrize("bits", BITS)
 def test_triton_kernels_equal_torch_bit_for_bit(bits, pd):

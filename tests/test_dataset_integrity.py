@@ -17,6 +17,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import torch
 
 from gnnq.config.schema import DatasetConfig
 from gnnq.data.dataset_checksums import SIDECAR
@@ -224,14 +225,27 @@ def test_a_damaged_processed_cache_is_rebuilt(cora, clean_cora, capsys, damage):
     assert warnings(capsys) == [] and stamps(folder / "processed") == before
 
 
+def _tensors(obj, at: str = "") -> dict:
+    """Every tensor in PyG's nested (dict, tuple) processed-file structure, by its path."""
+    if isinstance(obj, torch.Tensor):
+        return {at: obj}
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, (tuple, list)) else []
+    return {k: v for key, value in items for k, v in _tensors(value, f"{at}/{key}").items()}
+
+
 def test_pyg_itself_would_load_the_damaged_processed_file(cora, clean_cora):
     """Why the check is needed: PyG reads a data.pt with a flipped bit and returns other numbers."""
     from torch_geometric.io import fs
 
     load("cora", cora)
     data_pt = cora / "Cora" / "processed" / "data.pt"
+    clean = _tensors(fs.torch_load(str(data_pt)))
     flip_byte(data_pt)
-    fs.torch_load(str(data_pt))  # no error
+    damaged = _tensors(fs.torch_load(str(data_pt)))  # no error
+    assert "/0/x" in clean and clean.keys() == damaged.keys()
+    assert all(damaged[k].shape == t.shape and damaged[k].dtype == t.dtype for k, t in clean.items()), "same arrays, same shapes"
+    changed = {k: int((damaged[k] != t).sum()) for k, t in clean.items() if not torch.equal(damaged[k], t)}
+    assert list(changed.values()) == [1], f"one value must differ, silently: {changed}"
 
 
 def test_a_damaged_ogb_array_cache_is_rebuilt(tmp_path, capsys):

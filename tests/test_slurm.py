@@ -1,6 +1,6 @@
 """cluster=slurm against a real Slurm (Debian's slurmctld + slurmd + munge, started here): sbatch, srun, torchrun.
 
-Skips when Slurm is not installed; with GNNQ_REQUIRE_SLURM=1 (.ci/run) it fails instead.
+Skips when Slurm or the slurm extra is not installed; with GNNQ_REQUIRE_SLURM=1 (.ci/run) it fails instead.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import pytest
 
 from gnnq.launch.slurm import current_job
 from tests.cli_helpers import read_metrics, read_record, run_dirs, run_gnnq, without_times
+from tests.conftest import missing_extra, skip_or_fail
 from tests.slurm_cluster import PrivateSlurm, missing_reason, node_names
 
 SMALL = ["logger=none", "dataset.num_nodes=1500", "model.hidden=32", "trainer.epochs=6"]
@@ -26,11 +27,9 @@ SLURM_CPU = ["cluster=slurm", "cluster.backend=gloo"]  # CPU nodes: gloo, no GPU
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory):
-    reason = missing_reason()
+    reason = missing_reason() or missing_extra("slurm")
     if reason:
-        if os.environ.get("GNNQ_REQUIRE_SLURM"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+        skip_or_fail("GNNQ_REQUIRE_SLURM", reason)
     # munged wants every directory above its socket open to all: not so pytest's temporary directories
     cluster = PrivateSlurm(Path(tempfile.mkdtemp(prefix="gnnq-slurm-")))
     try:
