@@ -89,7 +89,7 @@ def initial_layers(x: torch.Tensor, dims: list[int], seed: int, hidden_init: str
 
 
 def initial_block(x: torch.Tensor, y: torch.Tensor, dims: list[int], seed: int, keep: range, hidden_init: str = "he",
-                  first: tuple[torch.Tensor, torch.Tensor] | None = None, grid=None, quantize_q: bool = False) -> "Block":  # fmt: skip
+                  first: tuple[torch.Tensor, torch.Tensor] | None = None, grid=None, quantize_q: bool = False) -> "LayerBlock":  # fmt: skip
     """The block of layers ``keep`` of ``initial_layers`` with its neighbour values; the other
     layers' variables are dropped as the forward pass goes, so a rank never holds them all."""
     num_layers = len(dims) - 1
@@ -102,7 +102,7 @@ def initial_block(x: torch.Tensor, y: torch.Tensor, dims: list[int], seed: int, 
         elif layer.index == keep.stop:
             p_above = layer.p
             break
-    block = Block(kept, num_layers, x, y, grid, quantize_q)
+    block = LayerBlock(kept, num_layers, x, y, grid, quantize_q)
     block.q_below, block.u_below, block.p_above = q_below, u_below, p_above
     return block
 
@@ -114,7 +114,7 @@ class Penalties:
     mu: float  # weight decay on ||W||^2
 
 
-class Block:
+class LayerBlock:
     """One rank's layers and the neighbour values it reads (ghosts)."""
 
     def __init__(self, layers: list[Layer], num_layers: int, x: torch.Tensor, y: torch.Tensor, grid=None, quantize_q=False):
@@ -224,7 +224,7 @@ def warm_start(x: torch.Tensor, y: torch.Tensor, dims: list[int], seed: int, pen
     ADMM iterations: how the authors' code starts deep networks (a trained shallow network
     with identity layers inserted). Every rank computes it alike, so nothing is sent."""
     shallow = [dims[0], dims[1], dims[-1]]
-    block = Block(initial_layers(x, shallow, seed), 2, x, y)
+    block = LayerBlock(initial_layers(x, shallow, seed), 2, x, y)
     for _ in range(iterations):
         block.step_p(pen)
         block.step_wbz(pen)

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from omegaconf import DictConfig
 
-from gnnq.admm.block import Block, Penalties, initial_block, layer_blocks, warm_start
+from gnnq.admm.block import LayerBlock, Penalties, initial_block, layer_blocks, warm_start
 from gnnq.admm.links import NeighbourLinks
 from gnnq.comm import Communicator
 from gnnq.comm.accounting import ADMM_EVAL, ADMM_TRAIN, CONTROL
@@ -150,7 +150,7 @@ def train_admm(cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochC
 
 def build_block(comm: Communicator, x: torch.Tensor, y: torch.Tensor, dims: list[int], seed: int,
                 p_grid: Grid | None, q_grid: Grid | None, hidden_init: str = "he",
-                first: tuple[torch.Tensor, torch.Tensor] | None = None) -> tuple[Block, NeighbourLinks]:  # fmt: skip
+                first: tuple[torch.Tensor, torch.Tensor] | None = None) -> tuple[LayerBlock, NeighbourLinks]:  # fmt: skip
     """This rank's block of the initial network (identical for any number of ranks) and its links."""
     num_layers = len(dims) - 1
     mine = layer_blocks(num_layers, comm.world_size)[comm.rank]
@@ -162,7 +162,7 @@ def build_block(comm: Communicator, x: torch.Tensor, y: torch.Tensor, dims: list
     return block, links
 
 
-def iterate(block: Block, links: NeighbourLinks, pen: Penalties) -> None:
+def iterate(block: LayerBlock, links: NeighbourLinks, pen: Penalties) -> None:
     """One pdADMM-G iteration of this rank's block; p in flight while W, b and z update."""
     block.step_p(pen)
     handle = links.exchange_p_start(block.layers[0].p, block.x.device)
@@ -176,7 +176,7 @@ def iterate(block: Block, links: NeighbourLinks, pen: Penalties) -> None:
         block.receive_q_below(received, pen)
 
 
-def _project_start(block: Block, p_grid: Grid | None, q_grid: Grid | None) -> None:
+def _project_start(block: LayerBlock, p_grid: Grid | None, q_grid: Grid | None) -> None:
     """Under pdADMM-G-Q what is sent lies on the grid from the first iteration on."""
     if p_grid is not None:
         for layer in block.layers:
