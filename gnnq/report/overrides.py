@@ -32,12 +32,11 @@ def _defaults() -> dict[str, str]:
 @lru_cache(maxsize=None)
 def option_values(group: str, option: str) -> dict:
     """The group's values with ``option`` chosen (schema defaults, then the option's file)."""
-    from gnnq.config.schema import Config
+    from gnnq.config.registry import choice_schema
 
-    schema = OmegaConf.structured(Config)[group]
     values = OmegaConf.load(CONF_DIR / group / f"{option}.yaml")
     values.pop("defaults", None)  # what else the option selects (cluster=slurm: Hydra's launcher), not values
-    return OmegaConf.to_container(OmegaConf.merge(schema, values))
+    return OmegaConf.to_container(OmegaConf.merge(OmegaConf.structured(choice_schema(group, values.get("name"))), values))
 
 
 def _options(group: str) -> list[str]:
@@ -45,7 +44,7 @@ def _options(group: str) -> list[str]:
 
 
 def _differences(values: dict, reference: dict) -> list[tuple[str, object]]:
-    return [(k, v) for k, v in values.items() if reference.get(k, object()) != v]
+    return [(k, v) for k, v in values.items() if k in reference and reference[k] != v]  # other keys: another option's (old records)
 
 
 def format_value(value) -> str:
