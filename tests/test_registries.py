@@ -126,3 +126,14 @@ def test_the_schema_of_every_choice_is_a_dataclass_extending_its_groups_base():
     for group, registry in group_registries().items():
         for choice in registry.choices():
             assert dataclasses.is_dataclass(choice.schema) and issubclass(choice.schema, bases[group]), (group, choice.name)
+
+
+def test_the_command_line_refuses_a_key_of_another_option_with_exit_code_2(tmp_path):
+    from tests.cli_helpers import run_gnnq
+
+    res = run_gnnq(["dataset=cora", "dataset.num_nodes=500", "parallel.sampling_rate=0.5"], tmp_path / "runs", tmp_path / "data",
+                   timeout=120)  # fmt: skip
+    assert res.returncode == 2
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert lines == ["gnnq: error: dataset.num_nodes: no such key for dataset=cora; allowed keys: name, root, download, to_undirected"]
+    assert not list((tmp_path / "runs").rglob("record.json"))

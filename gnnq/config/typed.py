@@ -27,3 +27,12 @@ def load_run_config(path: Path) -> DictConfig:
     cfg = typed_config(OmegaConf.load(path))
     OmegaConf.set_readonly(cfg, True)
     return cfg
+
+
+def option_config(group: str, option: str) -> DictConfig:
+    """``conf/<group>/<option>.yaml`` on its choice's schema, as Hydra would compose the group (without Hydra)."""
+    from gnnq.config.compose import CONF_DIR
+
+    values = OmegaConf.load(CONF_DIR / group / f"{option}.yaml")
+    values.pop("defaults", None)  # the choice's schema (merged below) and what else it selects (cluster=slurm: Hydra's launcher)
+    return OmegaConf.merge(OmegaConf.structured(choice_schema(group, values.get("name"))), values)

@@ -32,11 +32,9 @@ def _defaults() -> dict[str, str]:
 @lru_cache(maxsize=None)
 def option_values(group: str, option: str) -> dict:
     """The group's values with ``option`` chosen (schema defaults, then the option's file)."""
-    from gnnq.config.registry import choice_schema
+    from gnnq.config.typed import option_config
 
-    values = OmegaConf.load(CONF_DIR / group / f"{option}.yaml")
-    values.pop("defaults", None)  # what else the option selects (cluster=slurm: Hydra's launcher), not values
-    return OmegaConf.to_container(OmegaConf.merge(OmegaConf.structured(choice_schema(group, values.get("name"))), values))
+    return OmegaConf.to_container(option_config(group, option))
 
 
 def _options(group: str) -> list[str]:
