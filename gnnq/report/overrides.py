@@ -80,8 +80,11 @@ def config_overrides(config: dict, exclude: frozenset[str] = frozenset()) -> lis
         if group in IGNORED_GROUPS or group not in defaults or not (CONF_DIR / group).is_dir():
             continue
         default = defaults[group]
-        best, best_diff = default, _differences(values, option_values(group, default))
-        for option in _options(group):
+        # only options of the record's choice: their keys are the record's (an older record's others are ignored)
+        candidates = [o for o in _options(group) if option_values(group, o).get("name") == values.get("name")] or [default]
+        best = default if default in candidates else candidates[0]
+        best_diff = _differences(values, option_values(group, best))
+        for option in candidates:
             diff = _differences(values, option_values(group, option))
             if len(diff) < len(best_diff):
                 best, best_diff = option, diff
