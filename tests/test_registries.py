@@ -43,7 +43,7 @@ def test_validate_allows_exactly_the_registry_names():
     for key, registry in registries().items():
         assert allowed[key] == registry.names(), key
     assert not {k for k in ALLOWED if k.endswith(".name") or k == OPTIMIZERS.key}, "group names come from the registries"
-    assert allowed["cluster.name"] == ("local", "emulated", "multinode", "slurm")
+    assert allowed["cluster.name"] == ("local", "emulated", "slurm", "multinode")
 
 
 def test_every_choice_dispatches_to_something_importable():

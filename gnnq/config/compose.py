@@ -185,8 +185,16 @@ def _choice_of(cause: OmegaConfBaseException, key: str) -> str | None:
 
 def _allowed_keys(parent: str) -> list[str] | None:
     """The schema's keys under ``parent``; None where it is a free-form dict, [] where the schema has none."""
-    node = Config
-    for part in parent.split(".") if parent else []:
+    from gnnq.config.registry import group_registries
+
+    node, parts = Config, parent.split(".") if parent else []
+    registry = group_registries().get(parts[0]) if parts else None
+    if registry is not None and len(parts) > 1:  # below a group's key: the schema of a choice that has the key
+        node = next((registry.schema(n) for n in registry.names() if parts[1] in {f.name for f in fields(registry.schema(n))}), None)
+        if node is None:
+            return []
+        parts = parts[1:]
+    for part in parts:
         match = [f for f in fields(node) if f.name == part]
         if not match:
             return []

@@ -100,8 +100,8 @@ PARALLEL = Registry("parallel", [
 CLUSTERS = Registry("cluster", [
     Choice("local", s.ClusterConfig, about="all ranks on this machine, one torchrun (rendezvous on loopback)"),
     Choice("emulated", s.EmulatedClusterConfig, about="hosts emulated with network namespaces and shaped links (root)"),
-    Choice("multinode", s.MultinodeClusterConfig, about="machines you start yourself; gnnq prints their torchrun command"),
     Choice("slurm", s.SlurmClusterConfig, about="one Slurm job per run, submitted by Hydra's submitit launcher"),
+    Choice("multinode", s.MultinodeClusterConfig, about="machines you start yourself; gnnq prints their torchrun command"),
 ])
 LOGGERS = Registry("logger", [
     Choice("wandb", s.LoggerConfig, about="Weights & Biases from rank 0 (offline by default)"),
