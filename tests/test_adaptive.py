@@ -15,7 +15,7 @@ from gnnq.comm.encoder import MixedWidthEncoder
 from gnnq.comm.kernels.backends import kernels_for
 from gnnq.comm.kernels.torch_codec import row_bytes
 from gnnq.comm.wire_layout import WireLayout
-from gnnq.config.schema import QuantizerConfig
+from gnnq.config.schema import AdaptiveQuantizerConfig
 from gnnq.data.halo import build_parts
 from gnnq.data.partition import partition_nodes
 from gnnq.models import local_graph_for
@@ -30,7 +30,7 @@ HIDDEN, LAYERS, WIDTHS = 16, 3, (2, 4, 8)
 def _cfg(model: str, lam: float, solver: str):
     return OmegaConf.create({
         "model": {"name": model, "layers": LAYERS, "hidden": HIDDEN, "dropout": 0.0, "norm": "layer"},
-        "quantizer": OmegaConf.merge(OmegaConf.structured(QuantizerConfig), {  # every schema default, then these
+        "quantizer": OmegaConf.merge(OmegaConf.structured(AdaptiveQuantizerConfig), {  # every schema default, then these
             "name": "adaptive", "bits": 8, "bit_choices": list(WIDTHS), "group_size": 7, "variance_weight": lam,
             "assign_cycle": 1, "solver": solver, "profile_repeats": 1}),
     })  # fmt: skip

@@ -8,7 +8,8 @@ import pytest
 
 from tests.cli_helpers import read_metrics, read_record, run_dirs, run_gnnq
 
-SMALL = ["dataset=cora", "logger=none", "model.layers=4", "model.hidden=32", "trainer.epochs=4", "parallel.warmup_iterations=3"]
+SMALL = ["dataset=cora", "logger=none", "model.layers=4", "model.hidden=32", "trainer.epochs=4"]
+ADMM = ["parallel.warmup_iterations=3"]  # a key of parallel=admm only
 CORA_TRAIN = 140
 
 
@@ -17,8 +18,8 @@ def admm_runs(tmp_path_factory, planetoid_root):
     """pdADMM-G on 2 ranks and pdADMM-G-Q (8-bit grid) on 3 ranks, and the Adagrad baseline on 2."""
     root = tmp_path_factory.mktemp("admm")
     runs = {
-        "g": ["experiment=pdadmm_g", "cluster.nproc=2"],
-        "q": ["experiment=pdadmm_g_q", "cluster.nproc=3"],
+        "g": ["experiment=pdadmm_g", "cluster.nproc=2", *ADMM],
+        "q": ["experiment=pdadmm_g_q", "cluster.nproc=3", *ADMM],
         "adagrad": ["experiment=gamlp_adagrad", "cluster.nproc=2"],
     }
     out = {}

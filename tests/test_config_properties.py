@@ -2,8 +2,8 @@
 returns a config that gnnq.config.validate accepted, or raises ConfigError with one line naming the key
 or group at fault; never another exception. And every allowed combination of group options composes.
 
-Options come from the real conf/<group>/*.yaml files and validate.py's ALLOWED / LOWER_BOUNDS /
-UPPER_BOUNDS, so new options and keys are covered without editing this file. Runs are derandomized.
+Options come from the real conf/<group>/*.yaml files, the registries and validate.py's allowed_values() /
+LOWER_BOUNDS / UPPER_BOUNDS, so new options and keys are covered without editing this file. Runs are derandomized.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from omegaconf import OmegaConf
 
 from gnnq.config import compose as compose_module
 from gnnq.config.compose import compose_config
+from gnnq.config.registry import choice_schema, group_registries
 from gnnq.config.schema import Config
-from gnnq.config.validate import ALLOWED, LOWER_BOUNDS, UPPER_BOUNDS, validate
+from gnnq.config.validate import LOWER_BOUNDS, UPPER_BOUNDS, allowed_values, validate
 from gnnq.errors import ConfigError
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
@@ -33,23 +34,32 @@ OPTIONS = {g: sorted(p.stem for p in (CONF / g).glob("*.yaml")) for g in GROUPS}
 
 
 def _leaf_types() -> dict[str, type]:
-    """Every schema key ("group.key") with its declared type, Optional and List unwrapped."""
+    """Every schema key ("group.key") of any group option, with its declared type, Optional and List unwrapped."""
     out = {}
     hints = typing.get_type_hints(Config)
     for group in fields(Config):
         node = hints[group.name]
         if not is_dataclass(node):
             continue
-        for key, hint in typing.get_type_hints(node).items():
-            args = [a for a in typing.get_args(hint) if a is not type(None)]
-            if typing.get_origin(hint) in (list, typing.List):
-                out[f"{group.name}.{key}"] = list
-            else:
-                out[f"{group.name}.{key}"] = args[0] if typing.get_origin(hint) is typing.Union else hint
+        registry = group_registries().get(group.name)
+        for cls in {registry.schema(n) for n in registry.names()} if registry else {node}:
+            for key, hint in typing.get_type_hints(cls).items():
+                args = [a for a in typing.get_args(hint) if a is not type(None)]
+                if typing.get_origin(hint) in (list, typing.List):
+                    out[f"{group.name}.{key}"] = list
+                else:
+                    out[f"{group.name}.{key}"] = args[0] if typing.get_origin(hint) is typing.Union else hint
     return out
 
 
+def option_keys(group: str, option: str) -> set[str]:
+    """The keys ("group.key") the group has with ``option`` (conf/<group>/<option>.yaml) chosen."""
+    name = OmegaConf.load(CONF / group / f"{option}.yaml").name
+    return {f"{group}.{f.name}" for f in fields(choice_schema(group, name))}
+
+
 LEAVES = _leaf_types()
+ALLOWED = allowed_values()
 SETTINGS = dict(derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -166,7 +176,8 @@ def test_any_overrides_compose_or_fail_with_one_line_naming_the_key(overrides):
 # --- group options: allowed combinations compose, the others are rejected naming a group ----------
 
 
-HOSTS = {c: OmegaConf.load(CONF / "cluster" / f"{c}.yaml").hosts for c in OPTIONS["cluster"]}
+HOSTS = {c: compose_config([f"cluster={c}", "cluster.rendezvous=n:1"] if c == "multinode" else [f"cluster={c}"]).cluster.hosts
+         for c in OPTIONS["cluster"]}
 HOSTS["multinode"] = 1  # choice_overrides pins it
 
 
@@ -276,8 +287,9 @@ def test_every_allowed_combination_of_model_parallel_quantizer_composes(index):
 @st.composite
 def allowed_config(draw) -> tuple[list[str], dict]:
     choice = draw(allowed_choice())
-    bounded = draw(st.lists(st.sampled_from(FREE_BOUNDED), unique=True, max_size=4))
-    enums = draw(st.lists(st.sampled_from(FREE_ENUM), unique=True, max_size=3))
+    present = set().union(*(option_keys(g, choice[g]) for g in GROUPS)) | {k for k in LEAVES if k.startswith("trainer.")}
+    bounded = draw(st.lists(st.sampled_from([k for k in FREE_BOUNDED if k in present]), unique=True, max_size=4))
+    enums = draw(st.lists(st.sampled_from([k for k in FREE_ENUM if k in present] or ["trainer.optimizer"]), unique=True, max_size=3))
     values = {k: draw(in_range(k)) for k in bounded} | {k: draw(st.sampled_from(ALLOWED[k])) for k in enums}
     return choice_overrides(choice) + [f"{k}={render(v)}" for k, v in values.items()], values
 

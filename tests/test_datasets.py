@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from omegaconf import OmegaConf
 
 from gnnq.config.schema import DatasetConfig
+from gnnq.config.typed import option_config
 from gnnq.data.loaders import canonical_edges
 from gnnq.data.loaders import ogb as ogb_loader
 from gnnq.data.loaders.ogb import ogb_evaluator_accuracy
-from gnnq.data.registry import data_root, dataset_names, expected_num_nodes, load_dataset
+from gnnq.data.registry import DATASETS, data_root, dataset_names, expected_num_nodes, load_dataset
 from gnnq.data.splits import stratified_split
 from gnnq.errors import ConfigError, DatasetError
 from tests.helpers import make_ogbn_arxiv
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def cfg(name: str, **kw) -> DatasetConfig:
-    return DatasetConfig(name=name, **kw)
+    return (DATASETS.schema(name) if name in DATASETS else DatasetConfig)(name=name, **kw)
 
 
 def error_line(excinfo) -> str:
@@ -44,11 +44,9 @@ def test_names_and_dataset_configs():
     names = dataset_names()
     assert names == ["cora", "citeseer", "pubmed", "reddit", "flickr", "yelp", "amazon-products",
                      "ogbn-arxiv", "ogbn-products", "files", "synthetic"]
-    schema = OmegaConf.structured(DatasetConfig)
     for name in names:
-        merged = OmegaConf.merge(schema, OmegaConf.load(REPO / "conf" / "dataset" / f"{name}.yaml"))
-        assert merged.name == name
-    large = OmegaConf.merge(schema, OmegaConf.load(REPO / "conf" / "dataset" / "synthetic-large.yaml"))
+        assert option_config("dataset", name).name == name
+    large = option_config("dataset", "synthetic-large")
     assert large.name == "synthetic" and large.num_nodes >= 200_000
 
 
@@ -379,7 +377,7 @@ def _train_2layer(g, use_graph: bool, epochs: int = 60, hidden: int = 64) -> flo
 
 
 def test_synthetic_default_gcn_beats_mlp():
-    conf = OmegaConf.merge(OmegaConf.structured(DatasetConfig), OmegaConf.load(REPO / "conf" / "dataset" / "synthetic.yaml"))
+    conf = option_config("dataset", "synthetic")
     g = load_dataset(conf)
     assert g.num_nodes == 10000
     gcn, mlp = _train_2layer(g, True), _train_2layer(g, False)
@@ -391,14 +389,12 @@ def test_synthetic_default_gcn_beats_mlp():
 def test_adaqp_shaped_workloads(workload, degree, dim, classes):
     """The synthetic stand-ins for AdaQP's Reddit and ogbn-products have the shape they promise
     (generated here at 3,000 nodes: degree, dims and classes do not depend on the size)."""
-    schema = OmegaConf.structured(DatasetConfig)
-    conf = OmegaConf.merge(schema, OmegaConf.load(REPO / "conf" / "dataset" / f"{workload}.yaml"))
+    conf = option_config("dataset", workload)
     assert conf.name == "synthetic" and (conf.avg_degree, conf.feature_dim, conf.num_classes) == (degree, dim, classes)
     conf.num_nodes = 3000
     g = load_dataset(conf)
     assert g.x.shape == (3000, dim) and set(np.unique(g.y)) == set(range(classes))
     measured = g.edge_index.shape[1] / 3000  # both directions of every undirected edge
     assert 0.8 * degree <= measured <= 1.05 * degree, measured
-    reddit = OmegaConf.load(REPO / "conf" / "dataset" / "reddit-like.yaml")
-    products = OmegaConf.load(REPO / "conf" / "dataset" / "products-like.yaml")
+    reddit, products = option_config("dataset", "reddit-like"), option_config("dataset", "products-like")
     assert reddit.avg_degree > 2 * products.avg_degree

@@ -7,10 +7,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from omegaconf import OmegaConf
 
 from gnnq.comm import Communicator, HaloExchange
-from gnnq.config.schema import Config
+from gnnq.config.typed import typed_config
 from gnnq.data.halo import build_parts
 from gnnq.data.neighbor_sampler import NeighborSampler
 from gnnq.models import local_graph_for
@@ -28,7 +27,7 @@ def _whole(graph):
 
 
 def _cfg(model: str, **parallel):
-    cfg = OmegaConf.structured(Config)
+    cfg = typed_config({"parallel": {"name": "minibatch"}})
     cfg.model.name, cfg.model.hidden, cfg.model.layers, cfg.model.dropout = model, HIDDEN, LAYERS, 0.0
     cfg.parallel.name = "minibatch"
     for k, v in parallel.items():

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from gnnq.config.schema import DatasetConfig
+from gnnq.config.schema import SyntheticDatasetConfig
 from gnnq.data.graph import Graph
 from gnnq.data.halo import Part, build_parts
 from gnnq.data.loaders.synthetic import generate_sbm
@@ -266,7 +266,7 @@ def assert_parts_equal(a: Part, b: Part) -> None:
 
 
 def synthetic_graph(tmp_path: Path, **kw) -> Graph:
-    return load_dataset(DatasetConfig(name="synthetic", num_nodes=kw.pop("num_nodes", 400), root=str(tmp_path), **kw))
+    return load_dataset(SyntheticDatasetConfig(num_nodes=kw.pop("num_nodes", 400), root=str(tmp_path), **kw))
 
 
 def leftovers(cache_root: Path) -> list[str]:

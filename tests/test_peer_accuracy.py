@@ -32,7 +32,7 @@ def _mean_test(runs_dir) -> dict[str, float]:
 @pytest.mark.parametrize("dataset", ["cora", "citeseer"])
 def test_peer_strategies_match_vanilla_accuracy(tmp_path, planetoid_root, dataset):
     base = [f"dataset={dataset}", *COMMON, f"trainer.seed={SEEDS}"]
-    res = run_gnnq(["-m", *base, "cluster.nproc=4", "parallel=sync,stale,sampling", "parallel.sampling_rate=0.1"],
+    res = run_gnnq(["-m", *base, "cluster.nproc=4", "parallel=sync,stale,sampling"],  # sampling_rate: 0.1
                    tmp_path / "full", planetoid_root, timeout=1800)  # fmt: skip
     assert res.returncode == 0, res.stderr
     res = run_gnnq(["-m", *base, "cluster.nproc=1", "parallel=minibatch", "parallel.fanouts=[10]"], tmp_path / "mb", planetoid_root, timeout=900)

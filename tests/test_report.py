@@ -242,7 +242,7 @@ def test_speedup_plots_vs_bandwidth_and_hosts(tmp_path):
     from tests.cli_helpers import run_gnnq
 
     small = ["-m", "logger=none", "dataset.num_nodes=400", "model.hidden=16", "trainer.epochs=2", "trainer.eval_every=1",
-             "cluster=emulated", "cluster.nproc=1", "experiment=adaqp_vanilla,adaqp_uniform2", "quantizer.group_size=20"]  # fmt: skip
+             "cluster=emulated", "cluster.nproc=1", "experiment=adaqp_vanilla,adaqp_uniform2"]  # fmt: skip
     for name, extra in (("bandwidth", ["cluster.hosts=2", "cluster.link=1gbit,10gbit"]), ("hosts", ["cluster.hosts=3"])):
         res = run_gnnq([*small, *extra], tmp_path / "runs" / name, tmp_path / "data", timeout=600)
         assert res.returncode == 0, res.stderr[-2000:]

@@ -145,12 +145,15 @@ def _composition_message(exc: BaseException) -> str:
     if isinstance(exc, OverrideParseException):  # Hydra's message names neither the override nor its key
         return f"cannot parse override {exc.override!r}: {_first_line(exc.message)}"
     cause = exc
-    while cause.__cause__ is not None and not isinstance(cause, OmegaConfBaseException):
-        cause = cause.__cause__
+    while (cause.__cause__ or cause.__context__) is not None and not isinstance(cause, OmegaConfBaseException):
+        cause = cause.__cause__ or cause.__context__
     if isinstance(cause, OmegaConfBaseException):
         key = getattr(cause, "full_key", None) or ""
         msg = _first_line(getattr(cause, "msg", None) or str(cause))
         if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and key:
+            choice = _choice_of(cause, key)
+            if choice is not None:
+                return choice
             allowed = _allowed_keys(key.rpartition(".")[0])
             if allowed:
                 return f"{key}: no such key; allowed keys there: {', '.join(allowed)}"
@@ -160,10 +163,38 @@ def _composition_message(exc: BaseException) -> str:
     return _first_line(str(exc))
 
 
+def _choice_of(cause: OmegaConfBaseException, key: str) -> str | None:
+    """For a key not in a group's chosen option (dataset.num_nodes with dataset=cora): the message naming the
+    option and its keys; None for other keys."""
+    from gnnq.config.registry import group_registries
+    from gnnq.config.validate import no_such_key_message
+
+    group, _, leaf = key.partition(".")
+    registry = group_registries().get(group)
+    if registry is None or "." in leaf:
+        return None
+    parent = getattr(cause, "parent_node", None)
+    name = parent._get_node("name")._value() if isinstance(parent, DictConfig) and "name" in parent.keys() else None
+    schema = getattr(cause, "object_type", None)
+    if name not in registry or (schema is not None and registry.schema(name) is not schema):
+        name = next((n for n in registry.names() if registry.schema(n) is schema), None)
+    if name is None:
+        return None
+    return no_such_key_message(group, leaf, name, [f.name for f in fields(registry.schema(name))])
+
+
 def _allowed_keys(parent: str) -> list[str] | None:
     """The schema's keys under ``parent``; None where it is a free-form dict, [] where the schema has none."""
-    node = Config
-    for part in parent.split(".") if parent else []:
+    from gnnq.config.registry import group_registries
+
+    node, parts = Config, parent.split(".") if parent else []
+    registry = group_registries().get(parts[0]) if parts else None
+    if registry is not None and len(parts) > 1:  # below a group's key: the schema of a choice that has the key
+        node = next((registry.schema(n) for n in registry.names() if parts[1] in {f.name for f in fields(registry.schema(n))}), None)
+        if node is None:
+            return []
+        parts = parts[1:]
+    for part in parts:
         match = [f for f in fields(node) if f.name == part]
         if not match:
             return []

@@ -1,7 +1,11 @@
-"""Typed configuration: one dataclass per config group, registered in Hydra's ConfigStore.
+"""Typed configuration: one dataclass per config group choice, registered in Hydra's ConfigStore.
 
-OmegaConf rejects unknown keys and values of the wrong type while Hydra composes the
-config; ``gnnq.config.validate`` then checks the values that types cannot express.
+Each group's node starts as the group's base class (the keys every choice shares); the choice's
+file in conf/<group>/ lists ``/schema/<group>/<choice>@_here_`` first in its defaults, which merges
+that choice's dataclass in, so the node holds exactly that choice's keys with their defaults.
+OmegaConf then rejects another choice's keys, unknown keys and values of the wrong type while
+Hydra composes; ``gnnq.config.validate`` checks the values that types cannot express.
+The defaults live here; a choice's YAML holds its name and only what differs.
 """
 
 from __future__ import annotations
@@ -12,9 +16,13 @@ from typing import Any, Dict, List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+# --- dataset ---------------------------------------------------------------------------------
+
 
 @dataclass
 class DatasetConfig:
+    """A named dataset with its own split (PyG, OGB)."""
+
     name: str = MISSING
     # Data root; falls back to env GNNQ_DATA, then ~/.cache/gnnq/data.
     root: Optional[str] = None
@@ -22,48 +30,98 @@ class DatasetConfig:
     download: bool = True
     # Add reverse edges so every edge is present in both directions.
     to_undirected: bool = True
-    # --- synthetic (stochastic block model) ---
+
+
+@dataclass
+class SeededSplitDatasetConfig(DatasetConfig):
+    """A dataset split here: seeded and stratified by class."""
+
+    # Fractions of every class in train and val; the rest is test (train_frac > 0, train_frac + val_frac < 1).
+    train_frac: float = 0.6
+    val_frac: float = 0.2
+    seed: int = 0  # the split's seed (and the generator's, for synthetic)
+
+
+@dataclass
+class FilesDatasetConfig(SeededSplitDatasetConfig):
+    """Bring your own graph; the split is used when the directory has no train/val/test files."""
+
+    name: str = "files"
+    path: Optional[str] = None  # required: the directory holding edges, features and labels
+
+
+@dataclass
+class SyntheticDatasetConfig(SeededSplitDatasetConfig):
+    """Stochastic block model with class-correlated noisy features."""
+
+    name: str = "synthetic"
     num_nodes: int = 10000
     avg_degree: float = 12.0
     num_classes: int = 8
     feature_dim: int = 64
     homophily: float = 0.5  # fraction of edges inside the source's class
     feature_noise: float = 3.0  # std of Gaussian noise around the class centroid
-    seed: int = 0
-    # --- bring your own graph (dataset=files) ---
-    path: Optional[str] = None
-    # Fractions for the seeded stratified split used when the data has no split.
-    train_frac: float = 0.6
-    val_frac: float = 0.2
+
+
+# --- partitioner, model --------------------------------------------------------------------
 
 
 @dataclass
 class PartitionerConfig:
-    name: str = "metis"  # metis | random
+    name: str = "metis"
     seed: int = 0
 
 
 @dataclass
 class ModelConfig:
-    name: str = "gcn"  # gcn | sage | gamlp
+    """GCN and GraphSAGE: the keys every model shares, with AdaQP's defaults."""
+
+    name: str = "gcn"
     layers: int = 3
     hidden: int = 256
     dropout: float = 0.5
-    norm: str = "layer"  # layer | none
-    hops: int = 4  # gamlp only: inputs [X, AX, ..., A^hops X]
+    norm: str = "layer"
+
+
+@dataclass
+class GamlpModelConfig(ModelConfig):
+    """GA-MLP with the pdADMM-G paper's sizes: plain ReLU layers."""
+
+    name: str = "gamlp"
+    layers: int = 10
+    hidden: int = 500
+    dropout: float = 0.0
+    norm: str = "none"
+    hops: int = 4  # inputs [X, AX, ..., A^hops X]
+
+
+# --- quantizer -------------------------------------------------------------------------------
 
 
 @dataclass
 class QuantizerConfig:
-    name: str = "fp32"  # fp32 | uniform | adaptive | grid
-    # Forward messages (embeddings): 32 with fp32; 1, 2, 4 or 8 with uniform; with adaptive,
-    # the width of every message until the first assignment.
-    bits: int = 32
+    """Exact fp32 messages."""
+
+    name: str = "fp32"
+
+
+@dataclass
+class UniformQuantizerConfig(QuantizerConfig):
+    """Stochastic row-wise codes, one width for every message."""
+
+    name: str = "uniform"
+    bits: int = 8  # forward messages (embeddings); with adaptive, every message's width until the first assignment
     grad_bits: Optional[int] = None  # backward messages (gradients): null = same as bits; 32 = exact fp32
     param_dtype: str = "fp16"  # per-row zero point and step on the wire: fp16 (4 bytes/row) | fp32 (8)
     quantize_input: bool = False  # layer-0 features: default sent once in fp32 and cached
     nonfinite: str = "error"  # NaN/inf in a message: error | zero (zeroed and counted)
-    # --- adaptive (AdaQP) only ---
+
+
+@dataclass
+class AdaptiveQuantizerConfig(UniformQuantizerConfig):
+    """AdaQP: one width per group of rows, reassigned every assign_cycle epochs."""
+
+    name: str = "adaptive"
     bit_choices: List[int] = field(default_factory=lambda: [2, 4, 8])  # widths the solver may pick
     group_size: int = 100  # rows per group; one width per group
     variance_weight: float = 0.5  # lambda: 1 = minimize variance only, 0 = exchange time only
@@ -73,28 +131,57 @@ class QuantizerConfig:
     # profile: fit t = a * bytes + c per channel from a startup profile (AdaQP);
     # fixed: every channel is a link of link_gbit_per_s and link_latency_ms, nothing timed (reproducible widths)
     time_model: str = "profile"
-    link_gbit_per_s: float = 1.0
-    link_latency_ms: float = 0.1
+    link_gbit_per_s: float = 1.0  # time_model=fixed only
+    link_latency_ms: float = 0.1  # time_model=fixed only
     profile_repeats: int = 3  # repeats of each size in the startup time-model profile
     refit_time_model: bool = False  # re-profile the channels at every reassignment
-    # --- grid (pdADMM-G-Q, parallel=admm) only: values on grid_levels evenly spaced points ---
+
+
+@dataclass
+class GridQuantizerConfig(QuantizerConfig):
+    """pdADMM-G-Q (parallel=admm): values on grid_levels evenly spaced points."""
+
+    name: str = "grid"
     grid_min: float = -1.0
     grid_max: float = 20.0
     grid_levels: int = 22  # the paper's integers -1..20; sent as ceil(log2(levels)) bits each
     quantize_q: bool = True  # also put q (sent forward) on the grid; p (sent backward) always is
 
 
+# --- parallel --------------------------------------------------------------------------------
+
+
 @dataclass
 class ParallelConfig:
-    name: str = "sync"  # sync | overlap | stale | sampling | minibatch | admm
-    # --- stale (PipeGCN) only ---
+    """sync and overlap: no keys of their own."""
+
+    name: str = "sync"
+
+
+@dataclass
+class StaleParallelConfig(ParallelConfig):
+    name: str = "stale"
     momentum: float = 0.0  # smoothing of stale rows: stale = momentum * stale + (1 - momentum) * received
-    # --- sampling (BNS-GCN) only ---
+
+
+@dataclass
+class SamplingParallelConfig(ParallelConfig):
+    name: str = "sampling"
     sampling_rate: float = 0.1  # fraction p of each peer's boundary rows exchanged per training epoch
-    # --- minibatch (single-process neighbour-sampling reference) only ---
+
+
+@dataclass
+class MinibatchParallelConfig(ParallelConfig):
+    name: str = "minibatch"
     fanouts: List[int] = field(default_factory=lambda: [10])  # neighbours per layer, input layer first; one value: every layer; -1: all
     batch_size: int = 1024  # training (target) nodes per step
-    # --- admm (pdADMM-G; model=gamlp; trainer.epochs = iterations, trainer.weight_decay = mu on ||W||^2) ---
+
+
+@dataclass
+class AdmmParallelConfig(ParallelConfig):
+    """pdADMM-G (model=gamlp); trainer.epochs counts iterations, trainer.weight_decay is mu on ||W||^2."""
+
+    name: str = "admm"
     rho: float = 1.0  # penalty on p_{l+1} = q_l (and the dual step)
     nu: float = 1.0  # penalty on z_l = W_l p_l + b_l and q_l = relu(z_l)
     hidden_init: str = "identity"  # he | identity: square hidden-to-hidden layers start at the identity
@@ -103,23 +190,48 @@ class ParallelConfig:
     rho_max: float = 100.0
 
 
+# --- cluster ---------------------------------------------------------------------------------
+
+
 @dataclass
 class ClusterConfig:
-    name: str = "local"  # local | slurm | multinode
+    """All ranks on this machine (cluster=local); the keys every cluster shares."""
+
+    name: str = "local"
     nproc: int = 2  # ranks per host
     hosts: int = 1
     backend: str = "auto"  # auto | gloo | nccl (auto: nccl when CUDA is available)
     timeout_s: int = 300  # collective timeout
     threads_per_rank: int = 0  # torch intra-op threads per rank; 0: cores / ranks
-    # --- emulated only: every host's link to the switch, the same both ways (gnnq/launch/netns.py) ---
+
+
+@dataclass
+class EmulatedClusterConfig(ClusterConfig):
+    """Hosts emulated with network namespaces; every host's link to the switch, the same both ways (gnnq/launch/netns.py)."""
+
+    name: str = "emulated"
+    nproc: int = 1
+    hosts: int = 2
+    backend: str = "gloo"
     link: str = "1gbit"  # 1gbit | 10gbit | 25gbit: bandwidth presets; custom: bandwidth_mbit
     bandwidth_mbit: Optional[float] = None  # link=custom only
     latency_ms: float = 0.0  # one-way delay between two hosts (netem)
     jitter_ms: float = 0.0  # +- on latency_ms (netem)
     loss_pct: float = 0.0  # packets lost between two hosts (netem)
-    # --- multinode only: host:port of the node gnnq runs on, where the other nodes' torchruns meet it ---
-    rendezvous: Optional[str] = None
-    # --- slurm only: what each run's sbatch job asks for (gnnq/launch/slurm.py) ---
+
+
+@dataclass
+class MultinodeClusterConfig(ClusterConfig):
+    name: str = "multinode"
+    hosts: int = 2
+    rendezvous: Optional[str] = None  # required: host:port of the node gnnq runs on, where the other nodes' torchruns meet it
+
+
+@dataclass
+class SlurmClusterConfig(ClusterConfig):
+    """What each run's sbatch job asks for (gnnq/launch/slurm.py)."""
+
+    name: str = "slurm"
     partition: Optional[str] = None  # null: the cluster's default partition
     account: Optional[str] = None
     time_limit_min: int = 60  # the job's time limit (sbatch --time), minutes
@@ -128,9 +240,12 @@ class ClusterConfig:
     sbatch_extra: Dict[str, Any] = field(default_factory=dict)  # more sbatch options: {mem: 64G, qos: high, exclusive: true}
 
 
+# --- logger, trainer, the whole config ---------------------------------------------------------
+
+
 @dataclass
 class LoggerConfig:
-    name: str = "wandb"  # wandb | none
+    name: str = "wandb"
     project: str = "gnnq"
     entity: Optional[str] = None
     mode: str = "offline"  # offline | online
@@ -144,7 +259,7 @@ class TrainerConfig:
     epochs: int = 200
     lr: float = 0.01
     weight_decay: float = 0.0
-    optimizer: str = "adam"  # adam | sgd | adagrad | adadelta
+    optimizer: str = "adam"
     eval_every: int = 1
     seed: int = 0
     checkpoint_every: int = 0  # > 0: every rank checkpoints every N epochs (not minibatch); gnnq resume=<run dir>
@@ -152,6 +267,8 @@ class TrainerConfig:
 
 @dataclass
 class Config:
+    """Each group's field holds the group's base class; the chosen option's file merges its own class in."""
+
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     partitioner: PartitionerConfig = field(default_factory=PartitionerConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -172,10 +289,16 @@ SLURM_LAUNCHER = {
     "submitit_folder": "${hydra.sweep.dir}/.submitit/%j",
 }
 MULTIRUN_MODE = {"hydra": {"mode": "MULTIRUN"}}
+SCHEMA_GROUP = "schema"  # the choices' dataclasses: /schema/<group>/<choice> in the ConfigStore
 
 
 def register_configs() -> None:
+    from gnnq.config.registry import group_registries
+
     cs = ConfigStore.instance()
     cs.store(name="gnnq_schema", node=Config)
+    for group, registry in group_registries().items():
+        for choice in registry.choices():
+            cs.store(group=f"{SCHEMA_GROUP}/{group}", name=choice.name, node=choice.schema, provider="gnnq")
     cs.store(group="hydra/launcher", name="gnnq_slurm", node=SLURM_LAUNCHER, provider="gnnq")
     cs.store(group="hydra/run_mode", name="multirun", node=MULTIRUN_MODE, provider="gnnq")

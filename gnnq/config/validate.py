@@ -8,25 +8,27 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from gnnq.errors import ConfigError
 
+# Values of keys that are not a choice of a registry (those: gnnq.config.registry, see allowed_values()).
 ALLOWED = {
-    "partitioner.name": ("metis", "random"),
-    "model.name": ("gcn", "sage", "gamlp"),
     "model.norm": ("layer", "none"),
-    "quantizer.name": ("fp32", "uniform", "adaptive", "grid"),
     "quantizer.solver": ("greedy", "milp"),
     "quantizer.time_model": ("profile", "fixed"),
     "quantizer.param_dtype": ("fp16", "fp32"),
     "quantizer.nonfinite": ("error", "zero"),
-    "parallel.name": ("sync", "overlap", "stale", "sampling", "minibatch", "admm"),
     "parallel.rho_schedule": ("none", "grow"),
     "parallel.hidden_init": ("he", "identity"),
-    "cluster.name": ("local", "emulated", "slurm", "multinode"),
     "cluster.link": ("1gbit", "10gbit", "25gbit", "custom"),
     "cluster.backend": ("auto", "gloo", "nccl"),
-    "logger.name": ("wandb", "none"),
     "logger.mode": ("offline", "online"),
-    "trainer.optimizer": ("adam", "sgd", "adagrad", "adadelta"),
 }
+
+
+def allowed_values() -> dict[str, tuple]:
+    """Every key with a fixed set of values: the registries' names (``model.name``, ``trainer.optimizer``) and ALLOWED."""
+    from gnnq.config.registry import registries
+
+    return {**{key: registry.names() for key, registry in registries().items()}, **ALLOWED}
+
 
 # key: (lowest allowed, whether the bound is exclusive)
 LOWER_BOUNDS = {
@@ -62,25 +64,28 @@ LOWER_BOUNDS = {
     "dataset.feature_dim": (1, False),
     "dataset.homophily": (0.0, False),
     "dataset.feature_noise": (0.0, False),
-    "dataset.train_frac": (0.0, True),
-    "dataset.val_frac": (0.0, False),
 }
 UPPER_BOUNDS = {
     "parallel.momentum": (1.0, True),
     "parallel.sampling_rate": (1.0, False),
     "cluster.loss_pct": (100.0, True),
-    "model.dropout": (1.0, True), "dataset.homophily": (1.0, False), "dataset.train_frac": (1.0, True)}
+    "model.dropout": (1.0, True), "dataset.homophily": (1.0, False)}
+_ABSENT = object()
 
 
 def _get(cfg: DictConfig, key: str):
+    """The value at ``key``; _ABSENT where the chosen option has no such key (parallel.momentum with parallel=sync)."""
     node = cfg
     for part in key.split("."):
+        if part not in node.keys():  # `in` alone would treat MISSING values as absent
+            return _ABSENT
         node = node[part]
     return node
 
 
 def check_known_keys(cfg: DictConfig, schema: DictConfig | None = None, prefix: str = "") -> None:
-    """Reject keys the schema does not have (``+key=value`` appends bypass struct mode)."""
+    """Reject keys the schema does not have (``+key=value`` appends bypass struct mode); a group's keys are its
+    chosen option's (gnnq.config.registry), and its node must be that option's (``parallel.name=stale`` alone is not)."""
     if schema is None:
         from gnnq.config.schema import Config
 
@@ -90,11 +95,43 @@ def check_known_keys(cfg: DictConfig, schema: DictConfig | None = None, prefix: 
             continue
         known = [str(k) for k in schema.keys()]  # `in` would treat MISSING values as absent
         if key not in known:
-            allowed = ", ".join(known)
-            raise ConfigError(f"{prefix}{key}: no such key; allowed keys there: {allowed}")
+            raise ConfigError(f"{prefix}{key}: no such key; allowed keys there: {', '.join(known)}")
         free_form = OmegaConf.get_type(schema, key) is dict  # Dict[str, Any] fields take any key
-        if isinstance(cfg[key], DictConfig) and isinstance(schema._get_node(key), DictConfig) and not free_form:
+        if not prefix and key in _group_registries():
+            check_choice_keys(str(key), cfg[key])
+        elif isinstance(cfg[key], DictConfig) and isinstance(schema._get_node(key), DictConfig) and not free_form:
             check_known_keys(cfg[key], schema[key], f"{prefix}{key}.")
+
+
+def _group_registries() -> dict:
+    from gnnq.config.registry import group_registries
+
+    return group_registries()
+
+
+def check_choice_keys(group: str, node: DictConfig) -> None:
+    """``node`` holds exactly the keys of ``group``'s option ``node.name``, in that option's own schema."""
+    registry = _group_registries()[group]
+    name = node.name
+    if name not in registry:
+        raise ConfigError(f"{group}.name={name!r} is not allowed; allowed: {', '.join(registry.names())}")
+    schema_cls = registry.schema(name)
+    schema = OmegaConf.structured(schema_cls)
+    keys = [str(k) for k in schema.keys()]
+    for key in node.keys():
+        if key not in keys:
+            raise ConfigError(no_such_key_message(group, str(key), name, keys))
+    if OmegaConf.get_type(node) not in (schema_cls, dict) or any(k not in node.keys() for k in keys):
+        raise ConfigError(f"{group}.name={name} is not allowed on its own: choose the option with {group}={name}, "
+                          f"which brings its keys ({', '.join(keys)})")  # fmt: skip
+    for key in keys:
+        value = node._get_node(key)
+        if isinstance(value, DictConfig) and OmegaConf.get_type(schema, key) is not dict:
+            check_known_keys(node[key], schema[key], f"{group}.{key}.")
+
+
+def no_such_key_message(group: str, key: str, choice: str, allowed: list[str]) -> str:
+    return f"{group}.{key}: no such key for {group}={choice}; allowed keys: {', '.join(allowed)}"
 
 
 def check_finite(cfg: DictConfig, prefix: str = "") -> None:
@@ -120,8 +157,6 @@ def _check_quantizer(q: DictConfig) -> None:
             raise ConfigError(f"quantizer.grid_max={q.grid_max} is not allowed; it must be > quantizer.grid_min={q.grid_min}")
         return
     if q.name == "fp32":
-        if q.bits != 32:
-            raise ConfigError(f"quantizer.bits={q.bits} needs quantizer=uniform; with quantizer=fp32 it must be 32")
         return
     if q.bits not in QUANT_BITS:
         raise ConfigError(f"quantizer.bits={q.bits} is not allowed; allowed: {', '.join(map(str, QUANT_BITS))}")
@@ -216,9 +251,9 @@ def _check_parallel(cfg: DictConfig) -> None:
 def _check_emulated(c: DictConfig) -> None:
     from gnnq.launch.netns import MAX_HOSTS
 
-    if c.name == "emulated" and c.hosts > MAX_HOSTS:
+    if c.hosts > MAX_HOSTS:
         raise ConfigError(f"cluster.hosts={c.hosts} is not allowed with cluster=emulated; it must be <= {MAX_HOSTS}")
-    if c.name == "emulated" and c.backend != "gloo":
+    if c.backend != "gloo":
         raise ConfigError(
             f"cluster.backend={c.backend} is not allowed with cluster=emulated; it must be gloo "
             "(NCCL between processes on one machine goes through shared memory, around the shaped links)"
@@ -269,33 +304,28 @@ def _check_rendezvous(endpoint: str | None) -> None:
 
 def validate(cfg: DictConfig) -> None:
     """Raise ConfigError for the first value that is not allowed."""
-    from gnnq.data.registry import dataset_names, expected_num_nodes
+    from gnnq.data.registry import expected_num_nodes
+    from gnnq.data.splits import check_fractions
 
-    check_known_keys(cfg)
+    check_known_keys(cfg)  # also: every group's name is one of its registry's
     check_finite(cfg)
-    names = dataset_names()
-    if cfg.dataset.name not in names:
-        raise ConfigError(f"dataset.name={cfg.dataset.name!r} is unknown; allowed: {', '.join(names)}")
-    for key, allowed in ALLOWED.items():
+    for key, allowed in allowed_values().items():
         value = _get(cfg, key)
-        if value not in allowed:
+        if value is not _ABSENT and value not in allowed:
             raise ConfigError(f"{key}={value!r} is not allowed; allowed: {', '.join(allowed)}")
     for key, (low, exclusive) in LOWER_BOUNDS.items():
         value = _get(cfg, key)
-        if value < low or (exclusive and value == low):
+        if value is not _ABSENT and (value < low or (exclusive and value == low)):
             raise ConfigError(f"{key}={value} is not allowed; it must be {'>' if exclusive else '>='} {low}")
     for key, (high, exclusive) in UPPER_BOUNDS.items():
         value = _get(cfg, key)
-        if value > high or (exclusive and value == high):
+        if value is not _ABSENT and (value > high or (exclusive and value == high)):
             raise ConfigError(f"{key}={value} is not allowed; it must be {'<' if exclusive else '<='} {high}")
-    if cfg.dataset.train_frac + cfg.dataset.val_frac >= 1.0:
-        raise ConfigError(
-            f"dataset.train_frac + dataset.val_frac = {cfg.dataset.train_frac + cfg.dataset.val_frac} leaves no test nodes; it must be < 1"
-        )
-    if cfg.dataset.name == "synthetic" and cfg.dataset.num_classes > cfg.dataset.num_nodes:
-        raise ConfigError(
-            f"dataset.num_classes={cfg.dataset.num_classes} is not allowed; it must be <= dataset.num_nodes={cfg.dataset.num_nodes}"
-        )
+    d = cfg.dataset
+    if "train_frac" in d:
+        check_fractions(d.train_frac, d.val_frac)
+    if d.name == "synthetic" and d.num_classes > d.num_nodes:
+        raise ConfigError(f"dataset.num_classes={d.num_classes} is not allowed; it must be <= dataset.num_nodes={d.num_nodes}")
     _check_quantizer(cfg.quantizer)
     if cfg.quantizer.name == "adaptive" and cfg.quantizer.assign_cycle >= cfg.trainer.epochs:
         raise ConfigError(
@@ -305,8 +335,10 @@ def validate(cfg: DictConfig) -> None:
     _check_parallel(cfg)
     if cfg.cluster.name == "local" and cfg.cluster.hosts != 1:
         raise ConfigError(f"cluster.hosts={cfg.cluster.hosts} is not allowed with cluster=local; it must be 1")
-    _check_emulated(cfg.cluster)
-    _check_slurm(cfg.cluster)
+    if cfg.cluster.name == "emulated":
+        _check_emulated(cfg.cluster)
+    if cfg.cluster.name == "slurm":
+        _check_slurm(cfg.cluster)
     if cfg.cluster.name == "multinode":
         _check_rendezvous(cfg.cluster.rendezvous)
     if cfg.dataset.name == "files" and not cfg.dataset.path:

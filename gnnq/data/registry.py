@@ -1,4 +1,4 @@
-"""The dataset registry: names, data root, cheap node counts and the one ``load_dataset``."""
+"""The dataset registry (``DATASETS``): names, loaders, schemas, data root, cheap node counts and the one ``load_dataset``."""
 
 from __future__ import annotations
 
@@ -7,14 +7,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
+from gnnq.config.registry import Choice, Registry
+from gnnq.config.schema import DatasetConfig, FilesDatasetConfig, SyntheticDatasetConfig
 from gnnq.data.graph import Graph
 from gnnq.data.loaders import canonical_edges, one_line
 from gnnq.data.loaders import files as files_loader
 from gnnq.data.loaders import ogb as ogb_loader
 from gnnq.data.loaders import pyg as pyg_loader
 from gnnq.data.loaders import synthetic as synthetic_loader
-from gnnq.data.splits import check_fractions
-from gnnq.errors import ConfigError, DatasetError, GnnqError
+from gnnq.errors import DatasetError, GnnqError
 
 
 @dataclass(frozen=True)
@@ -34,12 +35,10 @@ def _ogb_entry(name: str) -> _Entry:
 
 
 def _load_files(cfg) -> Graph:
-    _check_split_fractions(cfg)
     return files_loader.load_files(cfg.path, cfg.train_frac, cfg.val_frac, cfg.seed)
 
 
 def _load_synthetic(cfg) -> Graph:
-    _check_split_fractions(cfg)
     return synthetic_loader.generate_sbm(
         num_nodes=cfg.num_nodes,
         avg_degree=cfg.avg_degree,
@@ -53,17 +52,20 @@ def _load_synthetic(cfg) -> Graph:
     )
 
 
-_REGISTRY: dict[str, _Entry] = {
-    **{name: _pyg_entry(name) for name in pyg_loader.SPECS},
-    **{name: _ogb_entry(name) for name in ogb_loader.NAMES},
-    "files": _Entry(_load_files, lambda cfg: None),
-    "synthetic": _Entry(_load_synthetic, lambda cfg: int(cfg.num_nodes)),
-}
+# The dataset group's registry: every name ``dataset.name`` accepts, its loader (an _Entry) and its schema.
+DATASETS = Registry("dataset", [
+    *(Choice(name, DatasetConfig, _pyg_entry(name), f"PyG {spec.cls_name}: {spec.num_nodes} nodes")
+      for name, spec in pyg_loader.SPECS.items()),
+    *(Choice(name, DatasetConfig, _ogb_entry(name), f"OGB: {n} nodes") for name, n in ogb_loader.NUM_NODES.items()),
+    Choice("files", FilesDatasetConfig, _Entry(_load_files, lambda cfg: None), "your own graph from a directory (docs/datasets.md)"),
+    Choice("synthetic", SyntheticDatasetConfig, _Entry(_load_synthetic, lambda cfg: int(cfg.num_nodes)),
+           "stochastic block model with class-correlated features; no download"),
+])  # fmt: skip
 
 
 def dataset_names() -> list[str]:
     """Every value ``dataset.name`` accepts."""
-    return list(_REGISTRY)
+    return list(DATASETS.names())
 
 
 def data_root(cfg) -> Path:
@@ -103,17 +105,6 @@ def load_dataset(cfg) -> Graph:
 
 
 def _entry(name: str) -> _Entry:
-    entry = _REGISTRY.get(name)
-    if entry is None:
-        raise DatasetError(f"unknown dataset {name!r}: dataset must be one of {', '.join(_REGISTRY)}")
-    return entry
-
-
-def _check_split_fractions(cfg) -> None:
-    try:
-        check_fractions(cfg.train_frac, cfg.val_frac)
-    except ValueError:
-        raise ConfigError(
-            f"dataset.train_frac={cfg.train_frac} and dataset.val_frac={cfg.val_frac}: "
-            "need train_frac > 0, val_frac >= 0 and train_frac + val_frac < 1"
-        ) from None
+    if name not in DATASETS:
+        raise DatasetError(f"unknown dataset {name!r}: dataset must be one of {', '.join(DATASETS.names())}")
+    return DATASETS.target(name)

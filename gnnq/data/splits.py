@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from gnnq.errors import ConfigError
+
 
 def check_fractions(train_frac: float, val_frac: float) -> None:
-    """Raise ValueError unless 0 < train_frac, 0 <= val_frac and train_frac + val_frac < 1."""
+    """The one check of ``dataset.train_frac`` / ``dataset.val_frac`` (validate and every split call it):
+    ConfigError unless 0 < train_frac, 0 <= val_frac and train_frac + val_frac < 1, so some nodes are left to test."""
     if not (train_frac > 0 and val_frac >= 0 and train_frac + val_frac < 1):
-        raise ValueError(
-            f"split fractions must satisfy train_frac > 0, val_frac >= 0 and train_frac + val_frac < 1 "
-            f"(got train_frac={train_frac}, val_frac={val_frac})"
+        raise ConfigError(
+            f"dataset.train_frac={train_frac} and dataset.val_frac={val_frac} are not allowed: need train_frac > 0, "
+            "val_frac >= 0 and train_frac + val_frac < 1 (nodes left to test)"
         )
 
 

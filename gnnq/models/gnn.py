@@ -17,9 +17,6 @@ from typing import Callable, Sequence
 import torch
 from torch import nn
 
-MODELS = ("gcn", "sage")
-NORMS = ("layer", "none")
-
 Propagate = Callable[[int, torch.Tensor], torch.Tensor]
 
 
@@ -45,12 +42,15 @@ class SAGELayer(nn.Module):
         return self.neigh(aggregated) + self.root(h_inner)
 
 
+LAYERS = {"gcn": GCNLayer, "sage": SAGELayer}  # the layer of each model.name GNN builds (registry: gnnq.config.registry.MODELS)
+
+
 class GNN(nn.Module):
     def __init__(self, name: str, in_dim: int, hidden: int, out_dim: int, layers: int, dropout: float, norm: str):
         super().__init__()
-        if name not in MODELS:
-            raise ValueError(f"model.name={name!r}; choose one of {', '.join(MODELS)}")
-        layer_cls = GCNLayer if name == "gcn" else SAGELayer
+        if name not in LAYERS:
+            raise ValueError(f"model.name={name!r}; GNN builds {', '.join(LAYERS)}")
+        layer_cls = LAYERS[name]
         dims = [in_dim] + [hidden] * (layers - 1) + [out_dim]
         self.convs = nn.ModuleList(layer_cls(a, b) for a, b in zip(dims[:-1], dims[1:]))
         self.norms = nn.ModuleList(nn.LayerNorm(hidden) if norm == "layer" else nn.Identity() for _ in range(layers - 1))

@@ -1,20 +1,30 @@
-"""Parallel strategies: when and how halo rows move between ranks during training."""
+"""Parallel strategies: when and how halo rows move between ranks during training.
 
+Which strategy ``parallel.name`` names is gnnq.config.registry.PARALLEL's to say.
+"""
+
+from gnnq.config.registry import PARALLEL
 from gnnq.parallel.overlap import OverlapStrategy
 from gnnq.parallel.sampling import SamplingStrategy
 from gnnq.parallel.stale import StaleStrategy
 from gnnq.parallel.sync import SyncStrategy
 
-STRATEGIES = {"sync": SyncStrategy, "overlap": OverlapStrategy, "stale": StaleStrategy, "sampling": SamplingStrategy}
+# The full-graph strategies by name (the choices of PARALLEL that have one).
+STRATEGIES = {name: PARALLEL.target(name) for name in PARALLEL.names() if PARALLEL.choice(name).target is not None}
+
+
+def _options(pcfg, seed: int) -> dict:
+    """The strategy's own keyword arguments from its ``parallel.*`` keys."""
+    if pcfg.name == "stale":
+        return {"momentum": pcfg.momentum}
+    if pcfg.name == "sampling":
+        return {"rate": pcfg.sampling_rate, "seed": seed}
+    return {}
 
 
 def make_strategy(pcfg, exchange, graph, x_inner, seed: int):
     """The strategy ``parallel.name`` names, with its own keys from ``parallel.*``."""
-    if pcfg.name == "stale":
-        return StaleStrategy(exchange, graph, x_inner, momentum=pcfg.momentum)
-    if pcfg.name == "sampling":
-        return SamplingStrategy(exchange, graph, x_inner, rate=pcfg.sampling_rate, seed=seed)
-    return STRATEGIES[pcfg.name](exchange, graph, x_inner)
+    return PARALLEL.target(pcfg.name)(exchange, graph, x_inner, **_options(pcfg, seed))
 
 
 __all__ = ["STRATEGIES", "OverlapStrategy", "SamplingStrategy", "StaleStrategy", "SyncStrategy", "make_strategy"]

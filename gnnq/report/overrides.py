@@ -32,12 +32,9 @@ def _defaults() -> dict[str, str]:
 @lru_cache(maxsize=None)
 def option_values(group: str, option: str) -> dict:
     """The group's values with ``option`` chosen (schema defaults, then the option's file)."""
-    from gnnq.config.schema import Config
+    from gnnq.config.typed import option_config
 
-    schema = OmegaConf.structured(Config)[group]
-    values = OmegaConf.load(CONF_DIR / group / f"{option}.yaml")
-    values.pop("defaults", None)  # what else the option selects (cluster=slurm: Hydra's launcher), not values
-    return OmegaConf.to_container(OmegaConf.merge(schema, values))
+    return OmegaConf.to_container(option_config(group, option))
 
 
 def _options(group: str) -> list[str]:
@@ -45,7 +42,7 @@ def _options(group: str) -> list[str]:
 
 
 def _differences(values: dict, reference: dict) -> list[tuple[str, object]]:
-    return [(k, v) for k, v in values.items() if reference.get(k, object()) != v]
+    return [(k, v) for k, v in values.items() if k in reference and reference[k] != v]  # other keys: another option's (old records)
 
 
 def format_value(value) -> str:
@@ -83,8 +80,11 @@ def config_overrides(config: dict, exclude: frozenset[str] = frozenset()) -> lis
         if group in IGNORED_GROUPS or group not in defaults or not (CONF_DIR / group).is_dir():
             continue
         default = defaults[group]
-        best, best_diff = default, _differences(values, option_values(group, default))
-        for option in _options(group):
+        # only options of the record's choice: their keys are the record's (an older record's others are ignored)
+        candidates = [o for o in _options(group) if option_values(group, o).get("name") == values.get("name")] or [default]
+        best = default if default in candidates else candidates[0]
+        best_diff = _differences(values, option_values(group, best))
+        for option in candidates:
             diff = _differences(values, option_values(group, option))
             if len(diff) < len(best_diff):
                 best, best_diff = option, diff

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import inspect
 import json
 import os
 import signal
@@ -88,18 +89,16 @@ def open_metrics(run_dir: Path, resume: bool):
 def run(run_dir: Path, parts_dir: Path) -> None:
     import torch
     import torch.distributed as dist
-    from omegaconf import OmegaConf
 
-    from gnnq.admm.train import train_admm
     from gnnq.comm import Communicator
+    from gnnq.config.registry import PARALLEL
+    from gnnq.config.typed import load_run_config
     from gnnq.data.part_cache import load_part
     from gnnq.track.files import write_json_atomic
     from gnnq.track.record import CONFIG_FILE, INTERNAL_DIR, RESULT_FILE, RESUME_FILE
     from gnnq.track.wandb_logger import NullLogger, make_logger
-    from gnnq.train.loop import train
-    from gnnq.train.minibatch import train_minibatch
 
-    cfg = OmegaConf.load(run_dir / CONFIG_FILE)
+    cfg = load_run_config(run_dir / CONFIG_FILE)
     torch.set_num_threads(_threads_per_rank(cfg))
     backend = _backend(cfg)
     device = torch.device("cpu")
@@ -126,12 +125,10 @@ def run(run_dir: Path, parts_dir: Path) -> None:
             print(PROGRESS_PREFIX + json.dumps(row), flush=True)
 
         callback = on_epoch if rank == 0 else None
-        if cfg.parallel.name == "minibatch":
-            summary = train_minibatch(cfg, part, comm, callback, device=device)
-        elif cfg.parallel.name == "admm":
-            summary = train_admm(cfg, part, comm, callback, device=device, run_dir=run_dir, resume=resume)
-        else:
-            summary = train(cfg, part, comm, callback, device=device, cache_dir=parts_dir, run_dir=run_dir, resume=resume)
+        trainer = PARALLEL.trainer(cfg.parallel.name)
+        offered = {"device": device, "cache_dir": parts_dir, "run_dir": run_dir, "resume": resume}
+        wanted = inspect.signature(trainer).parameters
+        summary = trainer(cfg, part, comm, callback, **{k: v for k, v in offered.items() if k in wanted})
         if rank == 0:
             metrics_file.close()
             logger.log_summary(summary)

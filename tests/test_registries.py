@@ -1,0 +1,139 @@
+"""One registry per config group: it matches conf/, validate and the dispatch, and another option's keys are refused."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from gnnq.config.compose import compose_config
+from gnnq.config.registry import OPTIMIZERS, PARALLEL, group_registries, registries
+from gnnq.config.typed import load_run_config, typed_config
+from gnnq.config.validate import ALLOWED, allowed_values
+from gnnq.errors import ConfigError
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+
+
+@pytest.mark.parametrize("group", list(group_registries()))
+def test_every_registry_name_has_a_conf_file_and_every_file_names_a_registry_choice(group):
+    registry = group_registries()[group]
+    files = {p.stem: OmegaConf.load(p) for p in (CONF / group).glob("*.yaml")}
+    assert set(registry.names()) <= set(files), f"conf/{group}/ lacks {set(registry.names()) - set(files)}"
+    for stem, data in files.items():
+        assert data.name in registry, f"conf/{group}/{stem}.yaml names {data.name!r}, not one of {registry.names()}"
+        # the file builds on its choice's schema, so the defaults are the dataclass's
+        assert f"/schema/{group}/{data.name}@_here_" in list(data.defaults), f"conf/{group}/{stem}.yaml"
+
+
+@pytest.mark.parametrize("group", list(group_registries()))
+def test_conf_files_of_a_registry_name_hold_no_value_equal_to_the_schema_default(group):
+    registry = group_registries()[group]
+    for name in registry.names():
+        data = OmegaConf.to_container(OmegaConf.load(CONF / group / f"{name}.yaml"))
+        defaults = OmegaConf.to_container(OmegaConf.structured(registry.schema(name)))
+        same = [k for k, v in data.items() if k not in ("name", "defaults") and defaults.get(k) == v]
+        assert not same, f"conf/{group}/{name}.yaml repeats the defaults of {same} (they live in gnnq/config/schema.py)"
+
+
+def test_validate_allows_exactly_the_registry_names():
+    allowed = allowed_values()
+    for key, registry in registries().items():
+        assert allowed[key] == registry.names(), key
+    assert not {k for k in ALLOWED if k.endswith(".name") or k == OPTIMIZERS.key}, "group names come from the registries"
+    assert allowed["cluster.name"] == ("local", "emulated", "slurm", "multinode")
+
+
+def test_every_choice_dispatches_to_something_importable():
+    import torch
+
+    for registry in [*group_registries().values(), OPTIMIZERS]:
+        for choice in registry.choices():
+            if choice.target is not None:
+                assert registry.target(choice.name) is not None, (registry.key, choice.name)
+    assert OPTIMIZERS.target("adagrad") is torch.optim.Adagrad
+    for name in PARALLEL.names():
+        assert callable(PARALLEL.trainer(name)), name
+    from gnnq.parallel import STRATEGIES, SamplingStrategy
+
+    assert STRATEGIES["sampling"] is SamplingStrategy and set(STRATEGIES) == {"sync", "overlap", "stale", "sampling"}
+
+
+# --- a key of another option: one line naming the option and its keys ---------------------------------
+
+OTHER_OPTION = {
+    "dataset=cora with a synthetic key": (["dataset=cora", "dataset.num_nodes=500"],
+                                          "dataset.num_nodes: no such key for dataset=cora; allowed keys: name, root, download, to_undirected"),
+    "appended synthetic key": (["dataset=cora", "+dataset.num_nodes=500"],
+                               "dataset.num_nodes: no such key for dataset=cora; allowed keys: name, root, download, to_undirected"),
+    "sampling key with sync": (["parallel.sampling_rate=0.5"], "parallel.sampling_rate: no such key for parallel=sync; allowed keys: name"),
+    "stale key with sampling": (["parallel=sampling", "parallel.momentum=0.5"],
+                                "parallel.momentum: no such key for parallel=sampling; allowed keys: name, sampling_rate"),
+    "adaptive key with uniform": (["quantizer=uniform", "quantizer.assign_cycle=5"],
+                                  "quantizer.assign_cycle: no such key for quantizer=uniform; allowed keys: name, bits, grad_bits, "
+                                  "param_dtype, quantize_input, nonfinite"),
+    "uniform key with fp32": (["quantizer.bits=8"], "quantizer.bits: no such key for quantizer=fp32; allowed keys: name"),
+    "gamlp key with gcn": (["model.hops=2"], "model.hops: no such key for model=gcn; allowed keys: name, layers, hidden, dropout, norm"),
+    "emulated key with local": (["cluster.link=10gbit"],
+                                "cluster.link: no such key for cluster=local; allowed keys: name, nproc, hosts, backend, timeout_s, "
+                                "threads_per_rank"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("overrides,expected", OTHER_OPTION.values(), ids=OTHER_OPTION.keys())
+def test_a_key_of_another_option_is_one_line_naming_the_option_and_its_keys(overrides, expected):
+    with pytest.raises(ConfigError) as excinfo:
+        compose_config(overrides)
+    assert str(excinfo.value) == expected
+
+
+def test_a_name_alone_does_not_switch_the_option():
+    with pytest.raises(ConfigError) as excinfo:
+        compose_config(["parallel.name=stale"])
+    assert "parallel=stale" in str(excinfo.value) and "\n" not in str(excinfo.value)
+
+
+def test_a_composed_group_holds_only_its_options_keys():
+    cfg = compose_config(["dataset=cora", "experiment=bnsgcn"])
+    assert set(cfg.dataset) == {"name", "root", "download", "to_undirected"}
+    assert dict(cfg.parallel) == {"name": "sampling", "sampling_rate": 0.1}
+    assert set(cfg.quantizer) == {"name"}
+    gamlp = compose_config(["model=gamlp"]).model
+    assert (gamlp.layers, gamlp.hidden, gamlp.dropout, gamlp.norm, gamlp.hops) == (10, 500, 0.0, "none", 4)  # the dataclass's
+
+
+def test_the_worker_config_is_typed_and_read_only(tmp_path):
+    cfg = compose_config(["dataset=cora", "experiment=pipegcn_smoothed"])
+    path = tmp_path / "config.yaml"
+    path.write_text(OmegaConf.to_yaml(OmegaConf.to_container(cfg, resolve=True)))
+    loaded = load_run_config(path)
+    assert loaded == cfg
+    assert OmegaConf.get_type(loaded.parallel).__name__ == "StaleParallelConfig"
+    with pytest.raises(Exception, match="read-only|ReadonlyConfigError"):
+        loaded.parallel.momentum = 0.5
+    with pytest.raises(Exception, match="num_nodes"):
+        typed_config({"dataset": {"name": "cora", "num_nodes": 5}})
+
+
+def test_the_schema_of_every_choice_is_a_dataclass_extending_its_groups_base():
+    import typing
+
+    from gnnq.config.schema import Config
+
+    bases = typing.get_type_hints(Config)
+    for group, registry in group_registries().items():
+        for choice in registry.choices():
+            assert dataclasses.is_dataclass(choice.schema) and issubclass(choice.schema, bases[group]), (group, choice.name)
+
+
+def test_the_command_line_refuses_a_key_of_another_option_with_exit_code_2(tmp_path):
+    from tests.cli_helpers import run_gnnq
+
+    res = run_gnnq(["dataset=cora", "dataset.num_nodes=500", "parallel.sampling_rate=0.5"], tmp_path / "runs", tmp_path / "data",
+                   timeout=120)  # fmt: skip
+    assert res.returncode == 2
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert lines == ["gnnq: error: dataset.num_nodes: no such key for dataset=cora; allowed keys: name, root, download, to_undirected"]
+    assert not list((tmp_path / "runs").rglob("record.json"))
