@@ -69,8 +69,8 @@ def resolve(ref: Any) -> Any:
 _FULL_GRAPH = "gnnq.train.loop:train"
 
 PARTITIONERS = Registry("partitioner", [
-    Choice("metis", s.PartitionerConfig, about="METIS k-way: balanced parts, few cut edges"),
-    Choice("random", s.PartitionerConfig, about="a seeded random balanced assignment"),
+    Choice("metis", s.PartitionerConfig, "gnnq.data.partition:metis_parts", about="METIS k-way: balanced parts, few cut edges"),
+    Choice("random", s.PartitionerConfig, "gnnq.data.partition:random_parts", about="a seeded random balanced assignment"),
 ])
 MODELS = Registry("model", [
     Choice("gcn", s.ModelConfig, "gnnq.models.gnn:GNN", "graph convolution (Kipf & Welling), symmetric normalization"),

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from gnnq.config.registry import PARTITIONERS as PARTITIONER_REGISTRY
 from gnnq.errors import PartitionError
 
-PARTITIONERS = ("metis", "random")
+PARTITIONERS = PARTITIONER_REGISTRY.names()
 
 
 def partition_nodes(edge_index: np.ndarray, num_nodes: int, nparts: int, method: str, seed: int) -> np.ndarray:
@@ -17,12 +18,10 @@ def partition_nodes(edge_index: np.ndarray, num_nodes: int, nparts: int, method:
         raise PartitionError(f"cannot split {num_nodes} nodes into {nparts} parts (need 1 <= parts <= nodes)")
     if nparts == 1:
         return np.zeros(num_nodes, dtype=np.int64)
-    if method == "random":
-        return _random_parts(num_nodes, nparts, seed)
-    return _metis_parts(edge_index, num_nodes, nparts, seed)
+    return PARTITIONER_REGISTRY.target(method)(edge_index, num_nodes, nparts, seed)
 
 
-def _random_parts(num_nodes: int, nparts: int, seed: int) -> np.ndarray:
+def random_parts(edge_index: np.ndarray, num_nodes: int, nparts: int, seed: int) -> np.ndarray:
     """Balanced random assignment: a seeded permutation dealt round-robin."""
     perm = np.random.default_rng(seed).permutation(num_nodes)
     parts = np.empty(num_nodes, dtype=np.int64)
@@ -30,7 +29,7 @@ def _random_parts(num_nodes: int, nparts: int, seed: int) -> np.ndarray:
     return parts
 
 
-def _metis_parts(edge_index: np.ndarray, num_nodes: int, nparts: int, seed: int) -> np.ndarray:
+def metis_parts(edge_index: np.ndarray, num_nodes: int, nparts: int, seed: int) -> np.ndarray:
     import pymetis
 
     src, dst = edge_index

@@ -64,8 +64,6 @@ def draw_sample(plan: HaloPlan, rate: float, seed: int, epoch: int, rank: int) -
 class SamplingStrategy(SyncStrategy):
     def __init__(self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, rate: float = 0.1, seed: int = 0):
         super().__init__(exchange, graph, x_inner)
-        if not 0.0 < rate <= 1.0:
-            raise ValueError(f"parallel.sampling_rate={rate} is not allowed; it must be in (0, 1]")
         self.rate, self.seed = float(rate), int(seed)
         self.sample: BoundarySample | None = None
 

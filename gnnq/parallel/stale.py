@@ -19,8 +19,6 @@ from gnnq.parallel.sync import SyncStrategy
 class StaleStrategy(SyncStrategy):
     def __init__(self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, momentum: float = 0.0):
         super().__init__(exchange, graph, x_inner)
-        if not 0.0 <= momentum < 1.0:
-            raise ValueError(f"parallel.momentum={momentum} is not allowed; it must be in [0, 1)")
         self.momentum = float(momentum)
         exchange.use_side_stream()  # on GPU: encode, send and decode off the compute stream (no effect on CPU)
         exchange.use_own_group()  # the gradient all-reduce must not wait behind this epoch's halo messages
