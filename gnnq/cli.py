@@ -34,6 +34,22 @@ def _split_args(argv: list[str]) -> tuple[list[str], bool, str, str | None]:
     return overrides, multirun, config_name, config_dir
 
 
+def _with_resolved_config_dir(argv: list[str]) -> list[str]:
+    """``--config-dir sweeps`` means gnnq's shipped sweeps unless ./sweeps exists (Hydra reads it from sys.argv)."""
+    from gnnq.config.compose import resolve_config_dir
+
+    out, it = [], iter(argv)
+    for arg in it:
+        if arg in ("-cd", "--config-dir"):
+            value = next(it, None)
+            out += [arg] if value is None else [arg, str(resolve_config_dir(value))]
+        elif arg.startswith("--config-dir="):
+            out.append("--config-dir=" + str(resolve_config_dir(arg.split("=", 1)[1])))
+        else:
+            out.append(arg)
+    return out
+
+
 def _interrupt(signum, frame):
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
@@ -43,7 +59,7 @@ def main() -> None:
     # installed explicitly because a background launch may inherit SIGINT as ignored.
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
-    argv = sys.argv[1:]
+    argv = sys.argv[1:] = _with_resolved_config_dir(sys.argv[1:])
     if any(arg.startswith("resume=") for arg in argv):
         _resume(argv)
     if not _NO_PREFLIGHT_FLAGS.intersection(argv):

@@ -16,7 +16,7 @@ from gnnq.comm.kernels.backends import kernels_for
 from gnnq.comm.kernels.torch_codec import row_bytes
 from gnnq.comm.wire_layout import WireLayout
 from gnnq.config.schema import AdaptiveQuantizerConfig
-from gnnq.data.halo import build_parts
+from gnnq.data.part import build_parts
 from gnnq.data.partition import partition_nodes
 from gnnq.models import local_graph_for
 from gnnq.models.factory import build_model

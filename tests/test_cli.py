@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import read_metrics, read_record, run_dirs, run_gnnq, without_times
-from tests.conftest import REPO
 
 SMALL = ["logger=none", "dataset.num_nodes=1500", "model.hidden=32", "trainer.epochs=6"]
 
@@ -143,7 +142,8 @@ def test_multirun_dispatches_one_job_per_point(tmp_path, data_root):
 
 def test_sweep_file_runs_its_points(tmp_path, data_root):
     # sweeps/foundation_check.yaml sweeps model x partitioner x ranks; the command line pins two axes.
-    args = ["-m", "--config-dir", str(REPO / "sweeps"), "--config-name", "foundation_check", "model=sage",
+    # `--config-dir sweeps` names the sweeps shipped in the package, from any directory.
+    args = ["-m", "--config-dir", "sweeps", "--config-name", "foundation_check", "model=sage",
             "cluster.nproc=1", "dataset.num_nodes=1500", "model.hidden=16", "trainer.epochs=2"]  # fmt: skip
     res = run_gnnq(args, tmp_path, data_root)
     assert res.returncode == 0, res.stderr

@@ -13,7 +13,6 @@ import math
 import re
 import typing
 from dataclasses import fields, is_dataclass
-from pathlib import Path
 from unittest import mock
 
 import pytest
@@ -22,13 +21,13 @@ from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
 from gnnq.config import compose as compose_module
-from gnnq.config.compose import compose_config
+from gnnq.config.compose import CONF_DIR, compose_config
 from gnnq.config.registry import choice_schema, group_registries
 from gnnq.config.schema import Config
 from gnnq.config.validate import LOWER_BOUNDS, UPPER_BOUNDS, allowed_values, validate
 from gnnq.errors import ConfigError
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+CONF = CONF_DIR
 GROUPS = ("dataset", "model", "quantizer", "parallel", "partitioner", "cluster", "logger")
 OPTIONS = {g: sorted(p.stem for p in (CONF / g).glob("*.yaml")) for g in GROUPS}
 

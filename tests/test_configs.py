@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from gnnq.config.compose import compose_config, expand_sweep, preflight
+from gnnq.config.compose import CONF_DIR, SWEEPS_DIR, compose_config, expand_sweep, preflight
 from gnnq.data.registry import dataset_names, expected_num_nodes
 from gnnq.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
-CONF = REPO / "conf"
+CONF = CONF_DIR
 GROUPS = sorted(p.name for p in CONF.iterdir() if p.is_dir())
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
 GROUP_OPTIONS = [(g, p.stem) for g in GROUPS if g != "experiment" for p in sorted((CONF / g).glob("*.yaml"))]
@@ -291,10 +291,10 @@ def test_unresolvable_values_are_config_errors(overrides, key):
 
 
 def test_every_sweep_file_composes_at_every_point():
-    from gnnq.config.compose import CONF_DIR, preflight
+    from gnnq.config.compose import preflight
 
-    sweeps = sorted(p for p in (CONF_DIR.parent / "sweeps").glob("*.yaml") if not p.name.endswith(".table.yaml"))
+    sweeps = sorted(p for p in (SWEEPS_DIR).glob("*.yaml") if not p.name.endswith(".table.yaml"))
     assert sweeps, "sweeps/ holds at least one sweep file"
     for path in sweeps:
         assert preflight([], True, path.stem, str(path.parent)) >= 1, path.name
-    assert preflight([], True, "foundation_check", str(CONF_DIR.parent / "sweeps")) == 12
+    assert preflight([], True, "foundation_check", str(SWEEPS_DIR)) == 12

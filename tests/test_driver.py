@@ -15,7 +15,7 @@ from gnnq.admm.train import train_admm
 from gnnq.comm import Communicator
 from gnnq.config.schema import Config
 from gnnq.data.gamlp import gamlp_graph
-from gnnq.data.halo import build_parts
+from gnnq.data.part import build_parts
 from gnnq.data.partition import partition_nodes
 from gnnq.train.driver import ROW_KEYS, SUMMARY_KEYS, update_best
 from gnnq.train.faults import FAULT_ENV

@@ -14,7 +14,7 @@ from gnnq.comm.encoder import UniformEncoder
 from gnnq.comm.halo import HaloExchange, Traffic
 from gnnq.comm.kernels import torch_codec
 from gnnq.comm.kernels.backends import kernels_named
-from gnnq.data.halo import build_parts
+from gnnq.data.part import build_parts
 from gnnq.data.partition import partition_nodes
 from tests.helpers import random_graph, run_distributed
 

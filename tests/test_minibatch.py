@@ -10,8 +10,8 @@ import torch
 
 from gnnq.comm import Communicator, HaloExchange
 from gnnq.config.typed import typed_config
-from gnnq.data.halo import build_parts
 from gnnq.data.neighbor_sampler import NeighborSampler
+from gnnq.data.part import build_parts
 from gnnq.models import local_graph_for
 from gnnq.models.factory import build_model
 from gnnq.parallel import SyncStrategy

@@ -14,8 +14,8 @@ import torch
 
 from gnnq.config.schema import SyntheticDatasetConfig
 from gnnq.data.graph import Graph
-from gnnq.data.halo import Part, build_parts
 from gnnq.data.loaders.synthetic import generate_sbm
+from gnnq.data.part import Part, build_parts
 from gnnq.data.part_cache import cache_key, load_part, prepare_parts
 from gnnq.data.partition import PARTITIONERS, partition_nodes
 from gnnq.data.registry import load_dataset

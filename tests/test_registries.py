@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
 
-from gnnq.config.compose import compose_config
+from gnnq.config.compose import CONF_DIR, compose_config
 from gnnq.config.registry import OPTIMIZERS, PARALLEL, group_registries, registries
 from gnnq.config.typed import load_run_config, typed_config
 from gnnq.config.validate import ALLOWED, allowed_values
 from gnnq.errors import ConfigError
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+CONF = CONF_DIR
 
 
 @pytest.mark.parametrize("group", list(group_registries()))

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from gnnq.config.compose import compose_config
+from gnnq.config.compose import SWEEPS_DIR, compose_config
 from gnnq.report.aggregate import group_runs, leaderboards
 from gnnq.report.overrides import config_overrides
 from gnnq.report.summary import find_records
@@ -152,7 +152,7 @@ def test_pareto_front_and_short_labels():
 
 def test_report_tables_logged_to_wandb_offline(tmp_path, report_runs):
     report = Path(sys.executable).parent / "gnnq-report"
-    spec = Path(__file__).resolve().parents[1] / "sweeps" / "adaqp_ablation.table.yaml"
+    spec = SWEEPS_DIR / "adaqp_ablation.table.yaml"
     res = subprocess.run([str(report), str(report_runs), "--out", str(tmp_path), "--wandb", "offline", "--table", str(spec),
                           "--where", "model.name=gcn"],
                          capture_output=True, text=True, env={**os.environ, "WANDB_SILENT": "true"})  # fmt: skip

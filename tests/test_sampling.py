@@ -8,7 +8,7 @@ from omegaconf import OmegaConf
 
 from gnnq.comm import Communicator, HaloExchange
 from gnnq.comm.accounting import HALO_TRAIN
-from gnnq.data.halo import build_parts
+from gnnq.data.part import build_parts
 from gnnq.data.partition import partition_nodes
 from gnnq.models import local_graph_for
 from gnnq.models.factory import build_model

@@ -7,7 +7,7 @@ import torch
 from omegaconf import OmegaConf
 
 from gnnq.comm import Communicator, HaloExchange
-from gnnq.data.halo import build_parts
+from gnnq.data.part import build_parts
 from gnnq.data.partition import partition_nodes
 from gnnq.models import local_graph_for
 from gnnq.models.factory import build_model

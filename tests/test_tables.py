@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from gnnq.config.compose import CONF_DIR
+from gnnq.config.compose import SWEEPS_DIR
 from gnnq.report.summary import find_records
 from gnnq.report.tables import SPEC_SUFFIX, TableSpecError, _header_and_rows, _matches, build_table, load_spec, render_all
 from tests.cli_helpers import run_gnnq
 from tests.test_emulated import netns_host  # noqa: F401 - a fixture: skip (or fail with GNNQ_REQUIRE_NETNS=1) without namespaces
 
-SWEEPS = CONF_DIR.parent / "sweeps"
+SWEEPS = SWEEPS_DIR
 SPECS = sorted(SWEEPS.glob(f"*{SPEC_SUFFIX}"))
 # Each sweep shrunk to seconds: a 400-node synthetic graph, 2 ranks, 11 epochs (the sweep's own axes kept). Its adaptive
 # points take assign_cycle from sweeps/<sweep>/quantizer/adaptive.yaml (at most 10): a command-line quantizer.* key

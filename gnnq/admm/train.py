@@ -21,7 +21,7 @@ from gnnq.admm.links import NeighbourLinks
 from gnnq.comm import Communicator
 from gnnq.comm.accounting import ADMM_EVAL, ADMM_TRAIN, CONTROL
 from gnnq.comm.grid_codec import Grid
-from gnnq.data.halo import Part
+from gnnq.data.part import Part
 from gnnq.errors import ConfigError, GnnqError
 from gnnq.train.driver import NUM_COUNTS, EpochCallback, Traffic, Trainer, run_epochs
 from gnnq.train.metrics import split_counts

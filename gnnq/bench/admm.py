@@ -22,12 +22,12 @@ from pathlib import Path
 
 from gnnq.bench.gnnq_runs import command_line, run_gnnq
 from gnnq.bench.machine import describe_machine
-from gnnq.config.compose import CONF_DIR
+from gnnq.config.compose import SWEEPS_DIR
 from gnnq.report.summary import find_records
 from gnnq.report.tables import load_spec, render_all
 from gnnq.track.progress import markdown_table
 
-SWEEPS = CONF_DIR.parent / "sweeps"
+SWEEPS = SWEEPS_DIR
 METHODS = {"pdADMM-G": "pdadmm_g", "pdADMM-G-Q": "pdadmm_g_q"}
 
 

@@ -123,8 +123,8 @@ def _one_step(strategy_name: str, quantizer: str, device: torch.device, world_si
 
     from gnnq.comm import Communicator, HaloExchange
     from gnnq.comm.codec import message_quantization
-    from gnnq.data.halo import build_parts
     from gnnq.data.loaders.synthetic import generate_sbm
+    from gnnq.data.part import build_parts
     from gnnq.data.partition import partition_nodes
     from gnnq.models import local_graph_for
     from gnnq.models.factory import build_model

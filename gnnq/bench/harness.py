@@ -31,11 +31,9 @@ from pathlib import Path
 
 from gnnq.bench.bench_report import write_outputs
 from gnnq.bench.compare import Point, compare
-from gnnq.config.compose import CONF_DIR, sweep_points
+from gnnq.config.compose import SWEEPS_DIR, sweep_points
 from gnnq.errors import ConfigError, GnnqError
 from gnnq.track.record import RECORD_FILE
-
-SWEEPS_DIR = CONF_DIR.parent / "sweeps"
 
 
 def resolve_sweep(name: str) -> tuple[str, str]:

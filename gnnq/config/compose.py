@@ -18,7 +18,9 @@ from gnnq.config.schema import Config, register_configs
 from gnnq.config.validate import validate
 from gnnq.errors import ConfigError
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+CONF_DIR = PACKAGE_DIR / "conf"  # shipped inside the package: `pip install .` works from any directory
+SWEEPS_DIR = PACKAGE_DIR / "sweeps"
 MAX_SWEEP_POINTS = 10000
 
 
@@ -45,7 +47,15 @@ def expand_sweep(overrides: list[str]) -> list[list[str]]:
 
 def check_conf_dir() -> None:
     if not (CONF_DIR / "config.yaml").is_file():
-        raise ConfigError(f"gnnq's config directory {CONF_DIR} is missing: install gnnq from a source checkout (pip install -e .)")
+        raise ConfigError(f"gnnq's config directory {CONF_DIR} is missing: reinstall gnnq (pip install .)")
+
+
+def resolve_config_dir(config_dir: str) -> Path:
+    """Hydra's ``--config-dir``: a directory, or the name of one shipped with gnnq (``sweeps``), from anywhere."""
+    path = Path(config_dir).expanduser()
+    if not path.is_dir() and not path.is_absolute() and (PACKAGE_DIR / path).is_dir() and path.parts[0] == "sweeps":
+        return (PACKAGE_DIR / path).resolve()
+    return path.resolve()
 
 
 def compose_config(overrides: list[str], config_name: str = "config", config_dir: str | None = None) -> DictConfig:
@@ -59,7 +69,7 @@ def compose_config(overrides: list[str], config_name: str = "config", config_dir
     GlobalHydra.instance().clear()
     primary, extra = CONF_DIR, []
     if config_dir:
-        primary = Path(config_dir).resolve()
+        primary = resolve_config_dir(config_dir)
         if not primary.is_dir():
             raise ConfigError(f"--config-dir {config_dir}: no such directory")
         extra = [f"hydra.searchpath=[file://{CONF_DIR}]"]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from gnnq.data.halo import Part
+from gnnq.data.part import Part
 from gnnq.models.graph_ops import LocalGraph
 
 

@@ -26,8 +26,8 @@ import numpy as np
 import torch
 
 from gnnq.data.graph import Graph
-from gnnq.data.halo import Part, build_parts
 from gnnq.data.integrity import check_sha256, file_sha256, warn
+from gnnq.data.part import Part, build_parts
 from gnnq.data.partition import partition_nodes
 from gnnq.errors import CacheError
 

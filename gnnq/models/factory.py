@@ -6,7 +6,7 @@ import torch
 from omegaconf import DictConfig
 
 from gnnq.config.registry import MODELS
-from gnnq.data.halo import Part
+from gnnq.data.part import Part
 
 
 def build_model(cfg: DictConfig, part: Part) -> torch.nn.Module:

@@ -6,7 +6,7 @@ import warnings
 
 import torch
 
-from gnnq.data.halo import Part
+from gnnq.data.part import Part
 
 
 class LocalGraph:

@@ -37,6 +37,18 @@ def find_records(dirs: list[Path]) -> tuple[list[tuple[Path, dict]], list[str]]:
     return records, warnings
 
 
+def _table_spec(value: str) -> Path:
+    """A spec path, or a shipped spec by sweep name (``peers``) or by its path in the checkout (``sweeps/peers.table.yaml``)."""
+    from gnnq.config.compose import SWEEPS_DIR, resolve_config_dir
+
+    path = Path(value)
+    if path.is_file():
+        return path
+    if (SWEEPS_DIR / f"{value}{SPEC_SUFFIX}").is_file():
+        return SWEEPS_DIR / f"{value}{SPEC_SUFFIX}"
+    return resolve_config_dir(str(path.parent)) / path.name if path.parent != Path(".") else path
+
+
 def records_table(records: list[tuple[Path, dict]]) -> str:
     rows = []
     for run_dir, r in records:
@@ -99,8 +111,9 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--tolerance", type=float, default=0.003, help="accuracy cut, as a fraction (0.003 = 0.3 points)")
     parser.add_argument("--out", type=Path, help="also write report.md, groups.csv and leaderboard-<dataset>.csv here "
                         "(and each table as <name>.md, .csv and .tex)")  # fmt: skip
-    parser.add_argument("--table", type=Path, action="append", default=[],
-                        help="a table spec (sweeps/<sweep>.table.yaml) to render from these runs; repeatable")  # fmt: skip
+    parser.add_argument("--table", type=_table_spec, action="append", default=[],
+                        help="a table spec: a path, or the name of a sweep shipped with gnnq (peers: its "
+                             "sweeps/peers.table.yaml) to render from these runs; repeatable")  # fmt: skip
     parser.add_argument("--plots", action="store_true",
                         help="with --out: accuracy vs throughput (Pareto front), bytes per epoch and training curves, and where "
                              "runs on emulated hosts vary the link bandwidth or the number of hosts, throughput speedup over "

@@ -11,7 +11,7 @@ from gnnq.adaptive.assigner import AdaptiveAssigner
 from gnnq.comm import Communicator, HaloExchange
 from gnnq.comm.accounting import CONTROL, GRAD_SYNC, HALO_EVAL, HALO_SETUP, HALO_TRAIN
 from gnnq.comm.codec import message_quantization
-from gnnq.data.halo import Part
+from gnnq.data.part import Part
 from gnnq.models import local_graph_for
 from gnnq.models.factory import build_model
 from gnnq.parallel import make_strategy

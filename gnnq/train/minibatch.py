@@ -14,8 +14,8 @@ import torch
 from omegaconf import DictConfig
 
 from gnnq.comm import Communicator, HaloExchange
-from gnnq.data.halo import Part
 from gnnq.data.neighbor_sampler import NeighborSampler
+from gnnq.data.part import Part
 from gnnq.models import local_graph_for
 from gnnq.models.factory import build_model
 from gnnq.parallel import SyncStrategy
