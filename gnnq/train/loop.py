@@ -21,6 +21,14 @@ from gnnq.train.metrics import loss_sum, split_counts
 from gnnq.train.optim import make_optimizer
 
 
+def evaluate_full_graph(model: torch.nn.Module, strategy, part: Part, masks) -> torch.Tensor:
+    """Split counts of exact full-graph inference (evaluation traffic, no dropout)."""
+    model.eval()
+    strategy.begin_evaluation()
+    with torch.no_grad():
+        return split_counts(model(part.x, strategy), part.y, masks, part.multilabel)
+
+
 def forward_backward(model: torch.nn.Module, part: Part, strategy, num_train: float, comm: Communicator):
     """One full-graph forward and backward; leaves the global (all-reduced) gradients in ``.grad``.
 
@@ -92,10 +100,7 @@ class FullGraphTrainer(Trainer):
         self.optimizer.step()
 
     def evaluate(self) -> torch.Tensor:
-        self.model.eval()
-        self.strategy.begin_evaluation()
-        with torch.no_grad():
-            return split_counts(self.model(self.part.x, self.strategy), self.part.y, self.masks, self.part.multilabel)
+        return evaluate_full_graph(self.model, self.strategy, self.part, self.masks)
 
     def epoch_sums(self, evaluated: bool) -> dict:
         for i, key in enumerate(self.layer_keys):

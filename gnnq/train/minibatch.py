@@ -20,7 +20,8 @@ from gnnq.models import local_graph_for
 from gnnq.models.factory import build_model
 from gnnq.parallel import SyncStrategy
 from gnnq.train.driver import EpochCallback, Traffic, Trainer, run_epochs
-from gnnq.train.metrics import loss_sum, split_counts
+from gnnq.train.loop import evaluate_full_graph
+from gnnq.train.metrics import loss_sum
 from gnnq.train.optim import make_optimizer
 
 
@@ -86,10 +87,7 @@ class MinibatchTrainer(Trainer):
         self.batches = len(batches)
 
     def evaluate(self) -> torch.Tensor:
-        self.model.eval()
-        self.strategy.begin_evaluation()
-        with torch.no_grad():
-            return split_counts(self.model(self.part.x, self.strategy), self.part.y, self.masks, self.part.multilabel)
+        return evaluate_full_graph(self.model, self.strategy, self.part, self.masks)
 
     def epoch_sums(self, evaluated: bool) -> dict:
         return {"loss": self.loss_total}
