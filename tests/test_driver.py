@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 from gnnq.admm.train import train_admm
 from gnnq.comm import Communicator
-from gnnq.config.schema import Config
+from gnnq.config.typed import typed_config
 from gnnq.data.gamlp import gamlp_graph
 from gnnq.data.part import build_parts
 from gnnq.data.partition import partition_nodes
@@ -33,7 +33,9 @@ TRAINER_SUMMARY_KEYS = {
 
 
 def _cfg(**overrides):
-    cfg = OmegaConf.structured(Config)
+    """The typed config of the options the overrides name (``model.name`` etc.), then the overrides."""
+    names = {key.split(".")[0]: {"name": value} for key, value in overrides.items() if key.endswith(".name")}
+    cfg = typed_config(names)
     cfg.model.hidden, cfg.model.layers, cfg.model.dropout = 16, 3, 0.5
     cfg.trainer.epochs, cfg.trainer.eval_every, cfg.trainer.lr = EPOCHS, EVAL_EVERY, 0.01
     for key, value in overrides.items():

@@ -6,7 +6,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from gnnq.comm import Communicator, HaloExchange
+from gnnq.comm import Communicator, HaloExchange, Traffic
 from gnnq.comm.accounting import HALO_TRAIN
 from gnnq.data.part import build_parts
 from gnnq.data.partition import partition_nodes
@@ -87,7 +87,7 @@ def _aggregates(world_size: int, rate: float, draws: int):
     strategy = STRATEGIES["sampling"](exchange, local, part.x, rate=rate, seed=3)
     gen = torch.Generator().manual_seed(comm.rank)
     h = torch.randn(part.num_inner, HIDDEN, generator=gen)
-    true_halo = exchange.fetch(h, 1)
+    true_halo = exchange.fetch(h, 1, Traffic.training(1))
     full = local.aggregate(torch.cat([h, true_halo]))
     total, mismatched = torch.zeros_like(full), 0
     with torch.no_grad():

@@ -23,7 +23,7 @@ from gnnq.comm.accounting import ADMM_EVAL, ADMM_TRAIN, CONTROL
 from gnnq.comm.grid_codec import Grid
 from gnnq.data.part import Part
 from gnnq.errors import ConfigError, GnnqError
-from gnnq.train.driver import NUM_COUNTS, EpochCallback, Traffic, Trainer, run_epochs
+from gnnq.train.driver import NUM_COUNTS, EpochCallback, RowCategories, Trainer, run_epochs
 from gnnq.train.metrics import split_counts
 
 STALL_TOLERANCE = 1e-3  # rho_schedule=grow: a loss that falls by less than this has stalled
@@ -62,7 +62,7 @@ class RhoSchedule:
 class AdmmTrainer(Trainer):
     """pdADMM-G(-Q): every rank iterates its block of layers; an epoch is one iteration."""
 
-    traffic = Traffic(train=(ADMM_TRAIN,), eval=(ADMM_EVAL,))
+    row_categories = RowCategories(train=(ADMM_TRAIN,), eval=(ADMM_EVAL,))
 
     def __init__(self, cfg: DictConfig, part: Part, comm: Communicator, device=torch.device("cpu")):
         if part.multilabel:

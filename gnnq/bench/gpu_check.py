@@ -33,6 +33,7 @@ import torch
 from gnnq.bench.gnnq_runs import command_line
 from gnnq.bench.machine import describe_machine
 from gnnq.comm.kernels import torch_codec, triton_codec
+from gnnq.config.registry import PARALLEL
 from gnnq.track.progress import markdown_table
 
 WIDTHS = (1, 2, 4, 8)
@@ -119,10 +120,10 @@ def check_mixed_layout(device: torch.device) -> dict:
 
 def _one_step(strategy_name: str, quantizer: str, device: torch.device, world_size: int):
     """One forward/backward on this rank's part of a synthetic graph; logits and gradients on the CPU."""
-    from omegaconf import OmegaConf
 
     from gnnq.comm import Communicator, HaloExchange
     from gnnq.comm.codec import message_quantization
+    from gnnq.config.typed import typed_config
     from gnnq.data.loaders.synthetic import generate_sbm
     from gnnq.data.part import build_parts
     from gnnq.data.partition import partition_nodes
@@ -131,10 +132,12 @@ def _one_step(strategy_name: str, quantizer: str, device: torch.device, world_si
     from gnnq.parallel import make_strategy
     from gnnq.train.loop import forward_backward
 
-    cfg = OmegaConf.create({
+    quantizer_keys = {"name": quantizer, **({"bits": 8} if quantizer != "fp32" else {})}
+    sampling_keys = {"sampling_rate": 1.0} if strategy_name == "sampling" else {}
+    cfg = typed_config({
         "model": {"name": "gcn", "layers": 3, "hidden": 64, "dropout": 0.0, "norm": "layer"},
-        "quantizer": {"name": quantizer, "bits": 8, "grad_bits": None, "param_dtype": "fp16", "quantize_input": False,
-                      "nonfinite": "error"},
+        "quantizer": quantizer_keys,
+        "parallel": {"name": strategy_name, **sampling_keys},
     })  # fmt: skip
     comm = Communicator()
     graph = generate_sbm(5000, 10.0, 4, 32, 0.5, 3.0, seed=0)
@@ -143,8 +146,7 @@ def _one_step(strategy_name: str, quantizer: str, device: torch.device, world_si
     torch.manual_seed(0)
     model = build_model(cfg, part).to(device)
     exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(cfg.quantizer, 0, comm.rank))
-    parallel = OmegaConf.create({"name": strategy_name, "momentum": 0.0, "sampling_rate": 1.0})
-    strategy = make_strategy(parallel, exchange, local_graph_for("gcn", part), part.x, seed=0)
+    strategy = make_strategy(cfg.parallel, exchange, local_graph_for("gcn", part), part.x, seed=0)
     strategy.begin_training_epoch(1)
     logits, _ = forward_backward(model, part, strategy, float(graph.train_mask.sum()), comm)
     strategy.close()
@@ -165,7 +167,7 @@ def _overlap_rank(rank: int, world_size: int, port: int, device_name: str, out_d
         dist.destroy_process_group()
 
 
-STRATEGIES_CHECKED = ("sync", "overlap", "stale", "sampling")
+STRATEGIES_CHECKED = tuple(name for name in PARALLEL.names() if PARALLEL.choice(name).target is not None)  # the strategies
 
 
 def check_overlap_equals_sync(device: torch.device, world_size: int = 2) -> dict:

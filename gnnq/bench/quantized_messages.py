@@ -113,7 +113,7 @@ def accuracy(data: Path, runs: Path) -> list[dict]:
             by_bits: dict[int, list[float]] = {}
             for p in out.rglob("record.json"):
                 rec = json.loads(p.read_text())
-                by_bits.setdefault(rec["config"]["quantizer"]["bits"], []).append(rec["test"])
+                by_bits.setdefault(rec["config"]["quantizer"].get("bits", 32), []).append(rec["test"])
             row = {"dataset": dataset, "model": model}
             row.update({str(b): statistics.mean(v) for b, v in sorted(by_bits.items(), reverse=True)})
             rows.append(row)

@@ -105,12 +105,10 @@ class HaloExchange:
         while it traces (quantizer=adaptive). Setup: before the first training message."""
         self.widths = widths
 
-    def fetch(self, h_inner: torch.Tensor, layer: int, traffic: Traffic | None = None,
-              plan: HaloPlan | None = None) -> torch.Tensor:  # fmt: skip
+    def fetch(self, h_inner: torch.Tensor, layer: int, traffic: Traffic, plan: HaloPlan | None = None) -> torch.Tensor:
         """Halo rows of ``h_inner`` from their owners; differentiable (gradients flow back to owners).
 
-        ``traffic`` defaults to training traffic of epoch 0."""
-        traffic = traffic or Traffic(HALO_TRAIN)
+        ``traffic`` says whose message it is (training of which epoch, evaluation): the noise key depends on it."""
         if torch.is_grad_enabled() and h_inner.requires_grad:
             return _HaloFunction.apply(h_inner, self, layer, traffic, plan)
         return self.start(h_inner, layer, Direction.FORWARD, traffic, plan).wait()

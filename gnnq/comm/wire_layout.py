@@ -43,12 +43,6 @@ class WireLayout:
         """Rows sent at each width."""
         return {b: int((self.send_bits == b).sum()) for b in self.widths}
 
-    def send_bytes(self, codec: "UniformCodec", dim: int) -> list[int]:
-        return self.send.bytes_per_peer(codec, dim)
-
-    def recv_bytes(self, codec: "UniformCodec", dim: int) -> list[int]:
-        return self.recv.bytes_per_peer(codec, dim)
-
 
 class _Side:
     """Where each width's rows sit in one side's buffer, and how many go to / come from each peer."""

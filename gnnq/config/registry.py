@@ -23,7 +23,7 @@ class Choice:
     schema: type  # the dataclass of this choice's keys (gnnq.config.schema)
     target: Any = None  # what the name dispatches to: an object, or "module:attribute" imported on first use
     about: str = ""  # one line for docs/config.md
-    trainer: str | None = None  # parallel only: "module:function" that trains with it (called as today's train* functions)
+    trainer: str | None = None  # parallel only: "module:function" that trains with it (train, train_admm, train_minibatch)
 
 
 class Registry:
@@ -134,13 +134,6 @@ def choice_schema(group: str, name: str) -> type:
     if registry is not None and name in registry:
         return registry.schema(name)
     return typing.get_type_hints(s.Config)[group]
-
-
-def choice_defaults(group: str, name: str) -> dict:
-    """``group``'s keys with their defaults for choice ``name`` (before its conf/<group>/ file)."""
-    from omegaconf import OmegaConf
-
-    return OmegaConf.to_container(OmegaConf.structured(choice_schema(group, name)))
 
 
 def config_keys() -> set[str]:

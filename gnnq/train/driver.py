@@ -38,7 +38,7 @@ NUM_COUNTS = 3 * len(SPLITS)  # split_counts: three per split
 
 
 @dataclass(frozen=True)
-class Traffic:
+class RowCategories:
     """The communication categories (``gnnq.comm.accounting``) a trainer's rows count."""
 
     train: tuple[str, ...] = ()  # training messages: the row's comm_bytes; with grad, its comm_time_s
@@ -56,7 +56,7 @@ class Trainer:
     """
 
     metric: str = "accuracy"  # accuracy | micro_f1: how evaluation counts become scores
-    traffic = Traffic()
+    row_categories = RowCategories()
     setup_comm_bytes: float = 0.0  # one-off setup messages, all ranks
 
     def stateful(self) -> dict:
@@ -142,7 +142,7 @@ def run_epoch(trainer: Trainer, epoch: int, evaluated: bool, comm: Communicator,
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     epoch_time = time.perf_counter() - t0
-    traffic = trainer.traffic
+    traffic = trainer.row_categories
     comm_time = comm.stats.total_seconds(*traffic.train, *traffic.grad)  # before evaluation: its waits are not training's
 
     counts = trainer.evaluate() if evaluated else torch.zeros(NUM_COUNTS, **f64)

@@ -15,7 +15,7 @@ from gnnq.data.part import Part
 from gnnq.models import local_graph_for
 from gnnq.models.factory import build_model
 from gnnq.parallel import make_strategy
-from gnnq.train.driver import EpochCallback, Traffic, Trainer, run_epochs
+from gnnq.train.driver import EpochCallback, RowCategories, Trainer, run_epochs
 from gnnq.train.grad_sync import all_reduce_gradients, sync_parameters
 from gnnq.train.metrics import loss_sum, split_counts
 from gnnq.train.optim import make_optimizer
@@ -50,7 +50,7 @@ def forward_backward(model: torch.nn.Module, part: Part, strategy, num_train: fl
 class FullGraphTrainer(Trainer):
     """Data-parallel full-graph training: every rank one partition, halos exchanged by the strategy."""
 
-    traffic = Traffic(train=(HALO_TRAIN,), grad=(GRAD_SYNC,), eval=(HALO_EVAL,))
+    row_categories = RowCategories(train=(HALO_TRAIN,), grad=(GRAD_SYNC,), eval=(HALO_EVAL,))
 
     def __init__(self, cfg: DictConfig, part: Part, comm: Communicator, device=torch.device("cpu"), cache_dir: Path | None = None):
         self.f64 = {"dtype": torch.float64, "device": device}

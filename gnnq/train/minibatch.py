@@ -19,7 +19,7 @@ from gnnq.data.part import Part
 from gnnq.models import local_graph_for
 from gnnq.models.factory import build_model
 from gnnq.parallel import SyncStrategy
-from gnnq.train.driver import EpochCallback, Traffic, Trainer, run_epochs
+from gnnq.train.driver import EpochCallback, RowCategories, Trainer, run_epochs
 from gnnq.train.loop import evaluate_full_graph
 from gnnq.train.metrics import loss_sum
 from gnnq.train.optim import make_optimizer
@@ -43,7 +43,7 @@ def resolve_fanouts(fanouts: Sequence[int], layers: int) -> list[int]:
 class MinibatchTrainer(Trainer):
     """One process, one optimizer step per batch of ``parallel.batch_size`` sampled targets."""
 
-    traffic = Traffic()  # one process: nothing is sent
+    row_categories = RowCategories()  # one process: nothing is sent
 
     def __init__(self, cfg: DictConfig, part: Part, comm: Communicator, device=torch.device("cpu")):
         if comm.world_size != 1:
