@@ -10,7 +10,7 @@ from omegaconf import DictConfig
 from gnnq.adaptive.assigner import AdaptiveAssigner
 from gnnq.comm import Communicator, HaloExchange
 from gnnq.comm.accounting import CONTROL, GRAD_SYNC, HALO_EVAL, HALO_SETUP, HALO_TRAIN
-from gnnq.comm.codec import message_quantization
+from gnnq.config.registry import QUANTIZERS
 from gnnq.data.part import Part
 from gnnq.models import local_graph_for
 from gnnq.models.factory import build_model
@@ -63,7 +63,7 @@ class FullGraphTrainer(Trainer):
         torch.manual_seed(seed + 1 + comm.rank)  # per-rank dropout streams, reproducible
         self.optimizer = make_optimizer(cfg, self.model.parameters())
         graph = local_graph_for(cfg.model.name, part)
-        self.quant = message_quantization(cfg.quantizer, seed, comm.rank)
+        self.quant = QUANTIZERS.target(cfg.quantizer.name)(cfg.quantizer, seed, comm.rank)  # the codec builder quantizer.name names
         self.exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, self.quant)
         self.strategy = make_strategy(cfg.parallel, self.exchange, graph, part.x, seed)
         self.assigner = None
