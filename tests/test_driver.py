@@ -20,7 +20,9 @@ from gnnq.data.partition import partition_nodes
 from gnnq.train.driver import ROW_KEYS, SUMMARY_KEYS, update_best
 from gnnq.train.faults import FAULT_ENV
 from gnnq.train.loop import train
+from gnnq.train.overheads import OVERHEAD_KINDS
 from gnnq.train.minibatch import train_minibatch
+from tests.cli_helpers import TIME_KEYS
 from tests.helpers import random_graph, run_distributed
 
 EPOCHS, EVAL_EVERY = 7, 2  # the last epoch is evaluated although 7 % 2 != 0
@@ -109,6 +111,13 @@ def test_rows_and_summary_have_one_schema(runs, name):
     assert summary["epoch_time_s"] == statistics.median(r["epoch_time_s"] for r in rows)
     assert summary["comm_bytes_per_epoch"] == sum(r["comm_bytes"] for r in rows) // EPOCHS
     assert summary["final_loss"] == rows[-1]["loss"] and summary["checkpoints"]["written"] == 0
+    # Overheads: the rows' by kind, summed (no checkpoints here, so nothing after the last row).
+    assert summary["overhead_time_s"] == {k: sum(r["overhead_by_kind"][k] for r in rows) for k in OVERHEAD_KINDS}
+    assert summary["overhead_time_total_s"] == pytest.approx(sum(r["overhead_time_s"] for r in rows), rel=1e-12)
+    assert summary["training_time_s"] == pytest.approx(sum(r["epoch_time_s"] + r["overhead_time_s"] for r in rows), rel=1e-12)
+    assert summary["throughput_epochs_per_s"] == pytest.approx(EPOCHS / summary["training_time_s"], rel=1e-12)
+    for row in rows:
+        assert row["overhead_time_s"] >= max(row["overhead_by_kind"].values()) >= 0
 
 
 @pytest.mark.parametrize("name", ["full", "admm", "minibatch"])
@@ -156,7 +165,7 @@ def _interrupted_then_resumed(trainer_name: str, root: Path):
 
 
 def _without_times(rows):
-    return [{k: v for k, v in r.items() if not k.endswith("_time_s") and k != "assignment"} for r in rows]
+    return [{k: v for k, v in r.items() if not k.endswith("_time_s") and k not in ("assignment", "overhead_by_kind")} for r in rows]
 
 
 @pytest.mark.parametrize("name", ["full", "admm"])
@@ -164,7 +173,7 @@ def test_resumed_run_ends_as_the_uninterrupted_one(tmp_path, name):
     (straight_rows, straight), (resumed_rows, resumed) = run_distributed(2, _interrupted_then_resumed, name, tmp_path)[0]
     assert [r["epoch"] for r in resumed_rows] == [5, 6, 7]
     assert _without_times(resumed_rows) == _without_times(straight_rows[4:])
-    unstable = {"epoch_time_s", "comm_time_s", "compute_time_s", "peak_memory_mib_per_rank", "checkpoints", "admm"}
+    unstable = {*TIME_KEYS, "peak_memory_mib_per_rank", "checkpoints", "admm"}
     assert {k: v for k, v in resumed.items() if k not in unstable} == {k: v for k, v in straight.items() if k not in unstable}
     assert resumed["checkpoints"]["resumed_from_epoch"] == 4
     assert [e["epoch"] for e in resumed["checkpoints"]["log"]] == [e["epoch"] for e in straight["checkpoints"]["log"]] == [2, 4, 6]

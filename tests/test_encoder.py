@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from gnnq.comm import Communicator
-from gnnq.comm.accounting import CONTROL, HALO_TRAIN
+from gnnq.comm.accounting import HALO_TRAIN, OVERHEAD
 from gnnq.comm.channel_profile import PROFILE_DIRECTION, profile_channels
 from gnnq.comm.codec import GivenNoise, MessageQuantization, UniformCodec, stream_seed
 from gnnq.comm.direction import Direction
@@ -108,7 +108,7 @@ def _profile(world_size: int, repeats: int):
     comm = _SendLog()
     rounds = [[0 if q == comm.rank else n for q in range(world_size)] for n in (1000, 5000)]
     samples = profile_channels(comm, rounds, repeats=repeats)
-    return comm.sent, comm.stats.bytes[(CONTROL, -1, PROFILE_DIRECTION)], samples
+    return comm.sent, comm.stats.bytes[(OVERHEAD, -1, PROFILE_DIRECTION)], samples
 
 
 def test_channel_profile_bytes_are_counted_by_the_communicator():

@@ -150,3 +150,43 @@ def test_momentum_smooths_the_stale_rows():
             for t in range(2, EPOCHS):
                 torch.testing.assert_close(used[t], gamma * used[t - 1] + (1 - gamma) * sent[t - 1][halo], rtol=1e-6, atol=1e-6)
             assert not torch.allclose(used[3], sent[2][halo]), "smoothing must differ from plain staleness"
+
+
+def _in_flight_at_evaluation(eval_every: int):
+    """Messages still in flight when each evaluation starts, and at the end of each epoch without one (real driver)."""
+    from gnnq.config.typed import typed_config
+    from gnnq.train.loop import FullGraphTrainer
+    from gnnq.train.driver import run_epochs
+
+    comm = Communicator()
+    graph = random_graph(num_nodes=150, num_edges=900, seed=2)
+    part = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, comm.world_size, "metis", 1), comm.world_size)[comm.rank]
+    cfg = typed_config({"parallel": {"name": "stale"}})
+    cfg.model.hidden, cfg.model.layers = HIDDEN, LAYERS
+    cfg.trainer.epochs, cfg.trainer.eval_every = 6, eval_every
+    trainer = FullGraphTrainer(cfg, part, comm)
+    at_eval, after_step = {}, {}
+    step, evaluate = trainer.train_step, trainer.evaluate
+
+    def observed_step(epoch):
+        step(epoch)
+        after_step[epoch] = len(trainer.strategy.in_flight)
+
+    def observed_evaluate():
+        at_eval[len(after_step)] = len(trainer.strategy.in_flight)
+        return evaluate()
+
+    trainer.train_step, trainer.evaluate = observed_step, observed_evaluate
+    rows = []
+    run_epochs(trainer, cfg.trainer, comm, rows.append)
+    return at_eval, after_step, rows
+
+
+def test_evaluation_waits_for_the_epochs_messages_inside_the_epoch():
+    """PipeGCN's messages of an evaluated epoch are waited for before evaluation starts, in that epoch's timer;
+    between epochs without an evaluation they stay in flight (the overlap across epochs is PipeGCN's point)."""
+    at_eval, after_step, rows = run_distributed(2, _in_flight_at_evaluation, 3)[0]
+    assert sorted(at_eval) == [3, 6] and set(at_eval.values()) == {0}, at_eval
+    # Epoch 1 is the warm-up (nothing stale yet: waited at once); from epoch 2 on every step leaves its messages in flight.
+    assert after_step[1] == 0 and all(after_step[e] == 2 * (LAYERS - 1) for e in range(2, 7)), after_step
+    assert all(r["comm_time_s"] <= r["epoch_time_s"] for r in rows)

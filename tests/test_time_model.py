@@ -17,7 +17,7 @@ from gnnq.adaptive.time_model import (
     fixed_link_model,
     profile_sizes,
 )
-from gnnq.comm.accounting import CONTROL
+from gnnq.comm.accounting import OVERHEAD
 from gnnq.comm.channel_profile import PROFILE_DIRECTION, profile_channels
 from gnnq.comm.communicator import Communicator
 from tests.helpers import run_distributed
@@ -106,7 +106,7 @@ def test_one_rank_has_no_channels():
     comm = Communicator()
     assert profile_channels(comm, [[1 * MIB]], repeats=2) == {}
     assert fit_time_model(comm, [1 * MIB]).fits == {}
-    assert comm.stats.total_bytes(CONTROL) == 0
+    assert comm.stats.total_bytes(OVERHEAD) == 0
 
 
 # --- real gloo groups; functions passed to run_distributed are module-level ---
@@ -119,11 +119,11 @@ SMALL, LARGE = 64 * KIB, 64 * MIB
 def _fit_and_profile(world_size: int, repeats: int, steps: int):
     comm = Communicator()
     model = fit_time_model(comm, MESSAGE_BYTES[comm.rank][:world_size], repeats=repeats, steps=steps)
-    fit_bytes = comm.stats.bytes[(CONTROL, -1, PROFILE_DIRECTION)]
+    fit_bytes = comm.stats.bytes[(OVERHEAD, -1, PROFILE_DIRECTION)]
     comm.stats.reset()
     rounds = [[0 if q == comm.rank else n for q in range(world_size)] for n in (SMALL, LARGE)]
     samples = profile_channels(comm, rounds, repeats=repeats)
-    return model, fit_bytes, samples, comm.stats.bytes[(CONTROL, -1, PROFILE_DIRECTION)]
+    return model, fit_bytes, samples, comm.stats.bytes[(OVERHEAD, -1, PROFILE_DIRECTION)]
 
 
 def _expected_fit_bytes(rank: int, world_size: int, repeats: int, steps: int) -> int:

@@ -25,19 +25,22 @@ import torch
 from gnnq.adaptive.influence import message_influence
 from gnnq.adaptive.solver import SOLVERS, BitProblem, Channel
 from gnnq.adaptive.time_model import TimeModel, fit_time_model, fixed_link_model
-from gnnq.comm.accounting import CONTROL
+from gnnq.comm.accounting import OVERHEAD
 from gnnq.comm.communicator import Communicator
 from gnnq.comm.direction import Direction
 from gnnq.comm.halo import HaloExchange
 from gnnq.comm.wire_layout import WireLayout
 from gnnq.models.graph_ops import LocalGraph
+from gnnq.train.overheads import OverheadClock
 
 DIRECTIONS = (Direction.FORWARD, Direction.BACKWARD)
 
 
 class AdaptiveAssigner:
     def __init__(self, qcfg, comm: Communicator, exchange: HaloExchange, graph: LocalGraph, model_name: str,
-                 dim: int, layers: int, cache_dir: Path | None = None):  # fmt: skip
+                 dim: int, layers: int, cache_dir: Path | None = None, overheads: OverheadClock | None = None):  # fmt: skip
+        """``overheads`` times the startup profile, the α exchange and every reassignment (outside epochs)."""
+        self.overheads = overheads if overheads is not None else OverheadClock()
         self.cfg, self.comm, self.exchange, self.dim = qcfg, comm, exchange, dim
         self.quant = exchange.quant
         # Keys hold the plain direction strings: they travel pickled to rank 0 and into checkpoints.
@@ -46,8 +49,10 @@ class AdaptiveAssigner:
         self.ranges: dict[tuple[int, str], torch.Tensor] = {}  # per (layer, direction): row ranges traced
         self.bit_choices = tuple(sorted(int(b) for b in qcfg.bit_choices))
         self.row_bytes = {b: self.quant.forward.at_bits(b).row_bytes(dim) for b in self.bit_choices}
-        self.influence = message_influence(comm, exchange, graph, model_name, cache_dir)
-        self.time_model = self._fit_time_model()
+        with self.overheads.measure("influence"):
+            self.influence = message_influence(comm, exchange, graph, model_name, cache_dir)
+        with self.overheads.measure("profile"):
+            self.time_model = self._fit_time_model()
         self.assignments: list[dict] = []
         exchange.take_widths_from(self)
 
@@ -63,7 +68,11 @@ class AdaptiveAssigner:
     def before_epoch(self, epoch: int) -> dict | None:
         """Reassign at the start of each new cycle. Returns metrics when it reassigned."""
         if epoch > 1 and (epoch - 1) % self.cfg.assign_cycle == 0:
-            return self.reassign(epoch)
+            if self.cfg.refit_time_model and self.cfg.time_model == "profile":
+                with self.overheads.measure("profile"):
+                    self.time_model = self._fit_time_model()
+            with self.overheads.measure("assign"):
+                return self.reassign(epoch)
         return None
 
     # What the exchange asks (see gnnq.comm.halo.RowWidths).
@@ -79,19 +88,17 @@ class AdaptiveAssigner:
 
     def reassign(self, epoch: int) -> dict:
         started = time.perf_counter()
-        if self.cfg.refit_time_model and self.cfg.time_model == "profile":
-            self.time_model = self._fit_time_model()
         groups, orders = {}, {}
         for key in self.keys:
             groups[key], orders[key] = self._local_groups(key)
-        everything = self.comm.all_gather_object(groups, category=CONTROL)
+        everything = self.comm.all_gather_object(groups, category=OVERHEAD)
         decided = None
         if self.comm.rank == 0:
             try:
                 decided = self._solve(everything)
             except Exception as exc:  # every rank must leave the broadcast, then all raise
                 decided = {"error": f"{type(exc).__name__}: {exc}"}
-        decided = self.comm.broadcast_object(decided, src=0, category=CONTROL)
+        decided = self.comm.broadcast_object(decided, src=0, category=OVERHEAD)
         if "error" in decided:
             raise RuntimeError(f"bit-width assignment failed on rank 0: {decided['error']}")
         for key in self.keys:
@@ -167,7 +174,7 @@ class AdaptiveAssigner:
         device = self.exchange.send_idx.device
         recv_bits = self.comm.all_to_all(
             send_bits.to(torch.uint8, copy=True).to(device)[:, None], send_counts, recv_counts,
-            category=CONTROL, layer=layer, direction=direction,
+            category=OVERHEAD, layer=layer, direction=direction,
         ).flatten()  # fmt: skip
         self.layouts[key] = WireLayout(send_bits, send_counts, recv_bits.cpu(), recv_counts)
 

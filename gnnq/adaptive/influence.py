@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from gnnq.comm.accounting import CONTROL
+from gnnq.comm.accounting import OVERHEAD
 from gnnq.comm.communicator import Communicator
 from gnnq.comm.halo import HaloExchange
 from gnnq.models.graph_ops import LocalGraph
@@ -57,7 +57,7 @@ def message_influence(
 ) -> dict[str, torch.Tensor]:
     """α of every row this rank sends: "fwd" in send order, "bwd" in halo order."""
     sums = cached_local_sums(graph, model_name, comm.rank, cache_dir)
-    kw = {"category": CONTROL, "layer": -1}
+    kw = {"category": OVERHEAD, "layer": -1}
     to_owners = comm.all_to_all(
         sums["halo_col_sums"][:, None], exchange.recv_counts, exchange.send_counts, direction="bwd", **kw
     )

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gnnq.comm.accounting import CONTROL
+from gnnq.comm.accounting import OVERHEAD
 from gnnq.comm.channel_profile import Channel, profile_channels
 from gnnq.comm.communicator import Communicator
 
@@ -130,7 +130,7 @@ def fit_time_model(comm: Communicator, message_bytes: list[int], repeats: int = 
     samples = profile_channels(comm, profile_sizes(own, steps), repeats)
     local = {channel: fit_linear(_median_per_size(s)) for channel, s in samples.items()}
     fits: dict[Channel, LinearFit] = {}
-    for part in comm.all_gather_object(local, category=CONTROL):
+    for part in comm.all_gather_object(local, category=OVERHEAD):
         fits.update(part)
     return TimeModel(dict(sorted(fits.items())))
 
@@ -143,7 +143,7 @@ def fixed_link_model(comm: Communicator, message_bytes: list[int], gbit_per_s: f
     training itself. Collective, like ``fit_time_model``.
     """
     own = [(comm.rank, q) for q, b in enumerate(message_bytes) if q != comm.rank and int(b) > 0]
-    channels = sorted(c for part in comm.all_gather_object(own, category=CONTROL) for c in part)
+    channels = sorted(c for part in comm.all_gather_object(own, category=OVERHEAD) for c in part)
     fit = LinearFit(a=8.0 / (gbit_per_s * 1e9), c=latency_s, r2=1.0, samples=0)
     return TimeModel({c: fit for c in channels})
 

@@ -14,16 +14,19 @@ from gnnq.track.progress import markdown_table
 CSV_FIELDS = ["point", "method", "setting", "runs", "epoch_time_s", "epoch_time_min_s", "epoch_time_max_s", "comm_share",
               "comm_bytes_per_epoch", "bytes_vs_baseline", "target_val", "time_to_target_s", "target_reached", "test_mean",
               "test_std", "test_vs_baseline", "speedup", "speedup_min", "speedup_max", "time_to_target_speedup",
-              "overrides"]  # fmt: skip
+              "overhead_time_s", "throughput_epochs_per_s", "wall_speedup", "overrides"]  # fmt: skip
 
 DEFINITIONS = (
     "Epoch: median over a run's epochs of the slowest rank's training step, then the median over repeats "
     "[min-max over repeats]. Comm share: the time the training thread was blocked in communication as a share "
     "of the epoch (median over repeats). MB/epoch: halo bytes put on the wire per training epoch, all ranks. "
-    "Time to target: summed training epoch times until validation first reaches the target (median over "
-    "repeats; '-' unless every repeat reached it). Test: at the best validation epoch, mean ± std over repeats. "
+    "Overhead: training work outside epochs in a run (AdaQP's channel profile, α exchange and bit-width "
+    "reassignments; checkpoint writes), seconds, median over repeats. "
+    "Time to target: summed training epoch times and overheads until validation first reaches the target (median "
+    "over repeats; '-' unless every repeat reached it). Test: at the best validation epoch, mean ± std over repeats. "
     "Speedup: the baseline's epoch time over this point's, paired by repeat (both ran in the same round), "
-    "median [min-max]; time-to-target speedup likewise."
+    "median [min-max]; time-to-target speedup likewise. Wall speedup: the same ratio of wall-clock throughput, "
+    "epochs / (epoch times + overheads)."
 )
 
 
@@ -34,7 +37,8 @@ def _f(value, spec: str, scale: float = 1.0) -> str:
 def table_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     axes = list(rows[0]["setting"]) if rows else []
     headers = [*axes, "method", "runs", "epoch ms [min-max]", "comm share", "MB / epoch", "bytes vs base", "target val",
-               "time to target s", "test (mean ± std)", "Δ test vs base", "speedup [min-max]", "time-to-target speedup"]  # fmt: skip
+               "time to target s", "test (mean ± std)", "Δ test vs base", "speedup [min-max]", "overhead s", "wall speedup",
+               "time-to-target speedup"]  # fmt: skip
     out = []
     for r in rows:
         out.append([
@@ -44,6 +48,7 @@ def table_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
             _f(r["target_val"], ".4f"), f"{_f(r['time_to_target_s'], '.1f')} ({r['target_reached']})",
             f"{_f(r['test_mean'], '.4f')} ± {_f(r['test_std'], '.4f')}", _f(r["test_vs_baseline"], "+.4f"),
             f"{_f(r['speedup'], '.2f')}x [{_f(r['speedup_min'], '.2f')}-{_f(r['speedup_max'], '.2f')}]",
+            _f(r["overhead_time_s"], ".2f"), _f(r["wall_speedup"], ".2f") + ("x" if r["wall_speedup"] is not None else ""),
             _f(r["time_to_target_speedup"], ".2f") + ("x" if r["time_to_target_speedup"] is not None else ""),
         ])  # fmt: skip
     return headers, out
@@ -87,6 +92,12 @@ def plot_speedup(rows: list[dict], x_key: str, out: Path, title: str) -> list[Pa
     return paths
 
 
+def eval_every(points: list[Point]) -> str:
+    """The runs' trainer.eval_every values (one, or a list when points differ)."""
+    values = sorted({rec["config"]["trainer"]["eval_every"] for p in points for rec in p.runs.values() if "config" in rec})
+    return ", ".join(str(v) for v in values) or "?"
+
+
 def write_outputs(out: Path, command: str, sweep: tuple[str, str], rows: list[dict], points: list[Point], args) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     machine = describe_machine()
@@ -109,7 +120,9 @@ def write_outputs(out: Path, command: str, sweep: tuple[str, str], rows: list[di
         f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gib']} GiB, {machine['os']}, "
         f"torch {machine['torch']}, CUDA {'yes' if machine['cuda'] else 'no'}.", "",
         f"{len(points)} points x {args.repeats} repeats, interleaved (each repeat runs every point once, "
-        f"the order rotated by one per repeat). Baseline: `{args.baseline}`.", "",
+        f"the order rotated by one per repeat). Baseline: `{args.baseline}`. Evaluation every "
+        f"{eval_every(points)} epoch(s) (trainer.eval_every; a message in flight when an evaluation starts is waited "
+        "for inside its epoch).", "",
         markdown_table(headers, cells), "", DEFINITIONS, "",
     ]  # fmt: skip
     if plots:

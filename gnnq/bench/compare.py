@@ -38,6 +38,16 @@ def _std(values: list[float]) -> float | None:
     return statistics.stdev(values) if len(values) > 1 else (0.0 if values else None)
 
 
+def overhead_total(rec: dict) -> float:
+    """Seconds of training work outside epochs (AdaQP's profile, α exchange, reassignments; checkpoints)."""
+    return (rec.get("summary") or {}).get("overhead_time_total_s") or 0.0
+
+
+def throughput(rec: dict) -> float | None:
+    """Wall-clock training throughput: epochs / (epoch times + overheads), from the run summary."""
+    return (rec.get("summary") or {}).get("throughput_epochs_per_s")
+
+
 def compare(points: list[Point], baseline: str, target: float | None, target_drop: float) -> list[dict]:
     """One row per point, grouped by setting: medians and spreads over repeats, speedups against the baseline point of the same setting.
 
@@ -57,11 +67,14 @@ def compare(points: list[Point], baseline: str, target: float | None, target_dro
         if goal is None and base_ok:
             goal = _median([rec["best_val"] for rec in base_ok.values()]) - target_drop
         epoch = {r: rec["epoch_time_s"] for r, rec in ok.items()}
+        wall = {r: throughput(rec) for r, rec in ok.items()}
+        base_wall = {r: throughput(rec) for r, rec in base_ok.items()}
         ttt = {r: time_to_target(read_curve(rec["run_dir"]), goal) if goal is not None else None for r, rec in ok.items()}
         base_epoch = {r: rec["epoch_time_s"] for r, rec in base_ok.items()}
         base_ttt = {r: time_to_target(read_curve(rec["run_dir"]), goal) for r, rec in base_ok.items()} if goal is not None else {}
         paired = sorted(set(epoch) & set(base_epoch))
         speedups = [base_epoch[r] / epoch[r] for r in paired if epoch[r]]
+        wall_speedups = [wall[r] / base_wall[r] for r in paired if wall.get(r) and base_wall.get(r)]
         ttt_pairs = [base_ttt[r] / ttt[r] for r in paired if ttt.get(r) and base_ttt.get(r)]
         reached = [t for t in ttt.values() if t is not None]
         tests = [rec["test"] for rec in ok.values() if rec.get("test") is not None]
@@ -90,6 +103,9 @@ def compare(points: list[Point], baseline: str, target: float | None, target_dro
             "speedup_min": s_lo,
             "speedup_max": s_hi,
             "time_to_target_speedup": _median(ttt_pairs) if ttt_pairs and len(ttt_pairs) == len(paired) else None,
+            "overhead_time_s": _median([overhead_total(rec) for rec in ok.values()]),
+            "throughput_epochs_per_s": _median([w for w in wall.values() if w is not None]),
+            "wall_speedup": _median(wall_speedups) if wall_speedups and len(wall_speedups) == len(paired) else None,
             "bytes_vs_baseline": (
                 _median([rec["comm_bytes_per_epoch"] for rec in ok.values()]) / _median([rec["comm_bytes_per_epoch"] for rec in base_ok.values()])
                 if ok and base_ok and all(rec["comm_bytes_per_epoch"] for rec in base_ok.values()) else None

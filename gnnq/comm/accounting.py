@@ -14,6 +14,7 @@ GRAD_SYNC = "grad_sync"  # parameter-gradient all-reduce (payload size, not the 
 ADMM_TRAIN = "admm_train"  # pdADMM-G: p and q between neighbouring layer blocks
 ADMM_EVAL = "admm_eval"  # pdADMM-G: activations passed up for evaluation
 CONTROL = "control"  # seeds, metrics, parameter broadcast
+OVERHEAD = "overhead"  # training work outside epochs: AdaQP's channel profile, row-influence exchange, reassignments
 
 
 @dataclass

@@ -14,10 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 import torch.distributed as dist
 
-from gnnq.comm.accounting import CONTROL
+from gnnq.comm.accounting import OVERHEAD
 from gnnq.comm.communicator import Communicator, PendingMessage
 
-# Profile payload is CONTROL traffic; this direction keeps it apart from other control messages.
+# Profile payload is OVERHEAD traffic (work outside epochs); this direction keeps it apart from the rest of it.
 PROFILE_DIRECTION = "profile"
 _POLL_SLEEP_S = 1e-5
 
@@ -48,7 +48,7 @@ def profile_channels(comm: Communicator, send_bytes: list[list[int]], repeats: i
     Returns, for every channel (src, this rank) that carried bytes in some round, its
     ``repeats`` (bytes, seconds) samples per round. Every message goes through ``comm``, which
     counts the bytes this rank sends, warm-up included ((repeats + 1) times the table), under
-    (CONTROL, -1, PROFILE_DIRECTION), with the time spent posting and waiting. One rank: {}.
+    (OVERHEAD, -1, PROFILE_DIRECTION), with the time spent posting and waiting. One rank: {}.
     """
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
@@ -75,7 +75,7 @@ def profile_channels(comm: Communicator, send_bytes: list[list[int]], repeats: i
 
 def _exchange_rounds(comm: Communicator, send_bytes: list[list[int]]) -> list[list[list[int]]]:
     """table[src][k][dst] on every rank; validated after the exchange so all ranks agree on errors."""
-    table = comm.all_gather_object([[int(b) for b in row] for row in send_bytes], category=CONTROL)
+    table = comm.all_gather_object([[int(b) for b in row] for row in send_bytes], category=OVERHEAD)
     if len({len(rounds) for rounds in table}) != 1:
         raise ValueError(f"ranks disagree on the number of profile rounds: {[len(r) for r in table]}")
     for src, rounds in enumerate(table):
@@ -109,7 +109,7 @@ def _buffer(nbytes: int, device: torch.device) -> torch.Tensor:
 def _timed_round(comm: Communicator, send_buf: torch.Tensor, recv_bufs: dict[int, torch.Tensor], out_bytes: list[int],
                  in_bytes: dict[int, int], pool: ThreadPoolExecutor) -> dict[int, float]:  # fmt: skip
     """One round: the arrival time of each incoming channel."""
-    rank, kw = comm.rank, {"category": CONTROL, "layer": -1, "direction": PROFILE_DIRECTION}
+    rank, kw = comm.rank, {"category": OVERHEAD, "layer": -1, "direction": PROFILE_DIRECTION}
     comm.barrier()
     t0 = time.perf_counter()
     recvs, sends = {}, []

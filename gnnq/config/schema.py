@@ -263,6 +263,7 @@ class TrainerConfig:
     eval_every: int = 1
     seed: int = 0
     checkpoint_every: int = 0  # > 0: every rank checkpoints every N epochs (not minibatch); gnnq resume=<run dir>
+    nonfinite_loss: str = "error"  # a NaN/inf training loss: error (the run fails, naming the epoch) | warn (goes on)
 
 
 @dataclass

@@ -20,6 +20,7 @@ ALLOWED = {
     "cluster.link": ("1gbit", "10gbit", "25gbit", "custom"),
     "cluster.backend": ("auto", "gloo", "nccl"),
     "logger.mode": ("offline", "online"),
+    "trainer.nonfinite_loss": ("error", "warn"),
 }
 
 

@@ -13,6 +13,8 @@ from typing import Callable
 from gnnq.launch.failure import elastic_log_dir
 from gnnq.train.worker import PROGRESS_PREFIX
 
+RANK_WARNING_PREFIX = "[gnnq] warning:"  # how a rank's warnings start (e.g. gnnq.train.driver.check_loss)
+
 LOOPBACK = "127.0.0.1"
 
 
@@ -84,6 +86,9 @@ def run_torchrun(cmd: list[str], log_path: Path, on_progress: Callable[[dict], N
                 if rest:
                     log.write(rest)
                     log.flush()
+                    if rest.startswith(RANK_WARNING_PREFIX):  # a rank's warning is the user's to see, not only the log's
+                        sys.stderr.write(rest)
+                        sys.stderr.flush()
             return proc.wait()
         except BaseException:
             _terminate_group(proc)

@@ -1,9 +1,10 @@
 """PipeGCN: every layer uses the halo rows (forward) and halo gradients (backward) of the previous epoch.
 
 The exchange posted in epoch t carries epoch t's values and is only waited for when epoch t+1
-starts, so it runs entirely behind epoch t's computation. The first training epoch has nothing
-stale yet and runs like ``sync`` (warm-up). With ``momentum`` γ > 0 the stale values are smoothed,
-stale = γ·stale + (1 − γ)·received, as in PipeGCN's smoothed variant. Evaluation is exact.
+starts, so it runs entirely behind epoch t's computation. Before an evaluation the driver settles
+it instead (``settle``), inside epoch t's timer: the wait is epoch t's, not hidden in evaluation.
+The first training epoch has nothing stale yet and runs like ``sync`` (warm-up). With ``momentum``
+γ > 0 the stale values are smoothed, stale = γ·stale + (1 − γ)·received, as in PipeGCN's smoothed variant. Evaluation is exact.
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ class StaleStrategy(SyncStrategy):
         self.in_flight = []  # (direction, layer, PendingHalo) posted this epoch
 
     def begin_training_epoch(self, epoch: int) -> None:
-        self._settle()
+        self.settle()
         super().begin_training_epoch(epoch)
 
-    def _settle(self) -> None:
+    def settle(self) -> None:
         """Wait for last epoch's messages and fold them into the stale buffers."""
         for direction, layer, pending in self.in_flight:
             store = self.returned if direction.returns_gradients else self.halo
@@ -58,11 +59,11 @@ class StaleStrategy(SyncStrategy):
         return store[layer]
 
     def close(self) -> None:
-        self._settle()
+        self.settle()
 
     def state_dict(self) -> dict:
         """The stale buffers, with this epoch's messages folded in (as the next epoch's start would)."""
-        self._settle()
+        self.settle()
         return {kind: [{"layer": layer, "rows": rows} for layer, rows in sorted(store.items())]
                 for kind, store in (("halo", self.halo), ("returned", self.returned))}  # fmt: skip
 

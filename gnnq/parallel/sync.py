@@ -29,6 +29,10 @@ class SyncStrategy:
         """The following messages are evaluation messages (exact, counted apart)."""
         self.traffic = EVALUATION
 
+    def settle(self) -> None:
+        """Wait for this epoch's training messages still in flight (strategies that post ahead; the
+        driver calls it before an evaluation, inside the epoch's timer)."""
+
     def close(self) -> None:
         """Finish whatever is still in flight (strategies that post ahead)."""
 

@@ -9,7 +9,11 @@ from gnnq.track.record import METRICS_FILE
 
 
 def read_curve(run_dir: str | Path) -> list[tuple[float, float]]:
-    """(cumulative training seconds, validation metric) at every evaluated epoch; [] without metrics."""
+    """(cumulative training seconds, validation metric) at every evaluated epoch; [] without metrics.
+
+    Training seconds are epoch times plus the overheads charged to each epoch (AdaQP's profile, α
+    exchange and reassignments, checkpoint writes; the row's ``overhead_time_s``).
+    """
     path = Path(run_dir) / METRICS_FILE
     if not path.is_file():
         return []
@@ -19,12 +23,12 @@ def read_curve(run_dir: str | Path) -> list[tuple[float, float]]:
             row = json.loads(line)
         except ValueError:
             break  # a partial last line of a run that was killed
-        elapsed += row.get("epoch_time_s") or 0.0
+        elapsed += (row.get("epoch_time_s") or 0.0) + (row.get("overhead_time_s") or 0.0)
         if row.get("val") is not None:
             curve.append((elapsed, row["val"]))
     return curve
 
 
 def time_to_target(curve: list[tuple[float, float]], target: float) -> float | None:
-    """Training seconds until the validation metric first reaches ``target`` (None: never)."""
+    """Training seconds (epochs and overheads) until the validation metric first reaches ``target`` (None: never)."""
     return next((t for t, val in curve if val >= target), None)

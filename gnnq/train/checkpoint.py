@@ -133,9 +133,12 @@ class Checkpoints:
         self.log: list[dict] = []  # one entry per checkpoint written: epoch, slowest rank's seconds, bytes of all ranks
         self.resumed: dict | None = None
 
-    def maybe_save(self, epoch: int, stateful: dict, loop_state: dict, device: torch.device) -> None:
-        if not self.every or epoch % self.every:
-            return
+    def due(self, epoch: int) -> bool:
+        """Whether a checkpoint is written after ``epoch``."""
+        return bool(self.every) and epoch % self.every == 0
+
+    def save(self, epoch: int, stateful: dict, loop_state: dict, device: torch.device) -> None:
+        """Write the checkpoint of ``epoch``; collective."""
         state = {"loop": loop_state, "rng": rng_state(device), "log": self.log,
                  **{name: part.state_dict() for name, part in stateful.items() if part is not None}}  # fmt: skip
         self.log.append({"epoch": epoch, **save_checkpoint(self.run_dir, epoch, state, self.comm)})

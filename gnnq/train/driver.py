@@ -20,21 +20,28 @@ from typing import Callable
 import torch
 
 from gnnq.comm import Communicator
-from gnnq.comm.accounting import CONTROL
+from gnnq.comm.accounting import CONTROL, OVERHEAD
+from gnnq.errors import GnnqError
 from gnnq.train.checkpoint import Checkpoints
 from gnnq.train.faults import FaultInjector
 from gnnq.train.metrics import SPLITS, metrics_from_counts
+from gnnq.train.overheads import OVERHEAD_KINDS, OverheadClock
 
 EpochCallback = Callable[[dict], None]
 
 # Every metrics.jsonl row starts with these keys, in this order; a trainer's own fields follow.
 ROW_KEYS = ("epoch", "loss", *SPLITS, "epoch_time_s", "comm_time_s", "compute_time_s", "comm_bytes", "grad_sync_bytes",
-            "eval_comm_bytes")  # fmt: skip
+            "eval_comm_bytes", "overhead_time_s", "overhead_by_kind", "overhead_bytes")  # fmt: skip
 # Every run summary has these keys; a trainer adds its own.
 SUMMARY_KEYS = ("metric", "epochs", "best_val", "test", "best_epoch", "final_loss", "final_train", "epoch_time_s",
                 "comm_time_s", "compute_time_s", "comm_bytes_per_epoch", "grad_sync_bytes_per_epoch", "setup_comm_bytes",
+                "overhead_time_s", "overhead_time_total_s", "overhead_bytes", "training_time_s", "throughput_epochs_per_s",
                 "peak_memory_mib_per_rank", "world_size", "device", "checkpoints")  # fmt: skip
 NUM_COUNTS = 3 * len(SPLITS)  # split_counts: three per split
+
+
+class NonFiniteLossError(GnnqError):
+    """The training loss became NaN or inf (trainer.nonfinite_loss=error)."""
 
 
 @dataclass(frozen=True)
@@ -49,10 +56,13 @@ class RowCategories:
 class Trainer:
     """One way of training, as ``run_epochs`` drives it; the constructor sets everything up.
 
-    Per epoch the driver calls ``before_epoch`` (not timed, its messages not counted), then
-    ``train_step`` (timed), ``evaluate`` on evaluation epochs, ``epoch_sums`` (this rank's
-    summands, summed over ranks by the driver) and ``row_fields`` (the row's loss and the
-    trainer's own fields, from those sums). ``finish`` ends training and adds summary keys.
+    Per epoch the driver calls ``before_epoch`` (outside the epoch timer: work there that trains,
+    such as AdaQP's reassignment, is measured on ``overheads`` and its messages go under the
+    ``OVERHEAD`` category), then ``train_step`` (timed) and, on evaluation epochs,
+    ``settle_training`` (timed: training messages still in flight are waited for and charged to
+    the epoch) and ``evaluate``; then ``epoch_sums`` (this rank's summands, summed over ranks by
+    the driver) and ``row_fields`` (the row's loss and the trainer's own fields, from those sums).
+    ``finish`` ends training and adds summary keys.
     """
 
     metric: str = "accuracy"  # accuracy | micro_f1: how evaluation counts become scores
@@ -70,11 +80,21 @@ class Trainer:
     def load_loop_state(self, state: dict) -> None:
         pass
 
+    @property
+    def overheads(self) -> OverheadClock:
+        """Where the trainer measures its work outside epochs (setup included), by kind."""
+        if "_overheads" not in self.__dict__:
+            self._overheads = OverheadClock()
+        return self._overheads
+
     def before_epoch(self, epoch: int) -> None:
         pass
 
     def train_step(self, epoch: int) -> None:
         raise NotImplementedError
+
+    def settle_training(self) -> None:
+        """Wait for this epoch's training messages still in flight (strategies that post ahead)."""
 
     def evaluate(self) -> torch.Tensor:
         """This rank's ``split_counts`` (float64) of the train, val and test splits."""
@@ -110,20 +130,25 @@ def run_epochs(trainer: Trainer, tcfg, comm: Communicator, on_epoch: EpochCallba
         history, best, first_epoch = loop_state["history"], loop_state["best"], loop_state["epoch"] + 1
         trainer.load_loop_state(loop_state)
     fault = FaultInjector.from_env(comm.rank)
+    clock = trainer.overheads  # holds the setup's overheads (the trainer's constructor) until the first row takes them
     for epoch in range(first_epoch, tcfg.epochs + 1):
         fault.check(epoch)
         evaluated = epoch % tcfg.eval_every == 0 or epoch == tcfg.epochs
         row = run_epoch(trainer, epoch, evaluated, comm, device)
+        check_loss(row, tcfg.nonfinite_loss, comm.rank)
         best = update_best(best, row)
         history.append(row)
         if on_epoch is not None:
             on_epoch(row)
-        loop_state = {"epoch": epoch, "history": history, "best": best, **trainer.loop_state()}
-        checkpoints.maybe_save(epoch, trainer.stateful(), loop_state, device)
+        if checkpoints.due(epoch):
+            loop_state = {"epoch": epoch, "history": history, "best": best, **trainer.loop_state()}
+            with clock.measure("checkpoint"):  # charged to the next epoch's row (the last one's: to the summary only)
+                checkpoints.save(epoch, trainer.stateful(), loop_state, device)
 
     extras = trainer.finish(history)
+    trailing = reduce_overheads(clock, comm, device)  # after the last row: its checkpoint
     host_mib, gpu_mib = peak_memory_mib(comm, device)
-    summary = summarize(history, best, trainer.setup_comm_bytes, host_mib, comm.world_size, metric=trainer.metric)
+    summary = summarize(history, best, trainer.setup_comm_bytes, host_mib, comm.world_size, metric=trainer.metric, trailing=trailing)
     summary["device"] = device.type
     summary.update(extras)
     summary["checkpoints"] = checkpoints.describe()
@@ -136,9 +161,12 @@ def run_epoch(trainer: Trainer, epoch: int, evaluated: bool, comm: Communicator,
     """One epoch's step, evaluation and row; the row's sums and maxes are reduced over ranks."""
     f64 = {"dtype": torch.float64, "device": device}
     trainer.before_epoch(epoch)
+    overhead = reduce_overheads(trainer.overheads, comm, device)  # setup (first row), last checkpoint, before_epoch
     comm.stats.reset()
     t0 = time.perf_counter()
     trainer.train_step(epoch)
+    if evaluated:
+        trainer.settle_training()  # a message of this epoch still in flight is this epoch's wait, not evaluation's
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     epoch_time = time.perf_counter() - t0
@@ -170,8 +198,40 @@ def run_epoch(trainer: Trainer, epoch: int, evaluated: bool, comm: Communicator,
         "comm_bytes": int(sums[n + 1].item()),
         "grad_sync_bytes": int(sums[n + 2].item()),
         "eval_comm_bytes": int(sums[n + 3].item()),
+        **overhead,
         **fields,
     }
+
+
+def reduce_overheads(clock: OverheadClock, comm: Communicator, device: torch.device) -> dict:
+    """What ``clock`` measured since its last take, as row fields; collective.
+
+    ``overhead_time_s`` is the slowest rank's total, ``overhead_by_kind`` each kind's slowest rank,
+    ``overhead_bytes`` the ``OVERHEAD`` bytes all ranks sent (taken from the counters, which the
+    epoch's start then resets).
+    """
+    own = clock.take()
+    vec = torch.tensor([sum(own), *own], dtype=torch.float64, device=device)
+    comm.all_reduce(vec, category=CONTROL, op=torch.distributed.ReduceOp.MAX)
+    sent = torch.tensor([float(comm.stats.total_bytes(OVERHEAD))], dtype=torch.float64, device=device)
+    comm.all_reduce(sent, category=CONTROL)
+    values = vec.tolist()
+    return {"overhead_time_s": values[0], "overhead_by_kind": dict(zip(OVERHEAD_KINDS, values[1:])), "overhead_bytes": int(sent.item())}
+
+
+def check_loss(row: dict, policy: str, rank: int) -> None:
+    """Stop on a NaN or inf training loss (``trainer.nonfinite_loss=error``), or say so once per epoch (``warn``).
+
+    The loss is the cross-rank sum, so every rank decides alike.
+    """
+    loss = row["loss"]
+    if loss is None or torch.isfinite(torch.tensor(float(loss))).item():
+        return
+    what = f"the training loss is {loss} at epoch {row['epoch']}"
+    if policy == "error":
+        raise NonFiniteLossError(f"{what}; the run stopped (trainer.nonfinite_loss=warn goes on regardless)")
+    if rank == 0:  # the launcher shows the ranks' "[gnnq] warning:" lines
+        print(f"[gnnq] warning: {what} (trainer.nonfinite_loss=warn)", flush=True)
 
 
 def update_best(best: dict, row: dict) -> dict:
@@ -191,7 +251,10 @@ def peak_memory_mib(comm: Communicator, device: torch.device) -> tuple[list[floa
     return peak[0].tolist(), peak[1].tolist() if device.type == "cuda" else None
 
 
-def summarize(history: list[dict], best: dict, setup_bytes: float, peak_mib: list[float], world_size: int, metric: str) -> dict:
+def summarize(history: list[dict], best: dict, setup_bytes: float, peak_mib: list[float], world_size: int, metric: str,
+              trailing: dict | None = None) -> dict:  # fmt: skip
+    """The run summary from its rows; ``trailing``: overheads after the last row (its checkpoint)."""
+
     def median(key):
         vals = [r[key] for r in history]
         return statistics.median(vals) if vals else None
@@ -200,6 +263,10 @@ def summarize(history: list[dict], best: dict, setup_bytes: float, peak_mib: lis
         return sum(r[key] for r in history) // len(history) if history else 0
 
     last = history[-1] if history else {}
+    charged = [r for r in history if "overhead_by_kind" in r] + ([trailing] if trailing else [])
+    by_kind = {k: sum(r["overhead_by_kind"][k] for r in charged) for k in OVERHEAD_KINDS}
+    overhead_total = sum(r["overhead_time_s"] for r in charged)
+    training_time = sum(r["epoch_time_s"] for r in history) + overhead_total
     return {
         "metric": metric,
         "epochs": len(history),
@@ -214,6 +281,11 @@ def summarize(history: list[dict], best: dict, setup_bytes: float, peak_mib: lis
         "comm_bytes_per_epoch": mean_int("comm_bytes"),
         "grad_sync_bytes_per_epoch": mean_int("grad_sync_bytes"),
         "setup_comm_bytes": int(setup_bytes),
+        "overhead_time_s": by_kind,
+        "overhead_time_total_s": overhead_total,
+        "overhead_bytes": sum(r["overhead_bytes"] for r in charged),
+        "training_time_s": training_time,  # epoch times and overheads: what time to target and throughput count
+        "throughput_epochs_per_s": len(history) / training_time if history and training_time > 0 else None,
         "peak_memory_mib_per_rank": [round(m, 1) for m in peak_mib],
         "world_size": world_size,
     }

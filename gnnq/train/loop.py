@@ -69,7 +69,8 @@ class FullGraphTrainer(Trainer):
         self.assigner = None
         if cfg.quantizer.name == "adaptive":
             m = cfg.model
-            self.assigner = AdaptiveAssigner(cfg.quantizer, comm, self.exchange, graph, m.name, m.hidden, m.layers, cache_dir)
+            self.assigner = AdaptiveAssigner(cfg.quantizer, comm, self.exchange, graph, m.name, m.hidden, m.layers, cache_dir,
+                                             self.overheads)  # fmt: skip
         self.masks = [part.train_mask, part.val_mask, part.test_mask]
         self.num_train = comm.all_reduce(part.train_mask.sum().to(torch.float64), category=CONTROL).item()
         setup = torch.tensor([float(comm.stats.total_bytes(HALO_SETUP))], **self.f64)
@@ -91,6 +92,9 @@ class FullGraphTrainer(Trainer):
 
     def before_epoch(self, epoch: int) -> None:
         self.assignment = self.assigner.before_epoch(epoch) if self.assigner is not None else None
+
+    def settle_training(self) -> None:
+        self.strategy.settle()
 
     def train_step(self, epoch: int) -> None:
         self.model.train()
