@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 # Keys that hold wall-clock times (rows and summaries): they differ between otherwise identical runs.
-TIME_KEYS = ("epoch_time_s", "comm_time_s", "compute_time_s", "overhead_time_s", "overhead_by_kind", "overhead_time_total_s",
+TIME_KEYS = ("epoch_time_s", "comm_time_s", "compute_time_s", "transfer_time_s", "overhead_time_s", "overhead_by_kind", "overhead_time_total_s",
              "training_time_s", "throughput_epochs_per_s")  # fmt: skip
 
 

@@ -20,10 +20,21 @@ OVERHEAD = "overhead"  # training work outside epochs: AdaQP's channel profile, 
 @dataclass
 class CommStats:
     """Counters keyed by (category, layer, direction); ``direction`` is "fwd" or "bwd" (or "all",
-    "profile"). Safe to add to from several threads (the channel profile waits in threads)."""
+    "profile"). Safe to add to from several threads (the channel profile waits in threads).
+
+    Two times per key (DESIGN.md, "What the reported times mean"):
+
+    - ``seconds``, *exposed* communication: the time the computation waited for messages. On CPU
+      the host's time inside posting and waiting calls; on CUDA the time the waiting stream stood
+      still at the wait (from CUDA events, resolved when read: no host synchronization per message).
+    - ``transfer``: from posting a message to its arrival being observed, hidden behind computation
+      or not (on gloo a message is only observed complete inside ``wait``: an upper bound).
+    """
 
     bytes: dict = field(default_factory=lambda: defaultdict(int))
     seconds: dict = field(default_factory=lambda: defaultdict(float))
+    transfer: dict = field(default_factory=lambda: defaultdict(float))
+    _deferred: list = field(default_factory=list, repr=False, compare=False)  # (counter, key, start event, end event)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, category: str, layer: int, direction: str, nbytes: int, seconds: float) -> None:
@@ -32,12 +43,41 @@ class CommStats:
             self.bytes[key] += int(nbytes)
             self.seconds[key] += float(seconds)
 
+    def add_transfer(self, key: tuple, seconds: float) -> None:
+        with self._lock:
+            self.transfer[key] += float(seconds)
+
+    def add_interval(self, counter: str, key: tuple, start, end) -> None:
+        """Count the time between two recorded CUDA events under ``counter`` ("seconds" or "transfer") once they complete."""
+        with self._lock:
+            self._deferred.append((counter, key, start, end))
+
+    def resolve(self) -> None:
+        """Turn recorded CUDA event intervals into seconds (waits for their end events)."""
+        with self._lock:
+            deferred, self._deferred = self._deferred, []
+        for counter, key, start, end in deferred:
+            end.synchronize()
+            seconds = start.elapsed_time(end) / 1e3
+            with self._lock:
+                getattr(self, counter)[key] += seconds
+
     def total_bytes(self, *categories: str) -> int:
         return sum(v for (c, _, _), v in self.bytes.items() if c in categories)
 
     def total_seconds(self, *categories: str) -> float:
+        """Exposed communication time of these categories."""
+        self.resolve()
         return sum(v for (c, _, _), v in self.seconds.items() if c in categories)
 
+    def total_transfer_seconds(self, *categories: str) -> float:
+        """Transfer time of these categories (hidden or not)."""
+        self.resolve()
+        return sum(v for (c, _, _), v in self.transfer.items() if c in categories)
+
     def reset(self) -> None:
-        self.bytes.clear()
-        self.seconds.clear()
+        with self._lock:
+            self.bytes.clear()
+            self.seconds.clear()
+            self.transfer.clear()
+            self._deferred.clear()

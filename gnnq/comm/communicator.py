@@ -11,14 +11,19 @@ import torch.distributed as dist
 from gnnq.comm.accounting import CommStats
 
 
-def _wait(tensor: torch.Tensor) -> None:
-    """CUDA work is asynchronous: wait for the current stream so that the measured time is the real one.
+def stream_event(device: torch.device) -> torch.cuda.Event:
+    """A timing event recorded now on ``device``'s current stream."""
+    event = torch.cuda.Event(enable_timing=True)
+    event.record(torch.cuda.current_stream(device))
+    return event
 
-    Only the current stream: under overlap that is the exchange's side stream, so computation
-    queued meanwhile on the main stream is not counted as communication.
-    """
-    if tensor.is_cuda:
-        torch.cuda.current_stream(tensor.device).synchronize()
+
+class Posted:
+    """When a message was posted: a clock reading on CPU, an event on the posting stream on CUDA."""
+
+    def __init__(self, tensor: torch.Tensor):
+        self.event = stream_event(tensor.device) if tensor.is_cuda else None
+        self.at = time.perf_counter()
 
 
 class Communicator:
@@ -59,42 +64,40 @@ class Communicator:
         row_bytes = send[0:1].numel() * send.element_size() if send.dim() > 1 else send.element_size()
         wire_rows = sum(c for q, c in enumerate(send_counts) if q != self.rank)
         key = (category, layer, direction)
-        _wait(send)
-        t0 = time.perf_counter()
+        posted = Posted(send)
         work = None
         if self.world_size > 1:
             work = dist.all_to_all_single(out, send.contiguous(), recv_counts, send_counts, group=self.group, async_op=True)
         else:
             out.copy_(send)
-        self.stats.add(*key, wire_rows * row_bytes, time.perf_counter() - t0)
-        return PendingMessage(self.stats, key, work, out)
+        self.stats.add(*key, wire_rows * row_bytes, _host_seconds(send, posted))
+        return PendingMessage(self.stats, key, work, out, posted)
 
     def send_start(self, tensor: torch.Tensor, dst: int, *, category: str, layer: int, direction: str) -> "PendingMessage":
         """Post a point-to-point send of ``tensor`` to rank ``dst``; ``.wait()`` before reusing it."""
         key = (category, layer, direction)
         tensor = tensor.contiguous()  # held by the returned handle until the send completes
-        _wait(tensor)
-        t0 = time.perf_counter()
+        posted = Posted(tensor)
         work = dist.isend(tensor, dst, group=self.group)  # dst: global rank (groups span all ranks)
-        self.stats.add(*key, tensor.numel() * tensor.element_size(), time.perf_counter() - t0)
-        return PendingMessage(self.stats, key, work, tensor)
+        self.stats.add(*key, tensor.numel() * tensor.element_size(), _host_seconds(tensor, posted))
+        return PendingMessage(self.stats, key, work, tensor, posted)
 
     def recv_start(self, out: torch.Tensor, src: int, *, category: str, layer: int, direction: str) -> "PendingMessage":
         """Post a point-to-point receive into ``out`` from rank ``src``; ``.wait()`` gives ``out``."""
         key = (category, layer, direction)
-        t0 = time.perf_counter()
+        posted = Posted(out)
         work = dist.irecv(out, src, group=self.group)
-        self.stats.add(*key, 0, time.perf_counter() - t0)
-        return PendingMessage(self.stats, key, work, out)
+        self.stats.add(*key, 0, _host_seconds(out, posted))
+        return PendingMessage(self.stats, key, work, out, posted)
 
     def all_reduce(self, tensor: torch.Tensor, *, category: str, op=dist.ReduceOp.SUM) -> torch.Tensor:
-        """In-place all-reduce; counts the payload once per rank."""
-        _wait(tensor)
-        t0 = time.perf_counter()
+        """In-place all-reduce; counts the payload once per rank, and its time as exposed and as transfer."""
         if self.world_size > 1:
+            key = (category, -1, "all")
+            posted = Posted(tensor)
             dist.all_reduce(tensor, op=op, group=self.group)
-            _wait(tensor)
-            self.stats.add(category, -1, "all", tensor.numel() * tensor.element_size(), time.perf_counter() - t0)
+            self.stats.add(*key, tensor.numel() * tensor.element_size(), 0.0)
+            _count_wait(self.stats, key, tensor, posted, posted)
         return tensor
 
     def broadcast(self, tensor: torch.Tensor, *, src: int = 0, category: str) -> torch.Tensor:
@@ -131,20 +134,58 @@ class Communicator:
             dist.barrier(group=self.group)
 
 
+def _host_seconds(tensor: torch.Tensor, posted: Posted) -> float:
+    """Exposed time of posting: the host's on CPU; on CUDA none (the stream, not the host, would wait)."""
+    return 0.0 if tensor.is_cuda else time.perf_counter() - posted.at
+
+
+def _count_wait(stats: CommStats, key: tuple, tensor: torch.Tensor, waited_from: Posted, posted: Posted | None) -> None:
+    """Count a finished wait: exposed from ``waited_from``, transfer from ``posted`` (if still to count).
+
+    Call right after the wait: on CPU the clock is read now; on CUDA an event is recorded on the
+    current stream, behind the wait, and the intervals resolve when the counters are read.
+    """
+    if tensor.is_cuda:
+        done = stream_event(tensor.device)
+        stats.add_interval("seconds", key, waited_from.event, done)
+        if posted is not None:
+            stats.add_interval("transfer", key, posted.event, done)
+        return
+    now = time.perf_counter()
+    stats.add(*key, 0, now - waited_from.at)
+    if posted is not None:
+        stats.add_transfer(key, now - posted.at)
+
+
 class PendingMessage:
     """A message in flight: an all-to-all, or one point-to-point send or receive."""
 
-    def __init__(self, stats: CommStats, key: tuple, work, out: torch.Tensor):
+    def __init__(self, stats: CommStats, key: tuple, work, out: torch.Tensor, posted: Posted | None = None):
         self.stats, self.key, self.work, self.out = stats, key, work, out
+        self.posted = posted
 
-    def wait(self) -> torch.Tensor:
-        t0 = time.perf_counter()
+    def wait(self, exposed: bool = True) -> torch.Tensor:
+        """The received tensor. The wait counts as exposed communication unless ``exposed`` is False
+        (a side stream waits here, and its consumer's wait is counted where that one waits).
+
+        On CUDA the host does not block: with NCCL the current stream waits for the message.
+        """
+        waited_from = Posted(self.out) if exposed else None
         if self.work is not None:
             self.work.wait()
             self.work = None
-        _wait(self.out)
-        self.stats.add(*self.key, 0, time.perf_counter() - t0)
+        if exposed:
+            _count_wait(self.stats, self.key, self.out, waited_from, self.posted)
+        elif self.posted is not None and self.out.is_cuda:
+            self.stats.add_interval("transfer", self.key, self.posted.event, stream_event(self.out.device))
+        elif self.posted is not None:
+            self.stats.add_transfer(self.key, time.perf_counter() - self.posted.at)
+        self.posted = None
         return self.out
+
+    def count_consumer_wait(self, waited_from: Posted) -> None:
+        """Count, as exposed, the wait of the stream that consumes this message (which began at ``waited_from``)."""
+        _count_wait(self.stats, self.key, self.out, waited_from, None)
 
     def is_completed(self) -> bool:
         """Whether the backend reports it done, without waiting (NCCL: a CUDA event query; a gloo

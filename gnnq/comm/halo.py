@@ -10,7 +10,7 @@ import torch
 
 from gnnq.comm.accounting import HALO_EVAL, HALO_SETUP, HALO_TRAIN
 from gnnq.comm.codec import MessageQuantization
-from gnnq.comm.communicator import Communicator
+from gnnq.comm.communicator import Communicator, Posted
 from gnnq.comm.direction import Direction
 from gnnq.comm.encoder import MixedWidthEncoder, UniformEncoder
 from gnnq.comm.kernels.backends import Kernels, kernels_for
@@ -191,18 +191,20 @@ class PendingHalo:
 
     def wait(self) -> torch.Tensor:
         if self.stream is None:
-            return self._finish()
+            return self._finish(exposed=True)
         with torch.cuda.stream(self.stream):
-            out = self._finish()
+            out = self._finish(exposed=False)  # the side stream's wait is transfer; the consumer's below is exposed
             done = torch.cuda.Event()
             done.record(self.stream)
         current = torch.cuda.current_stream(out.device)
+        waited_from = Posted(out)
         current.wait_event(done)  # the consumer's stream reads the rows only after decoding finished
+        self.pending.count_consumer_wait(waited_from)
         out.record_stream(current)
         return out
 
-    def _finish(self) -> torch.Tensor:
-        out = self.pending.wait()
+    def _finish(self, exposed: bool) -> torch.Tensor:
+        out = self.pending.wait(exposed=exposed)
         return out if self.decode is None else self.decode(out)
 
 

@@ -30,11 +30,11 @@ from gnnq.train.overheads import OVERHEAD_KINDS, OverheadClock
 EpochCallback = Callable[[dict], None]
 
 # Every metrics.jsonl row starts with these keys, in this order; a trainer's own fields follow.
-ROW_KEYS = ("epoch", "loss", *SPLITS, "epoch_time_s", "comm_time_s", "compute_time_s", "comm_bytes", "grad_sync_bytes",
+ROW_KEYS = ("epoch", "loss", *SPLITS, "epoch_time_s", "comm_time_s", "compute_time_s", "transfer_time_s", "comm_bytes", "grad_sync_bytes",
             "eval_comm_bytes", "overhead_time_s", "overhead_by_kind", "overhead_bytes")  # fmt: skip
 # Every run summary has these keys; a trainer adds its own.
 SUMMARY_KEYS = ("metric", "epochs", "best_val", "test", "best_epoch", "final_loss", "final_train", "epoch_time_s",
-                "comm_time_s", "compute_time_s", "comm_bytes_per_epoch", "grad_sync_bytes_per_epoch", "setup_comm_bytes",
+                "comm_time_s", "compute_time_s", "transfer_time_s", "comm_bytes_per_epoch", "grad_sync_bytes_per_epoch", "setup_comm_bytes",
                 "overhead_time_s", "overhead_time_total_s", "overhead_bytes", "training_time_s", "throughput_epochs_per_s",
                 "peak_memory_mib_per_rank", "world_size", "device", "checkpoints")  # fmt: skip
 NUM_COUNTS = 3 * len(SPLITS)  # split_counts: three per split
@@ -172,6 +172,7 @@ def run_epoch(trainer: Trainer, epoch: int, evaluated: bool, comm: Communicator,
     epoch_time = time.perf_counter() - t0
     traffic = trainer.row_categories
     comm_time = comm.stats.total_seconds(*traffic.train, *traffic.grad)  # before evaluation: its waits are not training's
+    transfer_time = comm.stats.total_transfer_seconds(*traffic.train, *traffic.grad)
 
     counts = trainer.evaluate() if evaluated else torch.zeros(NUM_COUNTS, **f64)
     own = trainer.epoch_sums(evaluated)
@@ -179,7 +180,7 @@ def run_epoch(trainer: Trainer, epoch: int, evaluated: bool, comm: Communicator,
     head = [*(float(own[k]) for k in names), float(own["loss"])]
     byte_counts = [comm.stats.total_bytes(*traffic.train), comm.stats.total_bytes(*traffic.grad), comm.stats.total_bytes(*traffic.eval)]
     sums = torch.cat([torch.tensor(head + byte_counts, **f64), counts])
-    maxes = torch.tensor([epoch_time, comm_time, epoch_time - comm_time], **f64)
+    maxes = torch.tensor([epoch_time, comm_time, epoch_time - comm_time, transfer_time], **f64)
     comm.all_reduce(sums, category=CONTROL)
     comm.all_reduce(maxes, category=CONTROL, op=torch.distributed.ReduceOp.MAX)
 
@@ -195,6 +196,7 @@ def run_epoch(trainer: Trainer, epoch: int, evaluated: bool, comm: Communicator,
         "epoch_time_s": maxes[0].item(),
         "comm_time_s": maxes[1].item(),
         "compute_time_s": maxes[2].item(),
+        "transfer_time_s": maxes[3].item(),
         "comm_bytes": int(sums[n + 1].item()),
         "grad_sync_bytes": int(sums[n + 2].item()),
         "eval_comm_bytes": int(sums[n + 3].item()),
@@ -256,7 +258,7 @@ def summarize(history: list[dict], best: dict, setup_bytes: float, peak_mib: lis
     """The run summary from its rows; ``trailing``: overheads after the last row (its checkpoint)."""
 
     def median(key):
-        vals = [r[key] for r in history]
+        vals = [r[key] for r in history if r.get(key) is not None]  # rows of an older gnnq (resumed) may lack a key
         return statistics.median(vals) if vals else None
 
     def mean_int(key):  # bytes may vary by epoch under later strategies: total / epochs
@@ -278,6 +280,7 @@ def summarize(history: list[dict], best: dict, setup_bytes: float, peak_mib: lis
         "epoch_time_s": median("epoch_time_s"),
         "comm_time_s": median("comm_time_s"),
         "compute_time_s": median("compute_time_s"),
+        "transfer_time_s": median("transfer_time_s"),
         "comm_bytes_per_epoch": mean_int("comm_bytes"),
         "grad_sync_bytes_per_epoch": mean_int("grad_sync_bytes"),
         "setup_comm_bytes": int(setup_bytes),
