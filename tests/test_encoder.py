@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from gnnq.comm import Communicator
-from gnnq.comm.accounting import CONTROL, HALO_TRAIN
+from gnnq.comm.accounting import CONTROL, HALO_SETUP, HALO_TRAIN
 from gnnq.comm.channel_profile import PROFILE_DIRECTION, profile_channels
 from gnnq.comm.codec import GivenNoise, MessageQuantization, UniformCodec, stream_seed
 from gnnq.comm.direction import Direction
@@ -33,7 +33,7 @@ def _reference_draws(sender: int, counts: list[int], direction: str, dim: int = 
 
 def test_direction_names_and_accounting():
     assert [str(d) for d in Direction] == ["fwd", "bwd", "input"]
-    assert [d.accounting for d in Direction] == ["fwd", "bwd", "fwd"]
+    assert [d.accounting for d in Direction] == ["fwd", "bwd", "input"]
     assert Direction("input") is Direction.INPUT and {(1, "bwd"): 0}[(1, Direction.BACKWARD)] == 0
     with pytest.raises(ValueError):
         Direction("backward")
@@ -81,8 +81,11 @@ def _exchange_once(world_size: int):
         wire = torch_codec.quantize_pack(rows_of(p.inner_ids)[mine], draws, 4, torch.float16)
         want.append(torch_codec.unpack_dequantize(wire, DIM, 4, torch.float16))
     sent = sum(int(c) for q, c in enumerate(part.send_counts) if q != comm.rank) * codec.row_bytes(DIM)
+    exchange.fetch_static(rows_of(part.inner_ids))  # layer-0 inputs: exact fp32 rows (no input codec here)
+    inputs = sum(int(c) for q, c in enumerate(part.send_counts) if q != comm.rank) * DIM * 4
     return {"got": got, "want": torch.cat(want), "counted": comm.stats.bytes[(HALO_TRAIN, LAYER, "fwd")], "sent": sent,
-            "backend": exchange.codec_backend}  # fmt: skip
+            "backend": exchange.codec_backend, "input_bytes": inputs,
+            "by_direction": {k: v for k, v in comm.stats.bytes.items() if k[0] == HALO_SETUP}}  # fmt: skip
 
 
 def test_exchange_sends_what_the_encoder_alone_makes():
@@ -90,6 +93,7 @@ def test_exchange_sends_what_the_encoder_alone_makes():
         assert res["got"].numel() > 0 and torch.equal(res["got"], res["want"])
         assert res["counted"] == res["sent"] > 0
         assert res["backend"] in ("c", "torch")
+        assert res["by_direction"] == {(HALO_SETUP, 0, "input"): res["input_bytes"]}, "inputs are counted as inputs, not fwd"
 
 
 class _SendLog(Communicator):

@@ -18,8 +18,9 @@ CONTROL = "control"  # seeds, metrics, parameter broadcast
 
 @dataclass
 class CommStats:
-    """Counters keyed by (category, layer, direction); ``direction`` is "fwd" or "bwd" (or "all",
-    "profile"). Safe to add to from several threads (the channel profile waits in threads)."""
+    """Counters keyed by (category, layer, direction); ``direction`` is "fwd", "bwd" or "input" for
+    halo messages (``Direction.accounting``), else "all" or "profile". Safe to add to from several
+    threads (the channel profile waits in threads)."""
 
     bytes: dict = field(default_factory=lambda: defaultdict(int))
     seconds: dict = field(default_factory=lambda: defaultdict(float))
