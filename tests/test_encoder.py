@@ -13,8 +13,8 @@ from gnnq.comm.direction import Direction
 from gnnq.comm.encoder import UniformEncoder
 from gnnq.comm.halo import HaloExchange, Traffic
 from gnnq.comm.kernels import philox, torch_codec
-from gnnq.comm.kernels.philox import RowStreams
 from gnnq.comm.kernels.backends import kernels_named
+from gnnq.comm.kernels.philox import RowStreams
 from gnnq.data.part import build_parts
 from gnnq.data.partition import partition_nodes
 from tests.helpers import random_graph, run_distributed
