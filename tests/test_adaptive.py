@@ -10,7 +10,7 @@ from gnnq.adaptive.assigner import AdaptiveAssigner
 from gnnq.adaptive.influence import cache_path, cached_local_sums
 from gnnq.comm import Communicator, HaloExchange
 from gnnq.comm.accounting import HALO_TRAIN
-from gnnq.comm.codec import GivenNoise, NonFiniteMessageError, UniformCodec, message_quantization
+from gnnq.comm.codec import NoiseKey, NonFiniteMessageError, UniformCodec, message_quantization
 from gnnq.comm.encoder import MixedWidthEncoder
 from gnnq.comm.kernels.backends import kernels_for
 from gnnq.comm.kernels.torch_codec import row_bytes
@@ -136,7 +136,7 @@ def test_wire_layout_round_trip_and_sizes():
     src = torch.randn(rows, 33, generator=gen)
 
     def encode(enc):
-        return enc.encode(src, torch.arange(rows), counts, GivenNoise(torch.rand(rows, 33, generator=gen)), "test")
+        return enc.encode(src, torch.arange(rows), counts, NoiseKey(0, 0, 1, "fwd", 0), "test")
 
     message = encode(encoder)
     flat, per_peer = message.wire, message.send_bytes

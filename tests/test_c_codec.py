@@ -9,10 +9,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gnnq.comm.codec import GivenNoise, UniformCodec
+from gnnq.comm.codec import NoiseKey, UniformCodec
 from gnnq.comm.encoder import MixedWidthEncoder, UniformEncoder
-from gnnq.comm.kernels import c_codec, torch_codec
+from gnnq.comm.kernels import c_codec, philox, torch_codec
 from gnnq.comm.kernels.backends import kernels_for, kernels_named
+from gnnq.comm.kernels.philox import RowStreams
 from gnnq.comm.wire_layout import WireLayout
 from tests.conftest import skip_or_fail
 
@@ -37,7 +38,7 @@ def same(a: torch.Tensor, b: torch.Tensor) -> bool:
 def awkward_rows(dim: int, gen: torch.Generator) -> torch.Tensor:
     """Constant rows, signed zeros, huge and tiny magnitudes, values in the fp16 subnormal range."""
     scales = torch.tensor([1.0, 1e-3, 1e3, 1e-6, 3e-8, 1e-30, 1e-41, 6e4, 7e4, 1e20, 1e38])
-    x = torch.randn(len(scales), dim, generator=gen) * scales[:, None]
+    x = (torch.randn(len(scales), dim, generator=gen) * scales[:, None]).clamp(-3.4e38, 3.4e38)  # finite: x 1e38 may overflow
     extra = [torch.full((dim,), 2.5), torch.zeros(dim), torch.full((dim,), -0.0), torch.full((dim,), -7.0),
              torch.randn(dim, generator=gen).abs(), -torch.randn(dim, generator=gen).abs(),
              torch.randint(-3, 4, (dim,), generator=gen).float() * 2.0**-24,  # exact fp16 subnormals
@@ -53,11 +54,10 @@ def test_encode_decode_bit_identical(bits, pd, dim):
     gen = torch.Generator().manual_seed(dim * 10 + bits)
     src = awkward_rows(dim, gen)
     rows = torch.cat([torch.arange(src.shape[0]), torch.randint(0, src.shape[0], (17,), generator=gen)])
-    noise = torch.rand(rows.numel(), dim, generator=gen)
-    noise[0] = 0.0
-    want = torch_codec.quantize_pack(src[rows], noise, bits, pd)
-    wire = c_codec.quantize_pack(src, rows, noise, bits, pd)
-    assert same(wire, want)
+    streams = RowStreams.of_blocks([dim, 2**63 - 1, 0], [5, 0, rows.numel() - 5], "cpu")
+    want, finite = torch_codec.quantize_rows(src, rows, streams, bits, pd)
+    wire, c_finite = c_codec.quantize_pack(src, rows, streams, bits, pd)
+    assert same(wire, want) and finite and c_finite
     assert same(c_codec.unpack_dequantize(wire, dim, bits, pd), torch_codec.unpack_dequantize(want, dim, bits, pd))
 
 
@@ -69,24 +69,26 @@ def test_encode_decode_bit_identical_hypothesis(bits, pd, dim, nrows, values, se
     gen = torch.Generator().manual_seed(seed)
     src = torch.tensor(values, dtype=torch.float32).repeat(nrows * dim // len(values) + 1)[: nrows * dim].view(nrows, dim)
     rows = torch.randint(0, nrows, (nrows + 2,), generator=gen)
-    noise = torch.rand(rows.numel(), dim, generator=gen)
-    want = torch_codec.quantize_pack(src[rows], noise, bits, pd)
-    assert same(c_codec.quantize_pack(src, rows, noise, bits, pd), want)
+    streams = RowStreams.of_blocks([seed, seed + 1], [1, nrows + 1], "cpu")
+    want = torch_codec.quantize_rows(src, rows, streams, bits, pd)[0]
+    assert same(c_codec.quantize_pack(src, rows, streams, bits, pd)[0], want)
     assert same(c_codec.unpack_dequantize(want, dim, bits, pd), torch_codec.unpack_dequantize(want, dim, bits, pd))
 
 
 def test_empty_inputs_and_scattered_decode():
     src = torch.randn(4, 5)
-    empty = c_codec.quantize_pack(src, torch.empty(0, dtype=torch.int64), torch.empty(0, 5), 4, torch.float16)
+    empty, _ = c_codec.quantize_pack(src, torch.empty(0, dtype=torch.int64), RowStreams.of_blocks([1], [0], "cpu"), 4, torch.float16)
     assert empty.shape == (0, torch_codec.row_bytes(5, 4, torch.float16))
     assert c_codec.unpack_dequantize(empty, 5, 4, torch.float16).shape == (0, 5)
-    wire = c_codec.quantize_pack(src, torch.tensor([2, 0]), torch.rand(2, 5), 2, torch.float32)
+    wire, _ = c_codec.quantize_pack(src, torch.tensor([2, 0]), RowStreams.of_blocks([1], [2], "cpu"), 2, torch.float32)
     out = torch.full((4, 5), 9.0)
     c_codec.unpack_dequantize(wire, 5, 2, torch.float32, out=out, out_rows=torch.tensor([3, 1]))
     assert same(out[[3, 1]], torch_codec.unpack_dequantize(wire, 5, 2, torch.float32))
     assert (out[[0, 2]] == 9.0).all()
     with pytest.raises(IndexError):
-        c_codec.quantize_pack(src, torch.tensor([4]), torch.rand(1, 5), 2, torch.float32)
+        c_codec.quantize_pack(src, torch.tensor([4]), RowStreams.of_blocks([1], [1], "cpu"), 2, torch.float32)
+    with pytest.raises(ValueError, match="noise streams"):
+        c_codec.quantize_pack(src, torch.tensor([1]), RowStreams.of_blocks([1], [2], "cpu"), 2, torch.float32)
 
 
 @pytest.mark.parametrize("pd", PARAMS)
@@ -100,19 +102,17 @@ def test_mixed_width_layout_byte_identical(monkeypatch, pd, dim):
     layout = WireLayout(send_bits, send_counts, recv_bits, recv_counts)
     src = awkward_rows(dim, gen)
     rows = torch.randint(0, src.shape[0], (sum(send_counts),), generator=gen)
-    noise = torch.rand(rows.numel(), dim, generator=gen)
     # The receive side: a buffer laid out as a peer with the reverse layout would send it.
     peer = WireLayout(recv_bits, recv_counts, send_bits, send_counts)
     peer_rows = torch.randint(0, src.shape[0], (sum(recv_counts),), generator=gen)
-    peer_noise = torch.rand(peer_rows.numel(), dim, generator=gen)
     results = {}
     for mode in ("torch", "c"):
         monkeypatch.setenv("GNNQ_CPU_CODEC", mode)
         assert kernels_for(src.device).name == mode
         codec, kernels = UniformCodec(8, pd), kernels_named(mode)
         mine, theirs = MixedWidthEncoder(codec, kernels, layout), MixedWidthEncoder(codec, kernels, peer)
-        sent = mine.encode(src, rows, send_counts, GivenNoise(noise), "test")
-        incoming = theirs.encode(src, peer_rows, recv_counts, GivenNoise(peer_noise), "test").wire
+        sent = mine.encode(src, rows, send_counts, NoiseKey(dim, 1, 2, "fwd", 0), "test")
+        incoming = theirs.encode(src, peer_rows, recv_counts, NoiseKey(dim, 1, 2, "fwd", 3), "test").wire
         results[mode] = (sent.wire, sent.send_bytes, incoming, mine.decode(incoming, dim))
     (flat_t, per_t, in_t, out_t), (flat_c, per_c, in_c, out_c) = results["torch"], results["c"]
     assert same(flat_c, flat_t) and per_c == per_t and same(in_c, in_t) and same(out_c, out_t)
@@ -130,11 +130,12 @@ def test_compiler_failure_falls_back_to_torch(monkeypatch, tmp_path, cc):
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # warned once only
             assert not c_codec.enabled()
-        src, noise = torch.randn(6, 9), torch.rand(3, 9)
+        src, key = torch.randn(6, 9), NoiseKey(0, 0, 1, "fwd", 0)
         kernels = kernels_for(src.device)
         assert kernels.name == "torch"
-        wire = UniformEncoder(UniformCodec(4, torch.float16), kernels).encode(src, torch.tensor([5, 0, 2]), [3], GivenNoise(noise), "test").wire
-        assert same(wire, torch_codec.quantize_pack(src[[5, 0, 2]], noise, 4, torch.float16).reshape(-1))
+        wire = UniformEncoder(UniformCodec(4, torch.float16), kernels).encode(src, torch.tensor([5, 0, 2]), [3], key, "test").wire
+        want = torch_codec.quantize_pack(src[[5, 0, 2]], philox.uniforms(key.streams([3], "cpu"), 9), 4, torch.float16)
+        assert same(wire, want.reshape(-1))
         assert not list(tmp_path.rglob("*.so"))
     finally:
         monkeypatch.undo()

@@ -6,14 +6,15 @@ import pytest
 import torch
 
 from gnnq.comm import Communicator
-from gnnq.comm.accounting import HALO_TRAIN, OVERHEAD
+from gnnq.comm.accounting import HALO_SETUP, HALO_TRAIN, OVERHEAD
 from gnnq.comm.channel_profile import PROFILE_DIRECTION, profile_channels
-from gnnq.comm.codec import GivenNoise, MessageQuantization, UniformCodec, stream_seed
+from gnnq.comm.codec import MessageQuantization, UniformCodec, stream_seed
 from gnnq.comm.direction import Direction
 from gnnq.comm.encoder import UniformEncoder
 from gnnq.comm.halo import HaloExchange, Traffic
-from gnnq.comm.kernels import torch_codec
+from gnnq.comm.kernels import philox, torch_codec
 from gnnq.comm.kernels.backends import kernels_named
+from gnnq.comm.kernels.philox import RowStreams
 from gnnq.data.part import build_parts
 from gnnq.data.partition import partition_nodes
 from tests.helpers import random_graph, run_distributed
@@ -22,18 +23,14 @@ DIM, SEED, EPOCH, LAYER = 11, 7, 3, 1
 
 
 def _reference_draws(sender: int, counts: list[int], direction: str, dim: int = DIM) -> torch.Tensor:
-    """One generator per receiver, seeded from the message's key, drawn in receiver order."""
-    parts = []
-    for peer, rows in enumerate(counts):
-        if rows:
-            gen = torch.Generator().manual_seed(stream_seed(SEED, EPOCH, LAYER, direction, sender, peer))
-            parts.append(torch.rand((rows, dim), generator=gen))
-    return torch.cat(parts) if parts else torch.empty((0, dim))
+    """One Philox stream per receiver, keyed by the message's key; rows indexed from 0 in each receiver's block."""
+    keys = [stream_seed(SEED, EPOCH, LAYER, direction, sender, peer) for peer in range(len(counts))]
+    return philox.uniforms(RowStreams.of_blocks(keys, counts, "cpu"), dim)
 
 
 def test_direction_names_and_accounting():
     assert [str(d) for d in Direction] == ["fwd", "bwd", "input"]
-    assert [d.accounting for d in Direction] == ["fwd", "bwd", "fwd"]
+    assert [d.accounting for d in Direction] == ["fwd", "bwd", "input"]
     assert Direction("input") is Direction.INPUT and {(1, "bwd"): 0}[(1, Direction.BACKWARD)] == 0
     with pytest.raises(ValueError):
         Direction("backward")
@@ -53,8 +50,6 @@ def test_encoder_alone_gives_the_kernels_bytes_on_the_keyed_draws(backend, direc
     assert torch.equal(message.wire, want.reshape(-1)), "the wire is the codec's rows, back to back"
     assert message.send_bytes == [c * codec.row_bytes(DIM) for c in counts] == encoder.recv_bytes(counts, DIM)
     assert torch.equal(encoder.decode(message.wire, DIM), torch_codec.unpack_dequantize(want, DIM, 4, torch.float16))
-    with pytest.raises(ValueError, match="noise of shape"):
-        encoder.encode(src, rows, counts, GivenNoise(torch.rand(5, DIM)), "test")
 
 
 def _exchange_once(world_size: int):
@@ -81,8 +76,11 @@ def _exchange_once(world_size: int):
         wire = torch_codec.quantize_pack(rows_of(p.inner_ids)[mine], draws, 4, torch.float16)
         want.append(torch_codec.unpack_dequantize(wire, DIM, 4, torch.float16))
     sent = sum(int(c) for q, c in enumerate(part.send_counts) if q != comm.rank) * codec.row_bytes(DIM)
+    exchange.fetch_static(rows_of(part.inner_ids))  # layer-0 inputs: exact fp32 rows (no input codec here)
+    inputs = sum(int(c) for q, c in enumerate(part.send_counts) if q != comm.rank) * DIM * 4
     return {"got": got, "want": torch.cat(want), "counted": comm.stats.bytes[(HALO_TRAIN, LAYER, "fwd")], "sent": sent,
-            "backend": exchange.codec_backend}  # fmt: skip
+            "backend": exchange.codec_backend, "input_bytes": inputs,
+            "by_direction": {k: v for k, v in comm.stats.bytes.items() if k[0] == HALO_SETUP}}  # fmt: skip
 
 
 def test_exchange_sends_what_the_encoder_alone_makes():
@@ -90,6 +88,7 @@ def test_exchange_sends_what_the_encoder_alone_makes():
         assert res["got"].numel() > 0 and torch.equal(res["got"], res["want"])
         assert res["counted"] == res["sent"] > 0
         assert res["backend"] in ("c", "torch")
+        assert res["by_direction"] == {(HALO_SETUP, 0, "input"): res["input_bytes"]}, "inputs are counted as inputs, not fwd"
 
 
 class _SendLog(Communicator):

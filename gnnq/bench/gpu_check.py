@@ -33,6 +33,7 @@ import torch
 from gnnq.bench.gnnq_runs import command_line
 from gnnq.bench.machine import describe_machine
 from gnnq.comm.kernels import torch_codec, triton_codec
+from gnnq.comm.kernels.philox import RowStreams
 from gnnq.config.registry import PARALLEL
 from gnnq.track.progress import markdown_table
 
@@ -62,14 +63,15 @@ def check_codec_identity(device: torch.device) -> dict:
     for rows, dim in ((7, 5), (300, 256), (64, 1500)):
         src = torch.randn(rows * 2, dim, device=device, generator=gen) * 3
         idx = torch.randperm(rows * 2, device=device, generator=gen)[:rows]
-        noise = torch.rand(rows, dim, device=device, generator=gen)
+        streams = RowStreams.of_blocks([11, 2**40 + 3], [rows // 2, rows - rows // 2], device)
         for bits in WIDTHS:
             for pdt in (torch.float16, torch.float32):
-                ref = torch_codec.quantize_pack(src.index_select(0, idx), noise, bits, pdt)
-                got = triton_codec.quantize_pack(src, idx, noise, bits, pdt)
+                ref = torch_codec.quantize_rows(src, idx, streams, bits, pdt)[0]
+                got = triton_codec.quantize_pack(src, idx, streams, bits, pdt)[0]
                 back_ref = torch_codec.unpack_dequantize(ref, dim, bits, pdt)
                 back = triton_codec.unpack_dequantize(got, dim, bits, pdt)
-                ref_cpu = torch_codec.quantize_pack(src.cpu().index_select(0, idx.cpu()), noise.cpu(), bits, pdt)
+                cpu_streams = RowStreams(streams.keys.cpu(), streams.index.cpu())
+                ref_cpu = torch_codec.quantize_rows(src.cpu(), idx.cpu(), cpu_streams, bits, pdt)[0]
                 if not torch.equal(ref_cpu, ref.cpu()):
                     device_dependent.append(f"{rows}x{dim} {bits}-bit {pdt}")
                 if not (torch.equal(ref, got) and torch.equal(back_ref, back)):
@@ -87,10 +89,13 @@ def check_codec_throughput(device: torch.device, rows: int, dim: int) -> dict:
     x = torch.randn(rows, dim, device=device)
     idx = torch.arange(rows, device=device)
     noise = torch.rand_like(x)
+    streams = RowStreams.of_blocks([5], [rows], device)
     out = {"fp32->fp16 copy_s": _time(lambda: x.to(torch.float16), device)}
     for bits in (8, 4, 2):
-        wire = triton_codec.quantize_pack(x, idx, noise, bits, torch.float16)
-        out[f"triton quantize+pack {bits}-bit_s"] = _time(lambda: triton_codec.quantize_pack(x, idx, noise, bits, torch.float16), device)
+        wire = triton_codec.quantize_pack(x, idx, streams, bits, torch.float16)[0]
+        out[f"triton quantize+pack with draws {bits}-bit_s"] = _time(
+            lambda: triton_codec.quantize_pack(x, idx, streams, bits, torch.float16), device
+        )
         out[f"triton unpack {bits}-bit_s"] = _time(lambda: triton_codec.unpack_dequantize(wire, dim, bits, torch.float16), device)
         out[f"torch quantize+pack {bits}-bit_s"] = _time(lambda: torch_codec.quantize_pack(x, noise, bits, torch.float16), device)
     out["ok"] = True
@@ -98,7 +103,7 @@ def check_codec_throughput(device: torch.device, rows: int, dim: int) -> dict:
 
 
 def check_mixed_layout(device: torch.device) -> dict:
-    from gnnq.comm.codec import GivenNoise, UniformCodec
+    from gnnq.comm.codec import NoiseKey, UniformCodec
     from gnnq.comm.encoder import MixedWidthEncoder
     from gnnq.comm.kernels.backends import kernels_for
     from gnnq.comm.wire_layout import WireLayout
@@ -109,9 +114,8 @@ def check_mixed_layout(device: torch.device) -> dict:
     bits = torch.tensor((2, 4, 8))[torch.randint(0, 3, (rows,), generator=gen)]
     layout = WireLayout(bits, counts, bits, counts)
     src = torch.randn(rows, 256, generator=gen).to(device)
-    noise = torch.rand(rows, 256, generator=gen).to(device)
     encoder = MixedWidthEncoder(UniformCodec(8, torch.float16), kernels_for(device), layout)
-    flat = encoder.encode(src, torch.arange(rows, device=device), counts, GivenNoise(noise), "gpu check").wire
+    flat = encoder.encode(src, torch.arange(rows, device=device), counts, NoiseKey(1, 0, 1, "fwd", 0), "gpu check").wire
     out = encoder.decode(flat, 256)
     step = ((src.amax(1) - src.amin(1)) / (2.0 ** bits.to(device).float() - 1)).cpu()
     err = (out - src).abs().amax(1).cpu()

@@ -19,8 +19,9 @@ OVERHEAD = "overhead"  # training work outside epochs: AdaQP's channel profile, 
 
 @dataclass
 class CommStats:
-    """Counters keyed by (category, layer, direction); ``direction`` is "fwd" or "bwd" (or "all",
-    "profile"). Safe to add to from several threads (the channel profile waits in threads).
+    """Counters keyed by (category, layer, direction); ``direction`` is "fwd", "bwd" or "input" for
+    halo messages (``Direction.accounting``), else "all" or "profile". Safe to add to from several
+    threads (the channel profile waits in threads).
 
     Two times per key (DESIGN.md, "What the reported times mean"):
 

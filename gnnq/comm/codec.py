@@ -1,4 +1,4 @@
-"""Message quantization: the uniform codec's parameters, the seeded draws of each message, and the config mapping.
+"""Message quantization: the uniform codec's parameters, the noise key of each message, and the config mapping.
 
 What a message is encoded with lives here; how it is encoded (which kernels, which layout) lives
 in ``gnnq.comm.encoder``, and how the bytes travel in ``gnnq.comm.halo``.
@@ -14,6 +14,7 @@ import torch
 
 from gnnq.comm.direction import Direction
 from gnnq.comm.kernels import torch_codec
+from gnnq.comm.kernels.philox import RowStreams
 from gnnq.errors import GnnqError
 
 PARAM_DTYPES = torch_codec.PARAM_DTYPES
@@ -38,17 +39,16 @@ class UniformCodec:
     def row_bytes(self, dim: int) -> int:
         return torch_codec.row_bytes(dim, self.bits, self.param_dtype)
 
-    def check_finite(self, src: torch.Tensor, what: str) -> tuple[torch.Tensor, int]:
-        """``src`` with NaN/inf zeroed (or an error, per ``nonfinite``) and how many were zeroed."""
-        # A finite sum (one read, no mask) proves every value finite; an overflowing one falls through to the exact check.
-        if src.numel() == 0 or bool(torch.isfinite(src.sum())) or bool(torch.isfinite(src).all()):
-            return src, 0
+    def without_nonfinite(self, src: torch.Tensor, rows: torch.Tensor, what: str) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """For a message whose rows ``src[rows]`` hold NaN/inf: an error (``nonfinite=error``), or those rows
+        with NaN/inf zeroed (as a new source, and its row index) and how many values of ``src`` were zeroed."""
         if self.nonfinite == "error":
             raise NonFiniteMessageError(
                 f"non-finite values (NaN/inf) in the {what} message; set quantizer.nonfinite=zero to zero and count them"
             )
-        zeroed = int((~torch.isfinite(src)).sum())
-        return torch.nan_to_num(src, nan=0.0, posinf=0.0, neginf=0.0), zeroed
+        zeroed = int((~torch.isfinite(src.index_select(0, rows.unique()))).sum())  # each sent value once
+        clean = torch.nan_to_num(src.index_select(0, rows), nan=0.0, posinf=0.0, neginf=0.0)
+        return clean, torch.arange(rows.numel(), device=rows.device), zeroed
 
 
 def stream_seed(*key) -> int:
@@ -57,10 +57,11 @@ def stream_seed(*key) -> int:
 
 @dataclass(frozen=True)
 class NoiseKey:
-    """Names one message's uniform draws: a generator per (seed, epoch, layer, direction, sender, receiver).
+    """Names one message's uniform draws: a Philox stream per (seed, epoch, layer, direction, sender, receiver).
 
     So a run is reproducible and two ranks' messages are independent. ``direction`` is the plain
-    string ("fwd", "bwd", "input"): it is part of the seed's text.
+    string ("fwd", "bwd", "input"): it is part of the key's text. The codec kernels compute the
+    draws themselves from each row's stream and index (``gnnq.comm.kernels.philox``).
     """
 
     seed: int
@@ -69,27 +70,12 @@ class NoiseKey:
     direction: str
     sender: int
 
-    def draws(self, counts: list[int], dim: int, device: torch.device) -> torch.Tensor:
-        """Uniform [0, 1) draws for a send buffer whose rows go to peers in ``counts`` order."""
-        parts = []
-        for peer, rows in enumerate(counts):
-            if rows:
-                gen = torch.Generator(device=device)
-                gen.manual_seed(stream_seed(self.seed, self.epoch, self.layer, self.direction, self.sender, peer))
-                parts.append(torch.rand((rows, dim), generator=gen, device=device))
-        return torch.cat(parts) if parts else torch.empty((0, dim), device=device)
+    def stream_key(self, receiver: int) -> int:
+        return stream_seed(self.seed, self.epoch, self.layer, self.direction, self.sender, receiver)
 
-
-@dataclass(frozen=True)
-class GivenNoise:
-    """Draws handed in whole (tests and benchmarks): ``draws`` returns ``values``, one row per message row."""
-
-    values: torch.Tensor
-
-    def draws(self, counts: list[int], dim: int, device: torch.device) -> torch.Tensor:
-        if self.values.shape != (sum(counts), dim):
-            raise ValueError(f"noise of shape {tuple(self.values.shape)} for {sum(counts)} rows of {dim}")
-        return self.values
+    def streams(self, counts: list[int], device: torch.device | str) -> RowStreams:
+        """The streams of a send buffer whose rows go to peers in ``counts`` order."""
+        return RowStreams.of_blocks([self.stream_key(q) for q in range(len(counts))], counts, device)
 
 
 @dataclass(frozen=True)

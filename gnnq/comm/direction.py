@@ -24,8 +24,9 @@ class Direction(StrEnum):
 
     @property
     def accounting(self) -> str:
-        """The direction bytes are counted under: "bwd" for gradients, "fwd" for rows (inputs included)."""
-        return "bwd" if self is Direction.BACKWARD else "fwd"
+        """The direction bytes are counted under: the member's own string ("fwd", "bwd", "input"),
+        so per-direction byte tables add up to what was sent, layer-0 inputs apart from embeddings."""
+        return self.value
 
     @property
     def label(self) -> str:

@@ -2,9 +2,10 @@
 
 An encoder is built for one codec on one backend (``kernels_for`` chooses it, once per device)
 and knows nothing of ranks or process groups. ``encode(src, rows, counts, noise, what)`` takes
-the rows ``src[rows]`` (grouped by destination, ``counts`` rows each), the message's draws
-(``NoiseKey``: the key they are drawn from) and returns a ``WireMessage``: one flat uint8 buffer
-and the bytes it holds for each destination. The exchange sends those bytes as they are and hands
+the rows ``src[rows]`` (grouped by destination, ``counts`` rows each), the message's ``NoiseKey``
+(the kernels draw from its Philox streams inline) and returns a ``WireMessage``: one flat uint8
+buffer and the bytes it holds for each destination. Finiteness is checked once per message, on
+the rows sent, by the encoding kernel itself; only a message with NaN/inf is encoded twice. The exchange sends those bytes as they are and hands
 what arrives (``recv_bytes`` from each peer) to ``decode``. Uniform messages are the codec's wire
 rows back to back; mixed-width ones (AdaQP) follow a ``WireLayout``.
 """
@@ -18,11 +19,12 @@ import torch
 
 from gnnq.comm.codec import UniformCodec
 from gnnq.comm.kernels.backends import Kernels
+from gnnq.comm.kernels.philox import RowStreams
 from gnnq.comm.wire_layout import WireLayout
 
 
 class Noise(Protocol):
-    def draws(self, counts: list[int], dim: int, device: torch.device) -> torch.Tensor: ...
+    def streams(self, counts: list[int], device: torch.device) -> RowStreams: ...
 
 
 @dataclass(frozen=True)
@@ -45,11 +47,13 @@ class UniformEncoder:
         return self.kernels.name
 
     def encode(self, src: torch.Tensor, rows: torch.Tensor, counts: list[int], noise: Noise, what: str) -> WireMessage:
-        dim = src.shape[1]
-        draws = noise.draws(counts, dim, src.device)
-        src, zeroed = self.codec.check_finite(src, what)
-        c = self.codec
-        wire = self.kernels.quantize_pack(src.float(), rows, draws, c.bits, c.param_dtype)
+        dim, c = src.shape[1], self.codec
+        streams = noise.streams(counts, src.device)
+        wire, finite = self.kernels.quantize_pack(src, rows, streams, c.bits, c.param_dtype)
+        zeroed = 0
+        if not finite:
+            src, rows, zeroed = c.without_nonfinite(src, rows, what)
+            wire, _ = self.kernels.quantize_pack(src, rows, streams, c.bits, c.param_dtype)
         return WireMessage(wire.reshape(-1), self.recv_bytes(counts, dim), zeroed)
 
     def recv_bytes(self, counts: list[int], dim: int) -> list[int]:
@@ -74,22 +78,29 @@ class MixedWidthEncoder:
 
     def encode(self, src: torch.Tensor, rows: torch.Tensor, counts: list[int], noise: Noise, what: str) -> WireMessage:
         """``counts`` must be the layout's send counts (the partition's full plan)."""
-        dim, side, codec = src.shape[1], self.layout.send, self.codec
-        draws = noise.draws(counts, dim, src.device)
-        src, zeroed = codec.check_finite(src, what)  # once for the message, not once per width
-        send_bytes = side.bytes_per_peer(codec, dim)
+        dim, codec = src.shape[1], self.codec
+        streams = noise.streams(counts, src.device)  # by position in the send buffer, whatever the row's width
+        flat, finite = self._encode(src, rows, streams, dim)
+        zeroed = 0
+        if not finite:
+            src, rows, zeroed = codec.without_nonfinite(src, rows, what)
+            flat, _ = self._encode(src, rows, streams, dim)
+        return WireMessage(flat, self.layout.send.bytes_per_peer(codec, dim), zeroed)
+
+    def _encode(self, src: torch.Tensor, rows: torch.Tensor, streams: RowStreams, dim: int) -> tuple[torch.Tensor, bool]:
+        side, codec = self.layout.send, self.codec
         if dim and self.kernels.encode_mixed is not None:  # one pass over the whole message
             bits, offsets, total = side.wire_plan(codec, dim)
-            return WireMessage(self.kernels.encode_mixed(src, rows, draws, bits, offsets, total, codec.param_dtype), send_bytes, zeroed)
-        src = src.float()
-        wires = {}
+            return self.kernels.encode_mixed(src, rows, streams, bits, offsets, total, codec.param_dtype)
+        wires, finite = {}, True
         for b in self.layout.widths:
             pos = side.positions_on(b, src.device)
-            wires[b] = self.kernels.quantize_pack(src, rows.index_select(0, pos), draws.index_select(0, pos), b, codec.param_dtype)
+            wires[b], ok = self.kernels.quantize_pack(src, rows.index_select(0, pos), streams.select(pos), b, codec.param_dtype)
+            finite &= ok
         pieces = [wires[b][side.offsets[b][q] : side.offsets[b][q + 1]].reshape(-1)
                   for q in range(len(side.counts)) for b in self.layout.widths]  # fmt: skip
         flat = torch.cat(pieces) if pieces else torch.empty(0, dtype=torch.uint8, device=src.device)
-        return WireMessage(flat, send_bytes, zeroed)
+        return flat, finite
 
     def recv_bytes(self, counts: list[int], dim: int) -> list[int]:
         """Bytes from each rank, per the layout (``counts``: its receive counts)."""

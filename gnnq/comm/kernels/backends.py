@@ -1,7 +1,7 @@
 """The codec kernels a message can run on, and the one place that chooses between them.
 
-Every backend turns ``src[row_idx]`` and uniform draws into the same wire rows, bit for bit
-(see torch_codec for the layout): ``torch`` (plain torch ops, any device), ``c`` (the fused
+Every backend turns ``src[row_idx]`` and the rows' Philox streams (``philox.RowStreams``) into the
+same wire rows, bit for bit (see torch_codec for the layout, philox for the draws): ``torch`` (plain torch ops, any device), ``c`` (the fused
 CPU codec, with a one-pass path for mixed-width messages) and ``triton`` (CUDA).
 """
 
@@ -20,17 +20,13 @@ class Kernels:
     """One backend's encode and decode of uniform-width wire rows (and, if it has one, of mixed-width buffers)."""
 
     name: str
-    quantize_pack: Callable  # (src, row_idx, noise, bits, param_dtype) -> (R, row_bytes) uint8
+    quantize_pack: Callable  # (src, row_idx, streams, bits, param_dtype) -> ((R, row_bytes) uint8, all rows finite)
     unpack_dequantize: Callable  # (wire, dim, bits, param_dtype) -> (R, dim) fp32
     encode_mixed: Callable | None = None  # c_codec.encode_mixed's signature
     decode_mixed: Callable | None = None  # c_codec.decode_mixed's signature
 
 
-def _torch_quantize_pack(src, row_idx, noise, bits, param_dtype):
-    return torch_codec.quantize_pack(src.index_select(0, row_idx), noise, bits, param_dtype)
-
-
-TORCH = Kernels("torch", _torch_quantize_pack, torch_codec.unpack_dequantize)
+TORCH = Kernels("torch", torch_codec.quantize_rows, torch_codec.unpack_dequantize)
 C = Kernels("c", c_codec.quantize_pack, c_codec.unpack_dequantize, c_codec.encode_mixed, c_codec.decode_mixed)
 TRITON = Kernels("triton", triton_codec.quantize_pack, triton_codec.unpack_dequantize)
 BACKENDS = {k.name: k for k in (TORCH, C, TRITON)}

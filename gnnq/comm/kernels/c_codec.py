@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 
 from gnnq.comm.kernels import torch_codec
+from gnnq.comm.kernels.philox import RowStreams
 
 SOURCE = Path(__file__).with_name("cpu_codec.c")
 FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC", "-ffp-contract=off", "-fno-fast-math"]
@@ -74,9 +75,10 @@ def _build() -> ctypes.CDLL:
                 os.unlink(tmp)
     dll = ctypes.CDLL(str(lib))
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
-    dll.gnnq_encode.argtypes = [ptr, i64, ptr, ptr, i64, ptr, ptr, ctypes.c_int, ctypes.c_int, ptr]
+    dll.gnnq_encode.argtypes = [ptr, i64, ptr, ptr, ptr, i64, ptr, ptr, ctypes.c_int, ctypes.c_int, ptr]
     dll.gnnq_decode.argtypes = [ptr, i64, i64, ptr, ptr, ctypes.c_int, ctypes.c_int, ptr, ptr]
-    dll.gnnq_encode.restype = dll.gnnq_decode.restype = ctypes.c_int
+    dll.gnnq_encode.restype = ctypes.c_int64
+    dll.gnnq_decode.restype = ctypes.c_int
     return dll
 
 
@@ -115,21 +117,30 @@ def _check_rows(row_idx: torch.Tensor, n: int) -> None:
         raise IndexError(f"row index out of range for a message of {n} rows")
 
 
-def quantize_pack(
-    src: torch.Tensor, row_idx: torch.Tensor, noise: torch.Tensor, bits: int, param_dtype: torch.dtype
-) -> torch.Tensor:
-    """``torch_codec.quantize_pack(src[row_idx], noise, bits, param_dtype)``, in one pass."""
-    src, row_idx, noise = src.float().contiguous(), row_idx.to(torch.int64).contiguous(), noise.float().contiguous()
+def _encode(src: torch.Tensor, row_idx: torch.Tensor, streams: RowStreams, out: torch.Tensor, bits: torch.Tensor | None,
+            offsets: torch.Tensor | None, uniform_bits: int, param_dtype: torch.dtype) -> bool:  # fmt: skip
+    """Run gnnq_encode into ``out``; whether every row was finite."""
+    rows = row_idx.numel()
+    _check_rows(row_idx, src.shape[0])
+    if len(streams) != rows:
+        raise ValueError(f"{len(streams)} noise streams for {rows} rows")
+    keys, index = streams.keys.to(torch.int64).contiguous(), streams.index.to(torch.int64).contiguous()
+    bad = library().gnnq_encode(_ptr(src), src.shape[1], _ptr(row_idx), _ptr(keys), _ptr(index), rows, _ptr(bits), _ptr(offsets),
+                                uniform_bits, param_dtype == torch.float16, _ptr(out))  # fmt: skip
+    if bad < 0:
+        raise MemoryError("the C codec could not allocate its row buffer")
+    return bad == 0
+
+
+def quantize_pack(src: torch.Tensor, row_idx: torch.Tensor, streams: RowStreams, bits: int,
+                  param_dtype: torch.dtype) -> tuple[torch.Tensor, bool]:  # fmt: skip
+    """``torch_codec.quantize_rows``, in one pass with the draws computed inline."""
+    src, row_idx = src.float().contiguous(), row_idx.to(torch.int64).contiguous()
     rows, dim = row_idx.numel(), src.shape[1]
     if rows == 0 or dim == 0:
-        return torch_codec.quantize_pack(src.index_select(0, row_idx), noise, bits, param_dtype)
-    _check_rows(row_idx, src.shape[0])
-    if noise.shape != (rows, dim):
-        raise ValueError(f"noise of shape {tuple(noise.shape)} for {rows} rows of {dim}")
+        return torch_codec.quantize_rows(src, row_idx, streams, bits, param_dtype)
     wire = torch.empty((rows, torch_codec.row_bytes(dim, bits, param_dtype)), dtype=torch.uint8)
-    library().gnnq_encode(_ptr(src), dim, _ptr(row_idx), _ptr(noise), rows, None, None, bits,
-                          param_dtype == torch.float16, _ptr(wire))  # fmt: skip
-    return wire
+    return wire, _encode(src, row_idx, streams, wire, None, None, bits, param_dtype)
 
 
 def unpack_dequantize(wire: torch.Tensor, dim: int, bits: int, param_dtype: torch.dtype,
@@ -154,22 +165,19 @@ def unpack_dequantize(wire: torch.Tensor, dim: int, bits: int, param_dtype: torc
     return out
 
 
-def encode_mixed(src: torch.Tensor, row_idx: torch.Tensor, noise: torch.Tensor, bits: torch.Tensor, offsets: torch.Tensor,
-                 total: int, param_dtype: torch.dtype) -> torch.Tensor:  # fmt: skip
-    """Row r of ``src[row_idx]`` at ``bits[r]`` (int8) into a flat buffer of ``total`` bytes at ``offsets[r]``."""
-    src, row_idx, noise = src.float().contiguous(), row_idx.to(torch.int64).contiguous(), noise.float().contiguous()
+def encode_mixed(src: torch.Tensor, row_idx: torch.Tensor, streams: RowStreams, bits: torch.Tensor, offsets: torch.Tensor,
+                 total: int, param_dtype: torch.dtype) -> tuple[torch.Tensor, bool]:  # fmt: skip
+    """Row r of ``src[row_idx]`` at ``bits[r]`` (int8) into a flat buffer of ``total`` bytes at ``offsets[r]``; whether all finite."""
+    src, row_idx = src.float().contiguous(), row_idx.to(torch.int64).contiguous()
     rows, dim = row_idx.numel(), src.shape[1]
     flat = torch.empty(total, dtype=torch.uint8)
     if rows == 0:
-        return flat
+        return flat, True
     if dim == 0:
         raise ValueError("messages of width 0 take the torch path")
-    _check_rows(row_idx, src.shape[0])
-    if noise.shape != (rows, dim) or bits.shape != (rows,) or offsets.shape != (rows,):
-        raise ValueError("noise, widths and offsets must have one row per message row")
-    library().gnnq_encode(_ptr(src), dim, _ptr(row_idx), _ptr(noise), rows, _ptr(bits), _ptr(offsets), 0,
-                          param_dtype == torch.float16, _ptr(flat))  # fmt: skip
-    return flat
+    if bits.shape != (rows,) or offsets.shape != (rows,):
+        raise ValueError("widths and offsets must have one row per message row")
+    return flat, _encode(src, row_idx, streams, flat, bits, offsets, 0, param_dtype)
 
 
 def decode_mixed(flat: torch.Tensor, dim: int, bits: torch.Tensor, offsets: torch.Tensor, total: int,
