@@ -20,8 +20,8 @@ from gnnq.data.partition import partition_nodes
 from gnnq.train.driver import ROW_KEYS, SUMMARY_KEYS, update_best
 from gnnq.train.faults import FAULT_ENV
 from gnnq.train.loop import train
-from gnnq.train.overheads import OVERHEAD_KINDS
 from gnnq.train.minibatch import train_minibatch
+from gnnq.train.overheads import OVERHEAD_KINDS
 from tests.cli_helpers import TIME_KEYS
 from tests.helpers import random_graph, run_distributed
 

@@ -155,8 +155,8 @@ def test_momentum_smooths_the_stale_rows():
 def _in_flight_at_evaluation(eval_every: int):
     """Messages still in flight when each evaluation starts, and at the end of each epoch without one (real driver)."""
     from gnnq.config.typed import typed_config
-    from gnnq.train.loop import FullGraphTrainer
     from gnnq.train.driver import run_epochs
+    from gnnq.train.loop import FullGraphTrainer
 
     comm = Communicator()
     graph = random_graph(num_nodes=150, num_edges=900, seed=2)
