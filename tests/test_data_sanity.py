@@ -116,8 +116,8 @@ def test_ranks_that_do_not_fit_in_memory_are_refused(tmp_path):
     ranks = 4 * cores + 1  # more than 4 per core: one warning line first
     res = run_gnnq([*FAST, f"cluster.nproc={ranks}", "cluster.memory_limit_gib=2"], tmp_path / "runs", tmp_path / "data")
     line = _failed_with_one_line(
-        res, tmp_path / "runs", f"the {ranks} rank(s) on this host need about", "but 2.0 GiB is available (cluster.memory_limit_gib=2)",
-        "per rank 450 MiB + (4 B x (10 x inner x hidden x layers", "use fewer ranks per host (cluster.nproc)",
+        res, tmp_path / "runs", f"the {ranks} rank(s) on this host need about", "but 2.0 GiB is available (cluster.memory_limit_gib=2.0)",
+        "per rank 450 MiB + (4 B x (k x inner x hidden x layers", "k = 10", "use fewer ranks per host (cluster.nproc)",
     )  # fmt: skip
     need = float(line.split("need about ")[1].split(" GiB")[0])
     assert need > 2.0

@@ -21,9 +21,11 @@ from gnnq.errors import ConfigError
 BASE_MIB = 450.0  # python, torch, gloo and gnnq in one rank process, with an empty part (RSS)
 AGENT_MIB = 250.0  # each host's torchrun agent (RSS)
 INNER_COPIES = 10  # per inner node, layer and hidden unit: outputs, aggregates, norm, dropout, gradients
+EXTRA_COPIES = 2  # each: model=sage (two weight paths); halo buffers kept across epochs or in flight (overlap, stale, sampling, adaptive)
 EDGE_BYTES = 64  # per in-edge: the part's CSR, the model's operator and its transpose
-FORMULA = (f"per rank {BASE_MIB:.0f} MiB + (4 B x ({INNER_COPIES} x inner x hidden x layers + (inner + halo) x (features + hidden x layers)) "
-           f"+ {EDGE_BYTES} B x edges), inner/halo nodes and in-edges of its part")  # fmt: skip
+FORMULA = (f"per rank {BASE_MIB:.0f} MiB + (4 B x (k x inner x hidden x layers + (inner + halo) x (features + hidden x layers)) "
+           f"+ {EDGE_BYTES} B x edges), inner/halo nodes and in-edges of its part, k = {INNER_COPIES} "
+           f"(+{EXTRA_COPIES} for model=sage, +{EXTRA_COPIES} for parallel=overlap|stale|sampling or quantizer=adaptive)")  # fmt: skip
 OVERSUBSCRIBE = 4  # warn above this many ranks per core
 
 
@@ -49,10 +51,11 @@ def model_shape(cfg, features: int) -> Shape:
     layers; the mini-batch reference's peak is its full-graph evaluation, without gradients (a few copies of one layer)."""
     layers, ranks = cfg.model.layers, cfg.cluster.nproc * cfg.cluster.hosts
     if cfg.parallel.name == "admm":
-        return Shape(features, cfg.model.hidden, math.ceil(layers / ranks))
+        return Shape(features, cfg.model.hidden, math.ceil(layers / ranks), inner_copies=5)
     if cfg.parallel.name == "minibatch":
         return Shape(features, cfg.model.hidden, 1, inner_copies=3)
-    return Shape(features, cfg.model.hidden, layers)
+    extra = (cfg.model.name == "sage") + (cfg.parallel.name in ("overlap", "stale", "sampling") or cfg.quantizer.name == "adaptive")
+    return Shape(features, cfg.model.hidden, layers, INNER_COPIES + EXTRA_COPIES * extra)
 
 
 def per_rank_estimates(cfg, meta: dict, features: int) -> list[float]:
@@ -125,6 +128,12 @@ def check_launch_resources(cfg, meta: dict, features: int) -> list[float]:
     c = cfg.cluster
     estimates = per_rank_estimates(cfg, meta, features)
     here = ranks_here(cfg, estimates)
+    cores = cores_here()
+    if len(here) > OVERSUBSCRIBE * cores and not c.allow_oversubscribe:
+        warn(
+            f"{len(here)} ranks on {cores} core(s) of this host ({len(here) / cores:.0f} per core, more than {OVERSUBSCRIBE}): "
+            "they mostly wait for a CPU and epoch times measure that; set cluster.allow_oversubscribe=true to silence this"
+        )
     agents = c.hosts if c.name == "emulated" else 1
     need = sum(here) + AGENT_MIB * agents
     avail, source = available_mib(c.memory_limit_gib)
@@ -134,11 +143,5 @@ def check_launch_resources(cfg, meta: dict, features: int) -> list[float]:
             f"(largest rank {max(here):,.0f} MiB) but {avail / 1024:.1f} GiB is available ({source}); "
             f"estimate: {FORMULA}, plus {AGENT_MIB:.0f} MiB per torchrun; use fewer ranks per host (cluster.nproc), "
             "a smaller model, or set cluster.memory_limit_gib to override the check"
-        )
-    cores = cores_here()
-    if len(here) > OVERSUBSCRIBE * cores and not c.allow_oversubscribe:
-        warn(
-            f"{len(here)} ranks on {cores} core(s) of this host ({len(here) / cores:.0f} per core, more than {OVERSUBSCRIBE}): "
-            "they mostly wait for a CPU and epoch times measure that; set cluster.allow_oversubscribe=true to silence this"
         )
     return [round(m, 1) for m in estimates]
