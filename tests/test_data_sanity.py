@@ -138,3 +138,13 @@ def test_memory_estimate_is_recorded_and_close_to_the_measured_peak(tmp_path):
     assert len(estimate) == len(measured) == 2
     for est, peak in zip(estimate, measured):
         assert 0.9 * peak <= est <= 1.3 * peak, (estimate, measured)  # conservative, not wildly so
+
+
+@pytest.mark.parametrize("value", ["0", "-1.5"])
+def test_memory_limit_must_be_positive(value):
+    from gnnq.config.compose import compose_config
+    from gnnq.errors import ConfigError
+
+    with pytest.raises(ConfigError) as e:
+        compose_config([f"cluster.memory_limit_gib={value}"])
+    assert str(e.value) == f"cluster.memory_limit_gib={float(value)} is not allowed; it must be null or > 0 (GiB)"
