@@ -77,7 +77,7 @@ OTHER_OPTION = {
     "gamlp key with gcn": (["model.hops=2"], "model.hops: no such key for model=gcn; allowed keys: name, layers, hidden, dropout, norm"),
     "emulated key with local": (["cluster.link=10gbit"],
                                 "cluster.link: no such key for cluster=local; allowed keys: name, nproc, hosts, backend, timeout_s, "
-                                "threads_per_rank"),
+                                "threads_per_rank, allow_oversubscribe, memory_limit_gib"),
 }  # fmt: skip
 
 

@@ -334,6 +334,8 @@ def validate(cfg: DictConfig) -> None:
             "no reassignment would happen; it must be < trainer.epochs (or use quantizer=uniform)"
         )
     _check_parallel(cfg)
+    if cfg.cluster.memory_limit_gib is not None and cfg.cluster.memory_limit_gib <= 0:
+        raise ConfigError(f"cluster.memory_limit_gib={cfg.cluster.memory_limit_gib} is not allowed; it must be null or > 0 (GiB)")
     if cfg.cluster.name == "local" and cfg.cluster.hosts != 1:
         raise ConfigError(f"cluster.hosts={cfg.cluster.hosts} is not allowed with cluster=local; it must be 1")
     if cfg.cluster.name == "emulated":

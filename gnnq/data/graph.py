@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -30,6 +30,9 @@ class Graph:
     num_classes: int
     multilabel: bool = False
     metric: str = "accuracy"
+    # Where a part came from, for error lines: "features", "labels", "train", "val", "test" -> a file or
+    # the config keys that made it (loaders fill in what they know; not part of the fingerprint).
+    sources: dict[str, str] = field(default_factory=dict)
 
     @property
     def num_nodes(self) -> int:

@@ -10,11 +10,13 @@ from typing import Callable, Optional
 from gnnq.config.registry import Choice, Registry
 from gnnq.config.schema import DatasetConfig, FilesDatasetConfig, SyntheticDatasetConfig
 from gnnq.data.graph import Graph
+from gnnq.data.integrity import warn
 from gnnq.data.loaders import canonical_edges, one_line
 from gnnq.data.loaders import files as files_loader
 from gnnq.data.loaders import ogb as ogb_loader
 from gnnq.data.loaders import pyg as pyg_loader
 from gnnq.data.loaders import synthetic as synthetic_loader
+from gnnq.data.sanity import check_graph
 from gnnq.errors import DatasetError, GnnqError
 
 
@@ -82,7 +84,7 @@ def expected_num_nodes(cfg) -> Optional[int]:
 
 
 def load_dataset(cfg) -> Graph:
-    """Load, optionally symmetrize, and validate the dataset ``cfg`` names.
+    """Load, optionally symmetrize, and validate the dataset ``cfg`` names; check its content (gnnq.data.sanity).
 
     Raises DatasetError (ConfigError for impossible generator / split settings) with one line.
     """
@@ -93,6 +95,7 @@ def load_dataset(cfg) -> Graph:
         if cfg.to_undirected:
             graph.edge_index = canonical_edges(graph.edge_index, graph.num_nodes, undirected=True)
         graph.validate()
+        notes = check_graph(graph)
     except GnnqError:
         raise
     except MemoryError:
@@ -101,6 +104,8 @@ def load_dataset(cfg) -> Graph:
         raise DatasetError(" ".join(str(exc).split())) from None
     except Exception as exc:
         raise DatasetError(f"{name}: loading failed ({one_line(exc)})") from None
+    for note in notes:
+        warn(note)
     return graph
 
 

@@ -17,6 +17,12 @@ def check_fractions(train_frac: float, val_frac: float) -> None:
         )
 
 
+def seeded_split_source(train_frac: float, val_frac: float) -> str:
+    """How a seeded split came about, for error lines that name an empty split."""
+    return (f"the seeded split with dataset.train_frac={train_frac} and dataset.val_frac={val_frac}, rounded per class, "
+            "gives it no node: use more nodes or larger fractions")
+
+
 def strata(y: np.ndarray) -> np.ndarray:
     """The class each node is stratified by: its label, or its first positive label (multi-hot)."""
     y = np.asarray(y)

@@ -91,6 +91,7 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
     from gnnq.data.part_cache import prepare_parts
     from gnnq.data.registry import data_root, load_dataset
     from gnnq.errors import ConfigError
+    from gnnq.launch.resources import check_launch_resources
 
     t0 = time.perf_counter()
     graph = load_dataset(cfg.dataset)
@@ -110,6 +111,7 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
     if cfg.parallel.name == "admm":
         nparts = 1  # layer-parallel: every rank reads the whole (edgeless) GA-MLP graph
     parts_dir, meta = prepare_parts(graph, cfg.partitioner.name, cfg.partitioner.seed, nparts, data_root(cfg.dataset) / "parts")
+    meta = {**meta, "memory_estimate_mib_per_rank": check_launch_resources(cfg, meta, graph.num_features)}
     if cfg.parallel.name == "admm":
         say(f"layer-parallel: each of {cfg.cluster.nproc * cfg.cluster.hosts} rank(s) holds the whole GA-MLP input and a block of layers")
     else:

@@ -17,13 +17,15 @@ import numpy as np
 
 from gnnq.data.graph import Graph
 from gnnq.data.loaders import canonical_edges, one_line
-from gnnq.data.splits import masks_from_ids, stratified_split
+from gnnq.data.sanity import SPLITS
+from gnnq.data.splits import masks_from_ids, seeded_split_source, stratified_split
 from gnnq.errors import DatasetError
 
 EDGE_FILES = ("edges.txt", "edges.csv")
 FEATURE_FILES = ("features.npy", "features.csv")
 LABEL_FILES = ("labels.npy", "labels.csv")
 SPLIT_FILES = ("train.txt", "val.txt", "test.txt")
+NPY_MAGIC = b"\x93NUMPY"
 NAME = "files"
 
 
@@ -40,6 +42,10 @@ def load_files(path: str | Path | None, train_frac: float, val_frac: float, seed
     split = _split(d, n, x_path.name)
     if split is None:
         split = stratified_split(y, train_frac, val_frac, seed)
+        made = f"{seeded_split_source(train_frac, val_frac)}, or give {', '.join(SPLIT_FILES)} in {d}"
+        split_sources = dict.fromkeys(SPLITS, made)
+    else:
+        split_sources = {s: f"{d / f} lists no node" for s, f in zip(SPLITS, SPLIT_FILES)}
     train, val, test = split
     return Graph(
         name=NAME,
@@ -52,6 +58,7 @@ def load_files(path: str | Path | None, train_frac: float, val_frac: float, seed
         num_classes=num_classes,
         multilabel=multilabel,
         metric="micro_f1" if multilabel else "accuracy",
+        sources={"features": str(x_path), "labels": str(y_path), **split_sources},
     )
 
 
@@ -81,15 +88,29 @@ def _read_table(path: Path) -> np.ndarray:
     """A numeric 2-D array (1-D for .npy vectors) from a .npy or text file."""
     try:
         if path.suffix == ".npy":
-            arr = np.load(path, allow_pickle=False)
-            if arr.dtype.kind not in "biuf":
-                raise ValueError(f"dtype {arr.dtype} is not numeric")
-            return arr
+            return _read_npy(path)
         return _read_text(path)
     except DatasetError:
         raise
     except Exception as exc:
         raise DatasetError(f"{NAME}: cannot read {path} ({one_line(exc)})") from None
+
+
+def _read_npy(path: Path) -> np.ndarray:
+    """A numeric array from a .npy file; DatasetError saying what is wrong with anything else."""
+    with open(path, "rb") as f:
+        magic = f.read(len(NPY_MAGIC))
+    if magic != NPY_MAGIC:  # np.load would try it as a pickle and blame "pickled data"
+        raise DatasetError(f"{NAME}: {path} is not a valid .npy file (it does not start with the .npy magic bytes); write it with numpy.save")
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except ValueError as exc:
+        if "allow_pickle" in str(exc):  # a real .npy of Python objects
+            raise DatasetError(f"{NAME}: {path} holds Python objects (dtype object); save a numeric array") from None
+        raise DatasetError(f"{NAME}: {path} is not a valid .npy file ({one_line(exc)}); write it with numpy.save") from None
+    if arr.dtype.kind not in "biuf":
+        raise DatasetError(f"{NAME}: {path} holds dtype {arr.dtype}; save a numeric array (integers or floats)")
+    return arr
 
 
 def _read_text(path: Path) -> np.ndarray:

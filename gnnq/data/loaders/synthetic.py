@@ -16,7 +16,8 @@ import numpy as np
 
 from gnnq.data.graph import Graph
 from gnnq.data.loaders import canonical_edges
-from gnnq.data.splits import stratified_split
+from gnnq.data.sanity import SPLITS
+from gnnq.data.splits import seeded_split_source, stratified_split
 from gnnq.errors import ConfigError
 
 CENTROID_NORM = 3.0
@@ -50,6 +51,7 @@ def generate_sbm(
         val_mask=val,
         test_mask=test,
         num_classes=num_classes,
+        sources=dict.fromkeys(SPLITS, seeded_split_source(train_frac, val_frac)),
     )
 
 

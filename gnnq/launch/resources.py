@@ -1,0 +1,147 @@
+"""Before launch: will the ranks fit in this host's memory, and are there many more ranks than cores?
+
+The memory a rank needs is estimated from its part and the model (``rank_memory_mib``; calibrated
+against the measured ``summary.peak_memory_mib_per_rank`` of real runs, docs/runs.md#resources) and
+summed over the ranks that run on this machine: all of them under ``cluster=emulated``, the heaviest
+host's under ``cluster=slurm`` (nodes alike), this node's under ``cluster=multinode`` and ``local``.
+That sum is compared with what the host has available (MemAvailable, within the cgroup's limit), or
+with ``cluster.memory_limit_gib`` when set.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from gnnq.data.integrity import warn
+from gnnq.errors import ConfigError
+
+BASE_MIB = 450.0  # python, torch, gloo and gnnq in one rank process, with an empty part (RSS)
+AGENT_MIB = 250.0  # each host's torchrun agent (RSS)
+INNER_COPIES = 10  # per inner node, layer and hidden unit: outputs, aggregates, norm, dropout, gradients
+EXTRA_COPIES = 2  # each: model=sage (two weight paths); halo buffers kept across epochs or in flight (overlap, stale, sampling, adaptive)
+EDGE_BYTES = 64  # per in-edge: the part's CSR, the model's operator and its transpose
+FORMULA = (f"per rank {BASE_MIB:.0f} MiB + (4 B x (k x inner x hidden x layers + (inner + halo) x (features + hidden x layers)) "
+           f"+ {EDGE_BYTES} B x edges), inner/halo nodes and in-edges of its part, k = {INNER_COPIES} "
+           f"(+{EXTRA_COPIES} for model=sage, +{EXTRA_COPIES} for parallel=overlap|stale|sampling or quantizer=adaptive)")  # fmt: skip
+OVERSUBSCRIBE = 4  # warn above this many ranks per core
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a rank's memory grows with."""
+
+    features: int
+    hidden: int
+    layers: int  # layers whose activations a rank keeps for backward
+    inner_copies: int = INNER_COPIES
+
+
+def rank_memory_mib(inner: int, halo: int, edges: int, shape: Shape) -> float:
+    """The estimated peak resident memory of one rank (MiB), by FORMULA."""
+    width = shape.hidden * shape.layers
+    values = shape.inner_copies * inner * width + (inner + halo) * (shape.features + width)
+    return BASE_MIB + (4.0 * values + EDGE_BYTES * edges) / 2**20
+
+
+def model_shape(cfg, features: int) -> Shape:
+    """Full-graph training keeps every layer for backward; an ADMM rank holds the variables of its block of
+    layers; the mini-batch reference's peak is its full-graph evaluation, without gradients (a few copies of one layer)."""
+    layers, ranks = cfg.model.layers, cfg.cluster.nproc * cfg.cluster.hosts
+    if cfg.parallel.name == "admm":
+        return Shape(features, cfg.model.hidden, math.ceil(layers / ranks), inner_copies=5)
+    if cfg.parallel.name == "minibatch":
+        return Shape(features, cfg.model.hidden, 1, inner_copies=3)
+    extra = (cfg.model.name == "sage") + (cfg.parallel.name in ("overlap", "stale", "sampling") or cfg.quantizer.name == "adaptive")
+    return Shape(features, cfg.model.hidden, layers, INNER_COPIES + EXTRA_COPIES * extra)
+
+
+def per_rank_estimates(cfg, meta: dict, features: int) -> list[float]:
+    """The estimate for every rank, from the parts' sizes in ``meta`` (every ADMM rank holds the whole graph)."""
+    shape = model_shape(cfg, features)
+    n, e = max(1, meta["num_nodes"]), meta["num_edges"]
+    sizes = [(i, h, round(e * i / n)) for i, h in zip(meta["inner_nodes"], meta["halo_nodes"])]
+    ranks = cfg.cluster.nproc * cfg.cluster.hosts
+    if len(sizes) != ranks:  # admm: one part, every rank holds it
+        sizes = sizes[:1] * ranks
+    return [rank_memory_mib(*size, shape) for size in sizes]
+
+
+def ranks_here(cfg, estimates: list[float]) -> list[float]:
+    """The estimates of the ranks that share this machine's memory (see the module's docstring)."""
+    c = cfg.cluster
+    if c.name == "emulated":
+        return estimates
+    hosts = [estimates[h * c.nproc : (h + 1) * c.nproc] for h in range(c.hosts)]
+    return max(hosts, key=sum) if c.name == "slurm" else hosts[0]
+
+
+def available_mib(limit_gib: float | None) -> tuple[float | None, str]:
+    """(MiB the ranks may use, where that number comes from); None when this host does not say."""
+    if limit_gib is not None:
+        return limit_gib * 1024.0, f"cluster.memory_limit_gib={limit_gib}"
+    found = []
+    meminfo = _meminfo_available_mib()
+    if meminfo is not None:
+        found.append((meminfo, "MemAvailable in /proc/meminfo"))
+    cgroup = _cgroup_headroom_mib()
+    if cgroup is not None:
+        found.append((cgroup, "this cgroup's memory limit minus its usage"))
+    return min(found) if found else (None, "unknown")
+
+
+def _meminfo_available_mib() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _cgroup_headroom_mib() -> float | None:
+    """Limit minus usage of this process's memory cgroup (v2, else v1); None without a limit."""
+    for limit, usage in (("memory.max", "memory.current"), ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes")):
+        try:
+            text = (Path("/sys/fs/cgroup") / limit).read_text().strip()
+            if text == "max" or int(text) >= 2**60:
+                return None
+            return (int(text) - int((Path("/sys/fs/cgroup") / usage).read_text())) / 2**20
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def cores_here() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def check_launch_resources(cfg, meta: dict, features: int) -> list[float]:
+    """Every rank's memory estimate (MiB); ConfigError with one line when the ranks on this machine would
+    not fit in its memory, a one-line warning when they far outnumber its cores."""
+    c = cfg.cluster
+    estimates = per_rank_estimates(cfg, meta, features)
+    here = ranks_here(cfg, estimates)
+    cores = cores_here()
+    if len(here) > OVERSUBSCRIBE * cores and not c.allow_oversubscribe:
+        warn(
+            f"{len(here)} ranks on {cores} core(s) of this host ({len(here) / cores:.0f} per core, more than {OVERSUBSCRIBE}): "
+            "they mostly wait for a CPU and epoch times measure that; set cluster.allow_oversubscribe=true to silence this"
+        )
+    agents = c.hosts if c.name == "emulated" else 1
+    need = sum(here) + AGENT_MIB * agents
+    avail, source = available_mib(c.memory_limit_gib)
+    if avail is not None and need > avail:
+        raise ConfigError(
+            f"not enough memory: the {len(here)} rank(s) on this host need about {need / 1024:.1f} GiB "
+            f"(largest rank {max(here):,.0f} MiB) but {avail / 1024:.1f} GiB is available ({source}); "
+            f"estimate: {FORMULA}, plus {AGENT_MIB:.0f} MiB per torchrun; use fewer ranks per host (cluster.nproc), "
+            "a smaller model, or set cluster.memory_limit_gib to override the check"
+        )
+    return [round(m, 1) for m in estimates]
