@@ -71,8 +71,23 @@ def test_table_from_real_runs(small_bench):
         assert row["comm_share"] == pytest.approx(statistics.median(r["comm_time_s"] / r["epoch_time_s"] for r in mine))
         if row["method"] == "adaqp_vanilla":
             assert row["speedup"] == pytest.approx(1.0) and row["bytes_vs_baseline"] == pytest.approx(1.0)
+            assert row["overhead_time_s"] == 0 and row["codec_time_s"] == 0
         else:
             assert row["bytes_vs_baseline"] < 0.5  # adaptive widths of at most 8 bits
+            assert row["overhead_time_s"] > 0 and row["codec_time_s"] > 0  # AdaQP's profile, α exchange, reassignment; its codec
+        # Overheads and wall-clock throughput, from the records' summaries.
+        assert row["overhead_time_s"] == pytest.approx(statistics.median(r["summary"]["overhead_time_total_s"] for r in mine))
+        wall = [m["summary"]["throughput_epochs_per_s"] / b["summary"]["throughput_epochs_per_s"] for b, m in zip(base, mine)]
+        assert row["wall_speedup"] == pytest.approx(statistics.median(wall))
+        # The bounds, from the baseline's medians and this point's byte ratio and codec time.
+        t = statistics.median(b["epoch_time_s"] for b in base)
+        m_exposed = statistics.median(b["comm_time_s"] for b in base)
+        k = statistics.median(r["summary"]["codec_time_s"] for r in mine)
+        c, ratio = t - m_exposed, row["bytes_vs_baseline"]
+        assert row["bound_no_overlap"] == pytest.approx(t / (c + k + ratio * m_exposed))
+        assert row["bound_overlap"] == pytest.approx(t / max(c + k, ratio * m_exposed))
+        assert row["bound_overlap"] >= row["bound_no_overlap"]
+        assert row["bound_fraction"] == pytest.approx(row["speedup"] / row["bound_overlap"])
     md = (out / "README.md").read_text()
     assert "gnnq-bench adaqp_ablation" in md and md.count("| adaqp_q ") == 2
     with open(out / "results.csv") as f:
@@ -86,6 +101,8 @@ def test_table_from_real_runs(small_bench):
         assert float(line["test_mean"]) == row["test_mean"] and float(line["test_std"]) == row["test_std"]
         assert float(line["comm_bytes_per_epoch"]) == statistics.median(r["comm_bytes_per_epoch"] for r in mine)
     assert (out / "speedup_vs_model_hidden.png").stat().st_size > 0 and (out / "speedup_vs_model_hidden.svg").is_file()
+    assert (out / "speedup_vs_bound.png").stat().st_size > 0
+    assert "Evaluation every 1 epoch(s)" in md
     assert "8 runs" in res.stdout and "run 8/8" in res.stdout
 
 

@@ -14,7 +14,8 @@ from gnnq.track.progress import markdown_table
 CSV_FIELDS = ["point", "method", "setting", "runs", "epoch_time_s", "epoch_time_min_s", "epoch_time_max_s", "comm_share",
               "comm_bytes_per_epoch", "bytes_vs_baseline", "target_val", "time_to_target_s", "target_reached", "test_mean",
               "test_std", "test_vs_baseline", "speedup", "speedup_min", "speedup_max", "time_to_target_speedup",
-              "overhead_time_s", "throughput_epochs_per_s", "wall_speedup", "overrides"]  # fmt: skip
+              "codec_time_s", "overhead_time_s", "throughput_epochs_per_s", "wall_speedup", "bound_no_overlap", "bound_overlap",
+              "bound_fraction", "overrides"]  # fmt: skip
 
 DEFINITIONS = (
     "Epoch: median over a run's epochs of the slowest rank's training step, then the median over repeats "
@@ -26,7 +27,10 @@ DEFINITIONS = (
     "over repeats; '-' unless every repeat reached it). Test: at the best validation epoch, mean ± std over repeats. "
     "Speedup: the baseline's epoch time over this point's, paired by repeat (both ran in the same round), "
     "median [min-max]; time-to-target speedup likewise. Wall speedup: the same ratio of wall-clock throughput, "
-    "epochs / (epoch times + overheads)."
+    "epochs / (epoch times + overheads). Bound: the speedup the method could reach, from the baseline's median epoch "
+    "time T, its compute time C = T - M and exposed communication M, and this point's byte ratio r and codec time K "
+    "per epoch: without overlap T / (C + K + r·M), with perfect overlap T / max(C + K, r·M); 'of bound' is the "
+    "measured speedup over the perfect-overlap bound."
 )
 
 
@@ -37,8 +41,8 @@ def _f(value, spec: str, scale: float = 1.0) -> str:
 def table_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     axes = list(rows[0]["setting"]) if rows else []
     headers = [*axes, "method", "runs", "epoch ms [min-max]", "comm share", "MB / epoch", "bytes vs base", "target val",
-               "time to target s", "test (mean ± std)", "Δ test vs base", "speedup [min-max]", "overhead s", "wall speedup",
-               "time-to-target speedup"]  # fmt: skip
+               "time to target s", "test (mean ± std)", "Δ test vs base", "speedup [min-max]", "bound (no overlap / perfect)",
+               "of bound", "overhead s", "wall speedup", "time-to-target speedup"]  # fmt: skip
     out = []
     for r in rows:
         out.append([
@@ -48,6 +52,7 @@ def table_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
             _f(r["target_val"], ".4f"), f"{_f(r['time_to_target_s'], '.1f')} ({r['target_reached']})",
             f"{_f(r['test_mean'], '.4f')} ± {_f(r['test_std'], '.4f')}", _f(r["test_vs_baseline"], "+.4f"),
             f"{_f(r['speedup'], '.2f')}x [{_f(r['speedup_min'], '.2f')}-{_f(r['speedup_max'], '.2f')}]",
+            f"{_f(r['bound_no_overlap'], '.2f')}x / {_f(r['bound_overlap'], '.2f')}x", _f(r["bound_fraction"], ".0%"),
             _f(r["overhead_time_s"], ".2f"), _f(r["wall_speedup"], ".2f") + ("x" if r["wall_speedup"] is not None else ""),
             _f(r["time_to_target_speedup"], ".2f") + ("x" if r["time_to_target_speedup"] is not None else ""),
         ])  # fmt: skip
@@ -98,6 +103,35 @@ def eval_every(points: list[Point]) -> str:
     return ", ".join(str(v) for v in values) or "?"
 
 
+def plot_bounds(rows: list[dict], out: Path, title: str) -> list[Path]:
+    """Measured speedup beside its bounds (no overlap, perfect overlap), a group of bars per method and setting."""
+    from gnnq.report.plots import _pyplot, _save
+
+    shown = [r for r in rows if r["bound_overlap"] is not None and r["speedup"] is not None]
+    if not shown:
+        return []
+    plt = _pyplot()
+    labels = [" ".join([r["method"], *(f"{k}={v}" for k, v in r["setting"].items())]) for r in shown]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(shown) + 2), 4.5))
+    width = 0.27
+    for i, (key, name) in enumerate([("speedup", "measured"), ("bound_no_overlap", "bound, no overlap"),
+                                     ("bound_overlap", "bound, perfect overlap")]):  # fmt: skip
+        ax.bar([x + (i - 1) * width for x in range(len(shown))], [r[key] or 0.0 for r in shown], width, label=name)
+    for x, r in enumerate(shown):
+        if r["bound_fraction"] is not None:
+            ax.annotate(f"{r['bound_fraction']:.0%}", (x - width, r["speedup"]), ha="center", va="bottom", fontsize=8)
+    ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
+    ax.set_xticks(range(len(shown)), labels, rotation=30, ha="right", fontsize=8)
+    ax.set(ylabel="speedup over the baseline (epoch time)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    paths = _save(fig, out, "speedup_vs_bound")
+    plt.close(fig)
+    return paths
+
+
 def write_outputs(out: Path, command: str, sweep: tuple[str, str], rows: list[dict], points: list[Point], args) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     machine = describe_machine()
@@ -113,6 +147,7 @@ def write_outputs(out: Path, command: str, sweep: tuple[str, str], rows: list[di
     plots = []
     if args.plot_x:
         plots = plot_speedup(rows, args.plot_x, out, f"{sweep[1]}: speedup vs {args.plot_x} (baseline {args.baseline})")
+    plots += plot_bounds(rows, out, f"{sweep[1]}: measured speedup and its bounds (baseline {args.baseline})")
     headers, cells = table_rows(rows)
     failed = [(r, f) for r in rows for f in r["failed"]]
     md = [

@@ -48,6 +48,28 @@ def throughput(rec: dict) -> float | None:
     return (rec.get("summary") or {}).get("throughput_epochs_per_s")
 
 
+def _summary_value(rec: dict, key: str) -> float | None:
+    return (rec.get("summary") or {}).get(key)
+
+
+def speedup_bounds(base_ok: dict[int, dict], ok: dict[int, dict], byte_ratio: float | None) -> tuple[float | None, float | None]:
+    """The speedups a method could reach over the baseline: (without overlap, with perfect overlap).
+
+    From medians over repeats: the baseline's epoch time T, its compute (non-communication) time C
+    and exposed communication M; the method's byte ratio r and codec time K per epoch:
+    without overlap T / (C + K + r·M), with perfect overlap T / max(C + K, r·M).
+    """
+    if not base_ok or not ok or byte_ratio is None:
+        return None, None
+    t = _median([rec["epoch_time_s"] for rec in base_ok.values()])
+    m = _median([rec["comm_time_s"] for rec in base_ok.values()])
+    c = t - m
+    k = _median([_summary_value(rec, "codec_time_s") or 0.0 for rec in ok.values()])
+    no_overlap = c + k + byte_ratio * m
+    overlap = max(c + k, byte_ratio * m)
+    return (t / no_overlap if no_overlap > 0 else None), (t / overlap if overlap > 0 else None)
+
+
 def compare(points: list[Point], baseline: str, target: float | None, target_drop: float) -> list[dict]:
     """One row per point, grouped by setting: medians and spreads over repeats, speedups against the baseline point of the same setting.
 
@@ -103,6 +125,7 @@ def compare(points: list[Point], baseline: str, target: float | None, target_dro
             "speedup_min": s_lo,
             "speedup_max": s_hi,
             "time_to_target_speedup": _median(ttt_pairs) if ttt_pairs and len(ttt_pairs) == len(paired) else None,
+            "codec_time_s": _median([_summary_value(rec, "codec_time_s") or 0.0 for rec in ok.values()]),
             "overhead_time_s": _median([overhead_total(rec) for rec in ok.values()]),
             "throughput_epochs_per_s": _median([w for w in wall.values() if w is not None]),
             "wall_speedup": _median(wall_speedups) if wall_speedups and len(wall_speedups) == len(paired) else None,
@@ -111,4 +134,7 @@ def compare(points: list[Point], baseline: str, target: float | None, target_dro
                 if ok and base_ok and all(rec["comm_bytes_per_epoch"] for rec in base_ok.values()) else None
             ),
         })  # fmt: skip
+        row = rows[-1]
+        row["bound_no_overlap"], row["bound_overlap"] = speedup_bounds(base_ok, ok, row["bytes_vs_baseline"])
+        row["bound_fraction"] = row["speedup"] / row["bound_overlap"] if row["speedup"] and row["bound_overlap"] else None
     return rows

@@ -30,11 +30,14 @@ class CommStats:
       still at the wait (from CUDA events, resolved when read: no host synchronization per message).
     - ``transfer``: from posting a message to its arrival being observed, hidden behind computation
       or not (on gloo a message is only observed complete inside ``wait``: an upper bound).
+
+    And ``codec``: the time spent encoding and decoding quantized messages.
     """
 
     bytes: dict = field(default_factory=lambda: defaultdict(int))
     seconds: dict = field(default_factory=lambda: defaultdict(float))
     transfer: dict = field(default_factory=lambda: defaultdict(float))
+    codec: dict = field(default_factory=lambda: defaultdict(float))
     _deferred: list = field(default_factory=list, repr=False, compare=False)  # (counter, key, start event, end event)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -44,12 +47,13 @@ class CommStats:
             self.bytes[key] += int(nbytes)
             self.seconds[key] += float(seconds)
 
-    def add_transfer(self, key: tuple, seconds: float) -> None:
+    def add_seconds(self, counter: str, key: tuple, seconds: float) -> None:
+        """Add to one of the time counters: "seconds" (exposed), "transfer" or "codec"."""
         with self._lock:
-            self.transfer[key] += float(seconds)
+            getattr(self, counter)[key] += float(seconds)
 
     def add_interval(self, counter: str, key: tuple, start, end) -> None:
-        """Count the time between two recorded CUDA events under ``counter`` ("seconds" or "transfer") once they complete."""
+        """Count the time between two recorded CUDA events under ``counter`` once they complete."""
         with self._lock:
             self._deferred.append((counter, key, start, end))
 
@@ -76,9 +80,15 @@ class CommStats:
         self.resolve()
         return sum(v for (c, _, _), v in self.transfer.items() if c in categories)
 
+    def total_codec_seconds(self, *categories: str) -> float:
+        """Encode and decode time of these categories' quantized messages."""
+        self.resolve()
+        return sum(v for (c, _, _), v in self.codec.items() if c in categories)
+
     def reset(self) -> None:
         with self._lock:
             self.bytes.clear()
             self.seconds.clear()
             self.transfer.clear()
+            self.codec.clear()
             self._deferred.clear()

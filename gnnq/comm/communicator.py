@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import time
+from contextlib import contextmanager
 
 import torch
 import torch.distributed as dist
@@ -134,6 +135,17 @@ class Communicator:
             dist.barrier(group=self.group)
 
 
+@contextmanager
+def timed(stats: CommStats, counter: str, key: tuple, tensor: torch.Tensor):
+    """Count the time of the enclosed work on ``tensor``'s device under ``counter`` (CUDA: events on the current stream)."""
+    start = Posted(tensor)
+    yield
+    if tensor.is_cuda:
+        stats.add_interval(counter, key, start.event, stream_event(tensor.device))
+    else:
+        stats.add_seconds(counter, key, time.perf_counter() - start.at)
+
+
 def _host_seconds(tensor: torch.Tensor, posted: Posted) -> float:
     """Exposed time of posting: the host's on CPU; on CUDA none (the stream, not the host, would wait)."""
     return 0.0 if tensor.is_cuda else time.perf_counter() - posted.at
@@ -154,7 +166,7 @@ def _count_wait(stats: CommStats, key: tuple, tensor: torch.Tensor, waited_from:
     now = time.perf_counter()
     stats.add(*key, 0, now - waited_from.at)
     if posted is not None:
-        stats.add_transfer(key, now - posted.at)
+        stats.add_seconds("transfer", key, now - posted.at)
 
 
 class PendingMessage:
@@ -179,7 +191,7 @@ class PendingMessage:
         elif self.posted is not None and self.out.is_cuda:
             self.stats.add_interval("transfer", self.key, self.posted.event, stream_event(self.out.device))
         elif self.posted is not None:
-            self.stats.add_transfer(self.key, time.perf_counter() - self.posted.at)
+            self.stats.add_seconds("transfer", self.key, time.perf_counter() - self.posted.at)
         self.posted = None
         return self.out
 

@@ -10,7 +10,7 @@ import torch
 
 from gnnq.comm.accounting import HALO_EVAL, HALO_SETUP, HALO_TRAIN
 from gnnq.comm.codec import MessageQuantization
-from gnnq.comm.communicator import Communicator, Posted
+from gnnq.comm.communicator import Communicator, Posted, timed
 from gnnq.comm.direction import Direction
 from gnnq.comm.encoder import MixedWidthEncoder, UniformEncoder
 from gnnq.comm.kernels.backends import Kernels, kernels_for
@@ -150,11 +150,18 @@ class HaloExchange:
             rows = torch.arange(src.shape[0], device=src.device)
         self._trace(layer, direction, traffic, src, rows)
         noise = self.quant.noise_key(traffic.epoch, layer, direction)
-        message = encoder.encode(src, rows, send_counts, noise, f"layer {layer} {direction.label}")
+        key, stats = (kw["category"], layer, kw["direction"]), self.comm.stats
+        with timed(stats, "codec", key, src):
+            message = encoder.encode(src, rows, send_counts, noise, f"layer {layer} {direction.label}")
         self.nonfinite_zeroed += message.nonfinite_zeroed
         dim = src.shape[1]
         pending = self.comm.all_to_all_start(message.wire, message.send_bytes, encoder.recv_bytes(recv_counts, dim), **kw)
-        return PendingHalo(pending, lambda wire: encoder.decode(wire, dim))
+
+        def decode(wire: torch.Tensor) -> torch.Tensor:
+            with timed(stats, "codec", key, wire):
+                return encoder.decode(wire, dim)
+
+        return PendingHalo(pending, decode)
 
     def _encoder(self, layer: int, direction: Direction, traffic: Traffic, device: torch.device, plan: HaloPlan):
         """How this message is encoded; None: it travels as exact fp32 rows (no codec, or evaluation)."""

@@ -30,13 +30,14 @@ from gnnq.train.overheads import OVERHEAD_KINDS, OverheadClock
 EpochCallback = Callable[[dict], None]
 
 # Every metrics.jsonl row starts with these keys, in this order; a trainer's own fields follow.
-ROW_KEYS = ("epoch", "loss", *SPLITS, "epoch_time_s", "comm_time_s", "compute_time_s", "transfer_time_s", "comm_bytes", "grad_sync_bytes",
-            "eval_comm_bytes", "overhead_time_s", "overhead_by_kind", "overhead_bytes")  # fmt: skip
+ROW_KEYS = ("epoch", "loss", *SPLITS, "epoch_time_s", "comm_time_s", "compute_time_s", "transfer_time_s", "codec_time_s",
+            "comm_bytes", "grad_sync_bytes", "eval_comm_bytes", "overhead_time_s", "overhead_by_kind", "overhead_bytes")  # fmt: skip
 # Every run summary has these keys; a trainer adds its own.
 SUMMARY_KEYS = ("metric", "epochs", "best_val", "test", "best_epoch", "final_loss", "final_train", "epoch_time_s",
-                "comm_time_s", "compute_time_s", "transfer_time_s", "comm_bytes_per_epoch", "grad_sync_bytes_per_epoch", "setup_comm_bytes",
-                "overhead_time_s", "overhead_time_total_s", "overhead_bytes", "training_time_s", "throughput_epochs_per_s",
-                "peak_memory_mib_per_rank", "world_size", "device", "checkpoints")  # fmt: skip
+                "comm_time_s", "compute_time_s", "transfer_time_s", "codec_time_s", "comm_bytes_per_epoch",
+                "grad_sync_bytes_per_epoch", "setup_comm_bytes", "overhead_time_s", "overhead_time_total_s", "overhead_bytes",
+                "training_time_s", "throughput_epochs_per_s", "peak_memory_mib_per_rank", "world_size", "device",
+                "checkpoints")  # fmt: skip
 NUM_COUNTS = 3 * len(SPLITS)  # split_counts: three per split
 
 
@@ -173,6 +174,7 @@ def run_epoch(trainer: Trainer, epoch: int, evaluated: bool, comm: Communicator,
     traffic = trainer.row_categories
     comm_time = comm.stats.total_seconds(*traffic.train, *traffic.grad)  # before evaluation: its waits are not training's
     transfer_time = comm.stats.total_transfer_seconds(*traffic.train, *traffic.grad)
+    codec_time = comm.stats.total_codec_seconds(*traffic.train)
 
     counts = trainer.evaluate() if evaluated else torch.zeros(NUM_COUNTS, **f64)
     own = trainer.epoch_sums(evaluated)
@@ -180,7 +182,7 @@ def run_epoch(trainer: Trainer, epoch: int, evaluated: bool, comm: Communicator,
     head = [*(float(own[k]) for k in names), float(own["loss"])]
     byte_counts = [comm.stats.total_bytes(*traffic.train), comm.stats.total_bytes(*traffic.grad), comm.stats.total_bytes(*traffic.eval)]
     sums = torch.cat([torch.tensor(head + byte_counts, **f64), counts])
-    maxes = torch.tensor([epoch_time, comm_time, epoch_time - comm_time, transfer_time], **f64)
+    maxes = torch.tensor([epoch_time, comm_time, epoch_time - comm_time, transfer_time, codec_time], **f64)
     comm.all_reduce(sums, category=CONTROL)
     comm.all_reduce(maxes, category=CONTROL, op=torch.distributed.ReduceOp.MAX)
 
@@ -197,6 +199,7 @@ def run_epoch(trainer: Trainer, epoch: int, evaluated: bool, comm: Communicator,
         "comm_time_s": maxes[1].item(),
         "compute_time_s": maxes[2].item(),
         "transfer_time_s": maxes[3].item(),
+        "codec_time_s": maxes[4].item(),
         "comm_bytes": int(sums[n + 1].item()),
         "grad_sync_bytes": int(sums[n + 2].item()),
         "eval_comm_bytes": int(sums[n + 3].item()),
@@ -281,6 +284,7 @@ def summarize(history: list[dict], best: dict, setup_bytes: float, peak_mib: lis
         "comm_time_s": median("comm_time_s"),
         "compute_time_s": median("compute_time_s"),
         "transfer_time_s": median("transfer_time_s"),
+        "codec_time_s": median("codec_time_s"),
         "comm_bytes_per_epoch": mean_int("comm_bytes"),
         "grad_sync_bytes_per_epoch": mean_int("grad_sync_bytes"),
         "setup_comm_bytes": int(setup_bytes),
