@@ -27,12 +27,18 @@ def versions() -> dict:
     """Python, every package a run's numbers depend on (None: not installed) and the CUDA torch was built for."""
     import torch
 
-    return {"python": platform.python_version(), **{name: package_version(name) for name in _PACKAGES}, "cuda": torch.version.cuda}
+    return {
+        "python": platform.python_version(),
+        **{name: package_version(name) for name in _PACKAGES},
+        "cuda": torch.version.cuda,
+    }
 
 
 def _git(*args: str) -> str | None:
     try:
-        res = subprocess.run(["git", "--no-optional-locks", "-C", str(GNNQ_SOURCE), *args], capture_output=True, text=True, timeout=10)
+        res = subprocess.run(
+            ["git", "--no-optional-locks", "-C", str(GNNQ_SOURCE), *args], capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return res.stdout if res.returncode == 0 else None
@@ -47,7 +53,9 @@ def source_state() -> dict:
     return {"git_commit": commit.strip() if commit else None, "git_dirty": None if status is None else bool(status.strip())}
 
 
-def build_record(config: dict, status: str, summary: dict | None = None, error: str | None = None, extra: dict | None = None) -> dict:
+def build_record(
+    config: dict, status: str, summary: dict | None = None, error: str | None = None, extra: dict | None = None
+) -> dict:
     summary = summary or {}
     record = {
         "status": status,
@@ -92,4 +100,3 @@ def write_record(run_dir: Path, record: dict) -> Path:
     path = Path(run_dir) / RECORD_FILE
     write_json_atomic(path, record)
     return path
-

@@ -94,7 +94,12 @@ def read_offline_run(path: Path) -> OfflineRun:
         record.ParseFromString(payload)
         kind = record.WhichOneof("record_type")
         if kind == "run":
-            run.run_id, run.name, run.group, run.tags = record.run.run_id, record.run.display_name, record.run.run_group, list(record.run.tags)
+            run.run_id, run.name, run.group, run.tags = (
+                record.run.run_id,
+                record.run.display_name,
+                record.run.run_group,
+                list(record.run.tags),
+            )
         elif kind == "history":
             run.history.append(_items(record.history.item))
         elif kind == "summary":
@@ -106,23 +111,26 @@ def read_offline_run(path: Path) -> OfflineRun:
     return run
 
 
-def _key(item) -> str:
-    return ".".join(item.nested_key) if item.nested_key else item.key
-
-
 def _items(items) -> dict:
-    return {_key(item): json.loads(item.value_json) for item in items}
+    row: dict = {}
+    _apply(row, items, ())
+    return row
 
 
-def _apply(summary: dict, updates, removes) -> None:
+def _apply(target: dict, updates, removes) -> None:
+    """Set each item (a key, or a nested key path: nested dicts) to its JSON value; drop the removed keys."""
     for item in updates:
-        *parents, leaf = _key(item).split(".") if item.nested_key else [item.key]
-        target = summary
+        *parents, leaf = list(item.nested_key) or [item.key]
+        node = target
         for p in parents:
-            target = target.setdefault(p, {})
-        target[leaf] = json.loads(item.value_json)
+            node = node.setdefault(p, {})
+        node[leaf] = json.loads(item.value_json)
     for item in removes:
-        summary.pop(_key(item), None)
+        *parents, leaf = list(item.nested_key) or [item.key]
+        node = target
+        for p in parents:
+            node = node.get(p, {})
+        node.pop(leaf, None)
 
 
 def _artifact(artifact) -> dict:

@@ -116,17 +116,21 @@ class WandbLogger(NullLogger):
         from gnnq.track.record import CONFIG_FILE, METRICS_FILE, RECORD_FILE, read_metric_rows
 
         run_dir = Path(run_dir)
-        logged = max(self.last_epoch, record.get("resumed_from_epoch") or 0)
-        for row in read_metric_rows(run_dir):  # rows this launcher did not see (rank 0 on another host)
-            if row.get("epoch", 0) > logged:
-                self.log_epoch(row)
-        self.run.summary.update(wandb_summary(record))
-        artifact = wandb.Artifact(f"run-{self.run.id}", type=ARTIFACT_TYPE, metadata={"status": record["status"]})
-        for name in (RECORD_FILE, CONFIG_FILE, METRICS_FILE):
-            if (run_dir / name).is_file():
-                artifact.add_file(str(run_dir / name), name=name)
-        self.run.log_artifact(artifact)
-        self.run.finish(exit_code=0 if record["status"] == "ok" else 1)
+        try:
+            logged = max(self.last_epoch, record.get("resumed_from_epoch") or 0)
+            for row in read_metric_rows(run_dir):  # rows this launcher did not see (rank 0 on another host)
+                if row.get("epoch", 0) > logged:
+                    self.log_epoch(row)
+            self.run.summary.update(wandb_summary(record))
+            if record.get("best_val") is not None:  # a resumed attempt's rows start after its checkpoint: the record knows all
+                self.run.summary["val"] = {"max": record["best_val"]}
+            artifact = wandb.Artifact(f"run-{self.run.id}", type=ARTIFACT_TYPE, metadata={"status": record["status"]})
+            for name in (RECORD_FILE, CONFIG_FILE, METRICS_FILE):
+                if (run_dir / name).is_file():
+                    artifact.add_file(str(run_dir / name), name=name)
+            self.run.log_artifact(artifact)
+        finally:
+            self.run.finish(exit_code=0 if record["status"] == "ok" else 1)
 
 
 def make_logger(cfg: DictConfig, run_dir: Path, resume: bool = False):
@@ -140,4 +144,6 @@ def close_logger(logger: NullLogger, record: dict, run_dir: Path) -> None:
     try:
         logger.close(record, run_dir)
     except Exception as exc:  # noqa: BLE001
-        print(f"gnnq: warning: W&B could not finish the run of {run_dir}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        print(
+            f"gnnq: warning: W&B could not finish the run of {run_dir}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True
+        )
