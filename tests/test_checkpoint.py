@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from gnnq.config.compose import compose_config
+from gnnq.track.wandb_file import read_offline_run
 from gnnq.train.checkpoint import CHECKPOINT_DIR, LATEST_FILE, CheckpointError, load_checkpoint
 from tests.cli_helpers import TIME_KEYS, read_metrics, read_record, run_dirs, run_gnnq
 
@@ -100,6 +101,13 @@ def test_resume_keeps_the_wandb_run(tmp_path, data_root):
     ids = {p.name.rsplit("-", 1)[1] for p in offline}
     assert len(ids) == 1, f"the resumed run must log to the same W&B run id, got {ids}"
     assert (run_dir / ".gnnq" / "wandb_run_id").read_text().strip() in ids
+    first, resumed = (read_offline_run(p) for p in offline)  # offline-run-<time>-<id>: in order of start
+    record = read_record(run_dir)
+    assert first.summary["status"] == "failed" and resumed.summary["status"] == "ok"
+    assert [h["epoch"] for h in first.history] == [1, 2, 3, 4] and [h["epoch"] for h in resumed.history] == [5, 6]
+    for key in ("best_val", "test", "epoch_time_s", "num_params", "resumed_from_epoch"):
+        assert resumed.summary[key] == record[key], key
+    assert resumed.summary["val"] == {"max": record["best_val"]}  # over all 6 epochs, not only the resumed ones
 
 
 def test_corrupted_checkpoint_is_named_and_not_loaded(tmp_path, data_root):

@@ -68,7 +68,7 @@ class AdmmTrainer(Trainer):
         if part.multilabel:
             raise ConfigError("parallel=admm trains single-label classification; this dataset is multi-label")
         part = part.to(device)
-        self.metric, self.device, self.cfg = part.metric, device, cfg
+        self.metric, self.device, self.cfg, self.comm = part.metric, device, cfg, comm
         seed = int(comm.broadcast(torch.tensor([cfg.trainer.seed], dtype=torch.int64, device=device), category=CONTROL).item())
         m, pcfg = cfg.model, cfg.parallel
         self.dims = [part.x.shape[1]] + [m.hidden] * (m.layers - 1) + [part.num_classes]
@@ -130,7 +130,9 @@ class AdmmTrainer(Trainer):
 
     def finish(self, history: list[dict]) -> dict:
         p_grid, q_grid = self.p_grid, self.q_grid
-        return {"admm": {
+        own = sum(layer.W.numel() + layer.b.numel() for layer in self.block.layers)  # this rank's block of layers
+        num_params = self.comm.all_reduce(torch.tensor([float(own)], dtype=torch.float64, device=self.device), category=CONTROL)
+        return {"num_params": int(num_params.item()), "admm": {
             "layer_blocks": [[r.start, r.stop - 1] for r in self.layer_blocks],
             "final_objective": history[-1]["objective"],
             "final_residual": history[-1]["residual"],

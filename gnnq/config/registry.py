@@ -104,7 +104,7 @@ CLUSTERS = Registry("cluster", [
     Choice("multinode", s.MultinodeClusterConfig, about="machines you start yourself; gnnq prints their torchrun command"),
 ])
 LOGGERS = Registry("logger", [
-    Choice("wandb", s.LoggerConfig, about="Weights & Biases from rank 0 (offline by default)"),
+    Choice("wandb", s.LoggerConfig, about="Weights & Biases from the launcher (offline by default); summary = record.json"),
     Choice("none", s.LoggerConfig, about="no tracker; the run directory still holds the full record"),
 ])
 OPTIMIZERS = Registry("trainer.optimizer", [

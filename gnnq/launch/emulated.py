@@ -21,7 +21,6 @@ from omegaconf import DictConfig
 from gnnq.launch import netns
 from gnnq.launch.failure import elastic_log_dir
 from gnnq.launch.torchrun import multinode_torchrun_command, run_torchrun
-from gnnq.track.progress import ProgressLine
 
 RDZV_PORT = 29400  # on host 0's address, inside its own namespace: no other job can hold it
 STOP_GRACE_S = 40.0  # torchrun gives its ranks up to 30 s after SIGTERM
@@ -89,8 +88,9 @@ def run_hosts(topo: netns.Topology, cmds: list[list[str]], logs: list[Path], on_
     return codes[failed[0]] if failed else 0
 
 
-def run_emulated(cfg: DictConfig, run_dir: Path, parts_dir: Path, say: Callable[[str], None]) -> tuple[int, list[Path], dict]:
-    """Set up the emulated hosts, run the job on them, tear them down.
+def run_emulated(cfg: DictConfig, run_dir: Path, parts_dir: Path, say: Callable[[str], None],
+                 on_progress: Callable[[dict], None]) -> tuple[int, list[Path], dict]:  # fmt: skip
+    """Set up the emulated hosts, run the job on them (rank 0's epoch rows to ``on_progress``), tear them down.
 
     Returns (exit code, torchrun's log per host, what to add to the run summary).
     """
@@ -102,11 +102,7 @@ def run_emulated(cfg: DictConfig, run_dir: Path, parts_dir: Path, say: Callable[
         say(f"launching {c.hosts} x {c.nproc} rank(s) with torchrun ({cfg.model.name}, {cfg.parallel.name}, {cfg.quantizer.name})")
         cmds = [host_command(topo, h, c.nproc, run_dir, parts_dir, c.timeout_s) for h in range(c.hosts)]
         logs = [host_log(run_dir, h) for h in range(c.hosts)]
-        progress = ProgressLine(cfg.trainer.epochs)
-        try:
-            code = run_hosts(topo, cmds, logs, progress.update)
-        finally:
-            progress.close()
+        code = run_hosts(topo, cmds, logs, on_progress)
     finally:
         netns.teardown(topo)
     info = {"run_id": topo.run_id, "hosts": {topo.host_ns(h): topo.host_addr(h) for h in range(c.hosts)}, "link": asdict(link)}

@@ -7,6 +7,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Callable
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -17,6 +18,7 @@ from gnnq.launch.torchrun import run_torchrun
 from gnnq.track.files import write_json_atomic, write_text_atomic
 from gnnq.track.progress import ProgressLine, summary_table
 from gnnq.track.record import CONFIG_FILE, INTERNAL_DIR, RECORD_FILE, RESULT_FILE, RESUME_FILE, build_record, write_record
+from gnnq.track.wandb_logger import NullLogger, close_logger, make_logger
 
 
 def say(msg: str) -> None:
@@ -32,15 +34,17 @@ def run_job(cfg: DictConfig, run_dir: Path, extra: dict | None = None) -> dict:
     say(f"run dir: {run_dir}")
     extra = {"run_dir": str(run_dir), **(extra or {})}
     started = time.time()
+    logger = NullLogger()
     try:
+        logger = make_logger(cfg, run_dir, resume=(run_dir / INTERNAL_DIR / RESUME_FILE).is_file())
         parts_dir, meta = prepare_data(cfg)
         extra["partition"] = meta
-        summary = launch(cfg, run_dir, parts_dir)
+        summary = launch(cfg, run_dir, parts_dir, logger.log_epoch)
         record = build_record(config, "ok", summary, extra=extra)
     except KeyboardInterrupt as exc:
         reason = str(exc) or "SIGINT"
         record = build_record(config, "failed", error=f"interrupted ({reason}); all ranks were stopped", extra=extra)
-        write_record(run_dir, record)
+        conclude(run_dir, record, logger, started)
         raise
     except GnnqError as exc:
         record = build_record(config, "failed", error=str(exc), extra=extra)
@@ -48,13 +52,19 @@ def run_job(cfg: DictConfig, run_dir: Path, extra: dict | None = None) -> dict:
         (run_dir / "logs").mkdir(exist_ok=True)
         (run_dir / "logs" / "launcher.log").write_text(traceback.format_exc())
         record = build_record(config, "failed", error=f"{type(exc).__name__}: {exc} (traceback: {run_dir}/logs/launcher.log)", extra=extra)
-    record["wall_time_s"] = round(time.time() - started, 3)
-    write_record(run_dir, record)
+    conclude(run_dir, record, logger, started)
     if record["status"] == "ok":
         print(summary_table(record), flush=True)
     else:
         print(f"gnnq: error: {record['error']}", file=sys.stderr, flush=True)
     return record
+
+
+def conclude(run_dir: Path, record: dict, logger: NullLogger, started: float) -> None:
+    """Write record.json, then give W&B the same numbers (its summary is the record's)."""
+    record["wall_time_s"] = round(time.time() - started, 3)
+    write_record(run_dir, record)
+    close_logger(logger, record, run_dir)
 
 
 def resume_job(run_dir: Path) -> dict:
@@ -120,22 +130,28 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
     return parts_dir, meta
 
 
-def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path) -> dict:
-    if cfg.cluster.name == "emulated":
-        from gnnq.launch.emulated import run_emulated
-
-        code, logs, info = run_emulated(cfg, run_dir, parts_dir, say)
-        return {**collect_result(run_dir, code, logs, cfg.cluster.nproc), "emulated": info}
-    placement = place(cfg, run_dir, parts_dir)
-    for note in placement.notes:
-        say(note)
-    say(f"launching {placement.how} ({cfg.model.name}, {cfg.parallel.name}, {cfg.quantizer.name})")
+def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path, on_row: Callable[[dict], None]) -> dict:
+    """Start the ranks and follow them; every epoch row rank 0 reports goes to the progress line and ``on_row``."""
     progress = ProgressLine(cfg.trainer.epochs)
+
+    def follow(row: dict) -> None:
+        progress.update(row)
+        on_row(row)
+
     try:
-        code = run_torchrun(placement.cmd, run_dir / "logs" / "torchrun.log", progress.update)
+        if cfg.cluster.name == "emulated":
+            from gnnq.launch.emulated import run_emulated
+
+            code, logs, info = run_emulated(cfg, run_dir, parts_dir, say, follow)
+            return {**collect_result(run_dir, code, logs, cfg.cluster.nproc), "emulated": info}
+        placement = place(cfg, run_dir, parts_dir)
+        for note in placement.notes:
+            say(note)
+        say(f"launching {placement.how} ({cfg.model.name}, {cfg.parallel.name}, {cfg.quantizer.name})")
+        code = run_torchrun(placement.cmd, run_dir / "logs" / "torchrun.log", follow)
+        return {**collect_result(run_dir, code, [run_dir / "logs" / "torchrun.log"]), **placement.summary}
     finally:
         progress.close()
-    return {**collect_result(run_dir, code, [run_dir / "logs" / "torchrun.log"]), **placement.summary}
 
 
 def collect_result(run_dir: Path, code: int, logs: list[Path], ranks_per_log: int = 0) -> dict:

@@ -15,3 +15,8 @@ def build_model(cfg: DictConfig, part: Part) -> torch.nn.Module:
     if m.name == "gamlp":
         return model_cls(part.x.shape[1], m.hidden, part.num_classes, m.layers, m.dropout, m.norm)
     return model_cls(m.name, part.x.shape[1], m.hidden, part.num_classes, m.layers, m.dropout, m.norm)
+
+
+def count_trainable_parameters(model: torch.nn.Module) -> int:
+    """Elements of the parameters the optimizer trains (one replica: every rank holds the same model)."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -1,8 +1,9 @@
-"""Atomic file writes: a reader sees the old file or the whole new one, never a part."""
+"""Atomic file writes (a reader sees the old file or the whole new one, never a part) and strict JSON."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -41,5 +42,23 @@ def _write_atomic(path: Path, write) -> None:
         raise
 
 
+def json_safe(obj):
+    """``obj`` with every non-finite float (NaN, inf; numpy's too) replaced by None, in nested dicts, lists and tuples."""
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    return obj
+
+
+def strict_json(obj, **kwargs) -> str:
+    """JSON any parser reads: non-finite floats become null (never bare NaN/Infinity); other objects str()."""
+    return json.dumps(json_safe(obj), allow_nan=False, default=str, **kwargs)
+
+
 def write_json_atomic(path: Path, obj) -> None:
-    write_text_atomic(path, json.dumps(obj, indent=2, default=str) + "\n")
+    write_text_atomic(path, strict_json(obj, indent=2) + "\n")

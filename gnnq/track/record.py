@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import platform
 import subprocess
 import time
-from importlib import metadata
 from pathlib import Path
 
 from gnnq.track.files import write_json_atomic
+from gnnq.track.machine import hardware, package_version
 
 CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.jsonl"
@@ -17,29 +18,44 @@ INTERNAL_DIR = ".gnnq"  # rank-to-launcher handoff files (result, errors)
 RESULT_FILE = "result.json"
 RESUME_FILE = "resume.json"  # present while `gnnq resume=<run dir>` runs the job again: the ranks load their checkpoints
 
-_PACKAGES = ("gnnq", "torch", "torch-geometric", "ogb", "pymetis", "numpy", "scipy", "hydra-core", "omegaconf", "wandb")
+_PACKAGES = ("gnnq", "torch", "torch-geometric", "ogb", "pymetis", "numpy", "scipy", "hydra-core", "omegaconf", "wandb",
+             "triton")  # fmt: skip
+GNNQ_SOURCE = Path(__file__).resolve().parents[1]  # the gnnq package directory
 
 
 def versions() -> dict:
-    out = {"python": platform.python_version()}
-    for name in _PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    return out
+    """Python, every package a run's numbers depend on (None: not installed) and the CUDA torch was built for."""
+    import torch
+
+    return {
+        "python": platform.python_version(),
+        **{name: package_version(name) for name in _PACKAGES},
+        "cuda": torch.version.cuda,
+    }
 
 
-def git_commit() -> str | None:
-    repo = Path(__file__).resolve().parents[2]
+def _git(*args: str) -> str | None:
     try:
-        res = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        res = subprocess.run(
+            ["git", "--no-optional-locks", "-C", str(GNNQ_SOURCE), *args], capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return None
-    return res.stdout.strip() or None if res.returncode == 0 else None
+    return res.stdout if res.returncode == 0 else None
 
 
-def build_record(config: dict, status: str, summary: dict | None = None, error: str | None = None, extra: dict | None = None) -> dict:
+def source_state() -> dict:
+    """The git commit of the checkout gnnq runs from and whether it has changes (tracked or untracked, not
+    ignored); both None when gnnq is not a git checkout (an installed wheel)."""
+    if _git("ls-files", "--error-unmatch", "__init__.py") is None:  # not a checkout, or gnnq not tracked in it
+        return {"git_commit": None, "git_dirty": None}
+    commit, status = _git("rev-parse", "HEAD"), _git("status", "--porcelain")
+    return {"git_commit": commit.strip() if commit else None, "git_dirty": None if status is None else bool(status.strip())}
+
+
+def build_record(
+    config: dict, status: str, summary: dict | None = None, error: str | None = None, extra: dict | None = None
+) -> dict:
     summary = summary or {}
     record = {
         "status": status,
@@ -51,9 +67,11 @@ def build_record(config: dict, status: str, summary: dict | None = None, error: 
         "comm_time_s": summary.get("comm_time_s"),
         "comm_bytes_per_epoch": summary.get("comm_bytes_per_epoch"),
         "world_size": summary.get("world_size") or _planned_world_size(config),
+        "num_params": summary.get("num_params"),
         "summary": summary,
+        "machine": hardware(),
         "versions": versions(),
-        "git_commit": git_commit(),
+        **source_state(),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     if extra:
@@ -66,8 +84,19 @@ def _planned_world_size(config: dict) -> int | None:
     return cluster["nproc"] * cluster["hosts"] if "nproc" in cluster and "hosts" in cluster else None
 
 
+def read_metric_rows(run_dir: Path) -> list[dict]:
+    """metrics.jsonl's rows ([] without the file); a last row cut short by a killed run is left out."""
+    path = Path(run_dir) / METRICS_FILE
+    rows = []
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            break
+    return rows
+
+
 def write_record(run_dir: Path, record: dict) -> Path:
     path = Path(run_dir) / RECORD_FILE
     write_json_atomic(path, record)
     return path
-

@@ -1,20 +1,31 @@
-"""Weights & Biases logging from rank 0 (offline by default; no account needed)."""
+"""Weights & Biases logging from the launcher (offline by default; no account needed).
+
+The launcher owns the W&B run: it logs every epoch row as rank 0 reports it, and once record.json
+is written it sets the run's summary from the record (``wandb_summary``), attaches record.json,
+config.yaml and metrics.jsonl as an artifact and finishes the run. So the W&B summary is the record,
+field for field, on success and on failure, and no late history row can overwrite it.
+"""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
+
+from gnnq.errors import GnnqError
+from gnnq.track.files import json_safe
+
+RUN_ID_FILE = "wandb_run_id"  # under the run's .gnnq/: a resumed run logs to the same W&B run
+ARTIFACT_TYPE = "run-record"
+SUMMARY_OBJECTS = ("machine", "versions")  # record fields that are objects and still go to the W&B summary
 
 
 class NullLogger:
     def log_epoch(self, row: dict) -> None:
         pass
 
-    def log_summary(self, summary: dict) -> None:
-        pass
-
-    def finish(self, exit_code: int = 0) -> None:
+    def close(self, record: dict, run_dir: Path) -> None:
         pass
 
 
@@ -25,7 +36,22 @@ def wandb_group(cfg: DictConfig) -> str:
     return f"{cfg.dataset.name}-{cfg.model.name}-{cfg.parallel.name}-{cfg.quantizer.name}"
 
 
-RUN_ID_FILE = "wandb_run_id"  # under the run's .gnnq/: a resumed run logs to the same W&B run
+def wandb_run_name(cfg: DictConfig) -> str:
+    """dataset-model-parallel-quantizer-seed, e.g. ``cora-gcn-sync-uniform4-seed0`` (a fixed width is named)."""
+    quantizer = f"uniform{cfg.quantizer.bits}" if cfg.quantizer.name == "uniform" else cfg.quantizer.name
+    return f"{cfg.dataset.name}-{cfg.model.name}-{cfg.parallel.name}-{quantizer}-seed{cfg.trainer.seed}"
+
+
+def wandb_summary(record: dict) -> dict:
+    """The W&B summary of a run: every scalar (number, string, bool, null) of record.json's ``summary``
+    and of the record itself, by the same names (the record's own field where both have one: they are
+    equal), plus its ``machine`` and ``versions``. Non-finite numbers are null, as in the record."""
+    record = json_safe(record)
+
+    def scalars(d: dict) -> dict:
+        return {k: v for k, v in d.items() if v is None or isinstance(v, (bool, int, float, str))}
+
+    return {**scalars(record.get("summary") or {}), **scalars(record), **{k: record[k] for k in SUMMARY_OBJECTS if k in record}}
 
 
 def wandb_run_id(run_dir: Path, resume: bool) -> str:
@@ -47,7 +73,6 @@ class WandbLogger(NullLogger):
     def __init__(self, cfg: DictConfig, run_dir: Path, resume: bool = False):
         import wandb
 
-        self._wandb = wandb
         choices = {
             "dataset": cfg.dataset.name,
             "model": cfg.model.name,
@@ -56,32 +81,69 @@ class WandbLogger(NullLogger):
             "parallel": cfg.parallel.name,
         }
         world = cfg.cluster.nproc * cfg.cluster.hosts
-        self.run = wandb.init(
-            project=cfg.logger.project,
-            entity=cfg.logger.entity,
-            mode=cfg.logger.mode,
-            dir=str(run_dir),
-            id=wandb_run_id(run_dir, resume),
-            resume="allow" if resume else None,
-            name=Path(run_dir).name,
-            group=wandb_group(cfg),
-            tags=[f"{k}:{v}" for k, v in choices.items()] + [f"ranks:{world}"] + list(cfg.logger.tags),
-            config=OmegaConf.to_container(cfg, resolve=True),
-        )
+        try:
+            self.run = wandb.init(
+                project=cfg.logger.project,
+                entity=cfg.logger.entity,
+                mode=cfg.logger.mode,
+                dir=str(run_dir),
+                id=wandb_run_id(run_dir, resume),
+                resume="allow" if resume else None,
+                name=wandb_run_name(cfg),
+                group=wandb_group(cfg),
+                tags=[f"{k}:{v}" for k, v in choices.items()] + [f"ranks:{world}"] + list(cfg.logger.tags),
+                config=OmegaConf.to_container(cfg, resolve=True),
+            )
+        except Exception as exc:  # noqa: BLE001 - wandb raises many kinds (no login, no network, bad entity)
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise GnnqError(f"logger=wandb (logger.mode={cfg.logger.mode}): W&B could not start the run: {first}; "
+                            "use logger.mode=offline or logger=none") from exc  # fmt: skip
+        # History is indexed by epoch. No row value becomes a summary value: the summary is the record's,
+        # set in close() (a last row's test or epoch time is not the run's); the best validation is kept too.
+        self.run.define_metric("epoch", summary="none")
+        self.run.define_metric("*", step_metric="epoch", summary="none")
+        self.run.define_metric("val", step_metric="epoch", summary="max")
+        self.last_epoch = 0
 
     def log_epoch(self, row: dict) -> None:
-        self.run.log({k: v for k, v in row.items() if v is not None and k != "epoch"}, step=row["epoch"])
+        self.run.log({k: v for k, v in json_safe(row).items() if v is not None})
+        self.last_epoch = row["epoch"]
 
-    def log_summary(self, summary: dict) -> None:
-        for key, value in summary.items():
-            if isinstance(value, (int, float, str)) or value is None:
-                self.run.summary[key] = value
+    def close(self, record: dict, run_dir: Path) -> None:
+        """Summary from ``record`` (already written to run_dir), the run's files as an artifact, finish."""
+        import wandb
 
-    def finish(self, exit_code: int = 0) -> None:
-        self.run.finish(exit_code=exit_code)
+        from gnnq.track.record import CONFIG_FILE, METRICS_FILE, RECORD_FILE, read_metric_rows
+
+        run_dir = Path(run_dir)
+        try:
+            logged = max(self.last_epoch, record.get("resumed_from_epoch") or 0)
+            for row in read_metric_rows(run_dir):  # rows this launcher did not see (rank 0 on another host)
+                if row.get("epoch", 0) > logged:
+                    self.log_epoch(row)
+            self.run.summary.update(wandb_summary(record))
+            if record.get("best_val") is not None:  # a resumed attempt's rows start after its checkpoint: the record knows all
+                self.run.summary["val"] = {"max": record["best_val"]}
+            artifact = wandb.Artifact(f"run-{self.run.id}", type=ARTIFACT_TYPE, metadata={"status": record["status"]})
+            for name in (RECORD_FILE, CONFIG_FILE, METRICS_FILE):
+                if (run_dir / name).is_file():
+                    artifact.add_file(str(run_dir / name), name=name)
+            self.run.log_artifact(artifact)
+        finally:
+            self.run.finish(exit_code=0 if record["status"] == "ok" else 1)
 
 
 def make_logger(cfg: DictConfig, run_dir: Path, resume: bool = False):
     if cfg.logger.name == "wandb":
         return WandbLogger(cfg, run_dir, resume)
     return NullLogger()
+
+
+def close_logger(logger: NullLogger, record: dict, run_dir: Path) -> None:
+    """``logger.close``; a W&B failure here is a warning: record.json is already complete."""
+    try:
+        logger.close(record, run_dir)
+    except Exception as exc:  # noqa: BLE001
+        print(
+            f"gnnq: warning: W&B could not finish the run of {run_dir}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True
+        )

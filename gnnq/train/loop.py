@@ -13,7 +13,7 @@ from gnnq.comm.accounting import CONTROL, GRAD_SYNC, HALO_EVAL, HALO_SETUP, HALO
 from gnnq.config.registry import QUANTIZERS
 from gnnq.data.part import Part
 from gnnq.models import local_graph_for
-from gnnq.models.factory import build_model
+from gnnq.models.factory import build_model, count_trainable_parameters
 from gnnq.parallel import make_strategy
 from gnnq.train.driver import EpochCallback, RowCategories, Trainer, run_epochs
 from gnnq.train.grad_sync import all_reduce_gradients, sync_parameters
@@ -123,6 +123,7 @@ class FullGraphTrainer(Trainer):
         comm.all_reduce(self.layer_bytes, category=CONTROL)
         zeroed = comm.all_reduce(torch.tensor([float(exchange.nonfinite_zeroed)], **self.f64), category=CONTROL)
         extras = {
+            "num_params": count_trainable_parameters(self.model),
             "comm_bytes_per_epoch_by_layer": {
                 f"{layer}.{d}": int(b) // max(1, len(history)) for (layer, d), b in zip(self.layer_keys, self.layer_bytes.tolist())
             },

@@ -17,7 +17,7 @@ from gnnq.comm import Communicator, HaloExchange
 from gnnq.data.neighbor_sampler import NeighborSampler
 from gnnq.data.part import Part
 from gnnq.models import local_graph_for
-from gnnq.models.factory import build_model
+from gnnq.models.factory import build_model, count_trainable_parameters
 from gnnq.parallel import SyncStrategy
 from gnnq.train.driver import EpochCallback, RowCategories, Trainer, run_epochs
 from gnnq.train.loop import evaluate_full_graph
@@ -98,6 +98,7 @@ class MinibatchTrainer(Trainer):
 
     def finish(self, history: list[dict]) -> dict:
         return {
+            "num_params": count_trainable_parameters(self.model),
             "comm_bytes_per_epoch_by_layer": {},
             "quantization": None,
             "codec_backend": None,

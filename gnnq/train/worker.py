@@ -1,8 +1,8 @@
 """Per-rank entry point started by torchrun: ``python -m gnnq.train.worker --run-dir D --parts P``.
 
-Rank 0 writes metrics.jsonl, prints progress lines for the launcher and hands the
-summary over in .gnnq/result.json; any rank that fails writes .gnnq/error-rank<r>.json
-and exits non-zero, so torchrun stops the others and the launcher names the cause.
+Rank 0 writes metrics.jsonl, prints each row as a progress line for the launcher (which also
+logs it to W&B) and hands the summary over in .gnnq/result.json; any rank that fails writes
+.gnnq/error-rank<r>.json and exits non-zero, so torchrun stops the others and the launcher names the cause.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _die_with_parent() -> None:
 
 
 def _stop_on_sigterm() -> None:
-    """torchrun stops surviving ranks with SIGTERM: unwind so W&B's finish() and error files still run."""
+    """torchrun stops surviving ranks with SIGTERM: unwind so the error files are still written."""
 
     def handler(signum, frame):
         raise StoppedBySignal(f"stopped by {signal.Signals(signum).name} (another rank failed or the job was stopped)")
@@ -94,9 +94,8 @@ def run(run_dir: Path, parts_dir: Path) -> None:
     from gnnq.config.registry import PARALLEL
     from gnnq.config.typed import load_run_config
     from gnnq.data.part_cache import load_part
-    from gnnq.track.files import write_json_atomic
+    from gnnq.track.files import strict_json, write_json_atomic
     from gnnq.track.record import CONFIG_FILE, INTERNAL_DIR, RESULT_FILE, RESUME_FILE
-    from gnnq.track.wandb_logger import NullLogger, make_logger
 
     cfg = load_run_config(run_dir / CONFIG_FILE)
     torch.set_num_threads(_threads_per_rank(cfg))
@@ -108,37 +107,27 @@ def run(run_dir: Path, parts_dir: Path) -> None:
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=cfg.cluster.timeout_s))
     rank = dist.get_rank()
     resume = (run_dir / INTERNAL_DIR / RESUME_FILE).is_file()
-    logger = NullLogger()
-    exit_code = 1
-    try:
-        part = load_part(parts_dir, 0 if cfg.parallel.name == "admm" else rank)
-        comm = Communicator()
-        metrics_file = None
-        if rank == 0:
-            logger = make_logger(cfg, run_dir, resume)
-            metrics_file = open_metrics(run_dir, resume)
+    part = load_part(parts_dir, 0 if cfg.parallel.name == "admm" else rank)
+    comm = Communicator()
+    metrics_file = open_metrics(run_dir, resume) if rank == 0 else None
 
-        def on_epoch(row: dict) -> None:
-            metrics_file.write(json.dumps(row) + "\n")
-            metrics_file.flush()
-            logger.log_epoch(row)
-            print(PROGRESS_PREFIX + json.dumps(row), flush=True)
+    def on_epoch(row: dict) -> None:
+        line = strict_json(row)  # NaN/inf as null: any JSON parser reads the file
+        metrics_file.write(line + "\n")
+        metrics_file.flush()
+        print(PROGRESS_PREFIX + line, flush=True)
 
-        callback = on_epoch if rank == 0 else None
-        trainer = PARALLEL.trainer(cfg.parallel.name)
-        offered = {"device": device, "cache_dir": parts_dir, "run_dir": run_dir, "resume": resume}
-        wanted = inspect.signature(trainer).parameters
-        summary = trainer(cfg, part, comm, callback, **{k: v for k, v in offered.items() if k in wanted})
-        if rank == 0:
-            metrics_file.close()
-            logger.log_summary(summary)
-            write_json_atomic(run_dir / INTERNAL_DIR / RESULT_FILE, summary)
-        # Tear down together: a rank destroying its gloo group while a peer is still
-        # communicating can abort the peer ("terminate called without an active exception").
-        comm.barrier()
-        exit_code = 0
-    finally:
-        logger.finish(exit_code)
+    callback = on_epoch if rank == 0 else None
+    trainer = PARALLEL.trainer(cfg.parallel.name)
+    offered = {"device": device, "cache_dir": parts_dir, "run_dir": run_dir, "resume": resume}
+    wanted = inspect.signature(trainer).parameters
+    summary = trainer(cfg, part, comm, callback, **{k: v for k, v in offered.items() if k in wanted})
+    if rank == 0:
+        metrics_file.close()
+        write_json_atomic(run_dir / INTERNAL_DIR / RESULT_FILE, summary)
+    # Tear down together: a rank destroying its gloo group while a peer is still
+    # communicating can abort the peer ("terminate called without an active exception").
+    comm.barrier()
     dist.destroy_process_group()
 
 
