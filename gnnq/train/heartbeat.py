@@ -20,6 +20,7 @@ from pathlib import Path
 INTERVAL_S = 1.0
 FILE_PATTERN = "heartbeat-rank*.json"  # under the run dir's .gnnq/
 _COMM_MODULES = (f"{os.sep}torch{os.sep}distributed{os.sep}", f"{os.sep}gnnq{os.sep}comm{os.sep}")
+_ELASTIC = f"{os.sep}torch{os.sep}distributed{os.sep}elastic{os.sep}"
 _GNNQ = f"{os.sep}gnnq{os.sep}"
 
 
@@ -28,15 +29,21 @@ def heartbeat_path(internal_dir: Path, rank: int) -> Path:
 
 
 def where(frame) -> tuple[bool, str]:
-    """(whether the stack from ``frame`` outward is inside communication, its innermost gnnq frame)."""
-    communicating, place = False, ""
+    """(whether the stack from ``frame`` outward is in communication, its innermost gnnq frame).
+
+    The innermost frame of gnnq or torch.distributed decides: one of torch.distributed (not its elastic
+    launcher, which wraps every rank's entry point) or gnnq.comm is communication, any other of gnnq is not."""
+    communicating, place = None, ""
     while frame is not None:
         name = frame.f_code.co_filename
-        communicating = communicating or any(m in name for m in _COMM_MODULES)
-        if not place and _GNNQ in name:
+        if communicating is None and _ELASTIC not in name and any(m in name for m in _COMM_MODULES):
+            communicating = True
+        if _GNNQ in name:
+            communicating = bool(communicating)
             place = f"gnnq{os.sep}{name.rsplit(_GNNQ, 1)[1]}:{frame.f_lineno} in {frame.f_code.co_name}"
+            break
         frame = frame.f_back
-    return communicating, place
+    return bool(communicating), place
 
 
 def start_heartbeat(internal_dir: Path, rank: int, interval_s: float = INTERVAL_S) -> threading.Event:
