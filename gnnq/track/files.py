@@ -24,6 +24,10 @@ def write_numpy_atomic(path: Path, array: np.ndarray) -> None:
     _write_atomic(path, lambda f: np.save(f, array, allow_pickle=False))
 
 
+def write_bytes_atomic(path: Path, payload: bytes) -> None:
+    _write_atomic(path, lambda f: f.write(payload))
+
+
 def _write_atomic(path: Path, write) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
