@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gnnq.bench.compare import speedup_bounds
 from gnnq.bench.harness import run_order
 from tests.cli_helpers import gnnq_env
 
@@ -24,6 +25,16 @@ AXES = ["experiment=adaqp_vanilla,adaqp_q", "model.hidden=8,16"]
 def bench(args: list[str], tmp_path: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "gnnq.bench.harness", *args]
     return subprocess.run(cmd, capture_output=True, text=True, env=gnnq_env(tmp_path / "unused-runs", tmp_path / "data", env), timeout=600)
+
+
+def test_speedup_bounds_by_hand():
+    """T = 10 s: 6 s halo (M), 1 s all-reduce, 3 s compute; the method sends a quarter of the bytes, codec 0.5 s."""
+    base = {0: {"epoch_time_s": 10.0, "comm_time_s": 7.0, "summary": {"halo_comm_time_s": 6.0}}}
+    mine = {0: {"epoch_time_s": 6.0, "comm_time_s": 2.0, "summary": {"codec_time_s": 0.5}}}
+    no_overlap, overlap = speedup_bounds(base, mine, 0.25)
+    assert no_overlap == pytest.approx(10.0 / (3.0 + 1.0 + 0.5 + 1.5))  # the all-reduce is not shrunk by r
+    assert overlap == pytest.approx(10.0 / 4.5)  # max(compute + all-reduce + codec, r·M)
+    assert speedup_bounds(base, mine, None) == (None, None) and speedup_bounds({}, mine, 0.25) == (None, None)
 
 
 def test_run_order_interleaves_and_rotates():
@@ -81,11 +92,12 @@ def test_table_from_real_runs(small_bench):
         assert row["wall_speedup"] == pytest.approx(statistics.median(wall))
         # The bounds, from the baseline's medians and this point's byte ratio and codec time.
         t = statistics.median(b["epoch_time_s"] for b in base)
-        m_exposed = statistics.median(b["comm_time_s"] for b in base)
+        m_halo = statistics.median(b["summary"]["halo_comm_time_s"] for b in base)
+        assert 0 < m_halo < statistics.median(b["comm_time_s"] for b in base), "the all-reduce is exposed too, but not halo"
         k = statistics.median(r["summary"]["codec_time_s"] for r in mine)
-        c, ratio = t - m_exposed, row["bytes_vs_baseline"]
-        assert row["bound_no_overlap"] == pytest.approx(t / (c + k + ratio * m_exposed))
-        assert row["bound_overlap"] == pytest.approx(t / max(c + k, ratio * m_exposed))
+        rest, ratio = t - m_halo, row["bytes_vs_baseline"]
+        assert row["bound_no_overlap"] == pytest.approx(t / (rest + k + ratio * m_halo))
+        assert row["bound_overlap"] == pytest.approx(t / max(rest + k, ratio * m_halo))
         assert row["bound_overlap"] >= row["bound_no_overlap"]
         assert row["bound_fraction"] == pytest.approx(row["speedup"] / row["bound_overlap"])
     md = (out / "README.md").read_text()

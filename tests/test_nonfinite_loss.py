@@ -16,7 +16,7 @@ def test_a_nonfinite_loss_fails_the_run_naming_the_epoch(tmp_path):
     (run_dir,) = run_dirs(tmp_path / "runs")
     record = read_record(run_dir)
     assert record["status"] == "failed" and "at epoch 2" in record["error"]
-    assert [r["epoch"] for r in read_metrics(run_dir)] == [1], "the rows before the failure are kept"
+    assert [r["epoch"] for r in read_metrics(run_dir)] == [1, 2], "the rows up to the failure are kept"
 
 
 def test_warn_goes_on_and_says_so_every_epoch(tmp_path):

@@ -127,6 +127,11 @@ def test_times_add_up(runs, name):
         assert 0 <= r["comm_time_s"] <= r["epoch_time_s"] and 0 <= r["compute_time_s"] <= r["epoch_time_s"], r
         assert r["comm_time_s"] + r["compute_time_s"] >= r["epoch_time_s"] * (1 - 1e-9), r
         assert r["overhead_time_s"] >= max(r["overhead_by_kind"].values()) >= 0
+        assert 0 <= r["halo_comm_time_s"] <= r["comm_time_s"] + 1e-9  # the halo's share of the exposed time
+        if name in ("sync", "uniform4", "sampling"):  # every wait starts after its post: exposed is part of the transfer
+            assert r["transfer_time_s"] >= r["halo_comm_time_s"] > 0, r
+        quantized = name in ("uniform4", "adaptive")
+        assert (r["codec_time_s"] > 0) == quantized, r  # the codec runs exactly when messages are quantized
     assert record["epoch_time_s"] == summary["epoch_time_s"] == statistics.median(r["epoch_time_s"] for r in rows)
     assert record["comm_time_s"] == statistics.median(r["comm_time_s"] for r in rows)
     trailing = summary["overhead_time_total_s"] - sum(r["overhead_time_s"] for r in rows)

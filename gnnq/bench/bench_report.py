@@ -19,8 +19,8 @@ CSV_FIELDS = ["point", "method", "setting", "runs", "epoch_time_s", "epoch_time_
 
 DEFINITIONS = (
     "Epoch: median over a run's epochs of the slowest rank's training step, then the median over repeats "
-    "[min-max over repeats]. Comm share: the time the training thread was blocked in communication as a share "
-    "of the epoch (median over repeats). MB/epoch: halo bytes put on the wire per training epoch, all ranks. "
+    "[min-max over repeats]. Comm share: exposed communication (halo messages and the gradient all-reduce: the time "
+    "the computation waited for them) as a share of the epoch (median over repeats). MB/epoch: halo bytes put on the wire per training epoch, all ranks. "
     "Overhead: training work outside epochs in a run (AdaQP's channel profile, α exchange and bit-width "
     "reassignments; checkpoint writes), seconds, median over repeats. "
     "Time to target: summed training epoch times and overheads until validation first reaches the target (median "
@@ -28,9 +28,9 @@ DEFINITIONS = (
     "Speedup: the baseline's epoch time over this point's, paired by repeat (both ran in the same round), "
     "median [min-max]; time-to-target speedup likewise. Wall speedup: the same ratio of wall-clock throughput, "
     "epochs / (epoch times + overheads). Bound: the speedup the method could reach, from the baseline's median epoch "
-    "time T, its compute time C = T - M and exposed communication M, and this point's byte ratio r and codec time K "
-    "per epoch: without overlap T / (C + K + r·M), with perfect overlap T / max(C + K, r·M); 'of bound' is the "
-    "measured speedup over the perfect-overlap bound."
+    "time T and its exposed halo communication M (T - M: compute and the gradient all-reduce, which no codec shrinks), "
+    "and this point's byte ratio r and codec time K per epoch: without overlap T / (T - M + K + r·M), with perfect "
+    "overlap T / max(T - M + K, r·M); 'of bound' is the measured speedup over the perfect-overlap bound."
 )
 
 

@@ -38,35 +38,28 @@ def _std(values: list[float]) -> float | None:
     return statistics.stdev(values) if len(values) > 1 else (0.0 if values else None)
 
 
-def overhead_total(rec: dict) -> float:
-    """Seconds of training work outside epochs (AdaQP's profile, α exchange, reassignments; checkpoints)."""
-    return (rec.get("summary") or {}).get("overhead_time_total_s") or 0.0
-
-
-def throughput(rec: dict) -> float | None:
-    """Wall-clock training throughput: epochs / (epoch times + overheads), from the run summary."""
-    return (rec.get("summary") or {}).get("throughput_epochs_per_s")
-
-
-def _summary_value(rec: dict, key: str) -> float | None:
-    return (rec.get("summary") or {}).get(key)
+def summary_value(rec: dict, key: str, default=None):
+    """A value of the run summary (records keep the full summary under "summary")."""
+    value = (rec.get("summary") or {}).get(key)
+    return default if value is None else value
 
 
 def speedup_bounds(base_ok: dict[int, dict], ok: dict[int, dict], byte_ratio: float | None) -> tuple[float | None, float | None]:
     """The speedups a method could reach over the baseline: (without overlap, with perfect overlap).
 
-    From medians over repeats: the baseline's epoch time T, its compute (non-communication) time C
-    and exposed communication M; the method's byte ratio r and codec time K per epoch:
-    without overlap T / (C + K + r·M), with perfect overlap T / max(C + K, r·M).
+    From medians over repeats: the baseline's epoch time T, its exposed halo communication M and
+    other exposed communication G (the gradient all-reduce, which no codec shrinks), its compute
+    time C = T - M - G; the method's byte ratio r and codec time K per epoch: without overlap
+    T / (C + G + K + r·M), with perfect overlap T / max(C + G + K, r·M).
     """
     if not base_ok or not ok or byte_ratio is None:
         return None, None
     t = _median([rec["epoch_time_s"] for rec in base_ok.values()])
-    m = _median([rec["comm_time_s"] for rec in base_ok.values()])
-    c = t - m
-    k = _median([_summary_value(rec, "codec_time_s") or 0.0 for rec in ok.values()])
-    no_overlap = c + k + byte_ratio * m
-    overlap = max(c + k, byte_ratio * m)
+    m = _median([summary_value(rec, "halo_comm_time_s", rec["comm_time_s"]) for rec in base_ok.values()])
+    rest = t - m  # C + G
+    k = _median([summary_value(rec, "codec_time_s", 0.0) for rec in ok.values()])
+    no_overlap = rest + k + byte_ratio * m
+    overlap = max(rest + k, byte_ratio * m)
     return (t / no_overlap if no_overlap > 0 else None), (t / overlap if overlap > 0 else None)
 
 
@@ -89,8 +82,8 @@ def compare(points: list[Point], baseline: str, target: float | None, target_dro
         if goal is None and base_ok:
             goal = _median([rec["best_val"] for rec in base_ok.values()]) - target_drop
         epoch = {r: rec["epoch_time_s"] for r, rec in ok.items()}
-        wall = {r: throughput(rec) for r, rec in ok.items()}
-        base_wall = {r: throughput(rec) for r, rec in base_ok.items()}
+        wall = {r: summary_value(rec, "throughput_epochs_per_s") for r, rec in ok.items()}
+        base_wall = {r: summary_value(rec, "throughput_epochs_per_s") for r, rec in base_ok.items()}
         ttt = {r: time_to_target(read_curve(rec["run_dir"]), goal) if goal is not None else None for r, rec in ok.items()}
         base_epoch = {r: rec["epoch_time_s"] for r, rec in base_ok.items()}
         base_ttt = {r: time_to_target(read_curve(rec["run_dir"]), goal) for r, rec in base_ok.items()} if goal is not None else {}
@@ -125,8 +118,8 @@ def compare(points: list[Point], baseline: str, target: float | None, target_dro
             "speedup_min": s_lo,
             "speedup_max": s_hi,
             "time_to_target_speedup": _median(ttt_pairs) if ttt_pairs and len(ttt_pairs) == len(paired) else None,
-            "codec_time_s": _median([_summary_value(rec, "codec_time_s") or 0.0 for rec in ok.values()]),
-            "overhead_time_s": _median([overhead_total(rec) for rec in ok.values()]),
+            "codec_time_s": _median([summary_value(rec, "codec_time_s", 0.0) for rec in ok.values()]),
+            "overhead_time_s": _median([summary_value(rec, "overhead_time_total_s", 0.0) for rec in ok.values()]),
             "throughput_epochs_per_s": _median([w for w in wall.values() if w is not None]),
             "wall_speedup": _median(wall_speedups) if wall_speedups and len(wall_speedups) == len(paired) else None,
             "bytes_vs_baseline": (

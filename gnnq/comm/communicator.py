@@ -58,8 +58,8 @@ class Communicator:
     ) -> "PendingMessage":
         """Post an all-to-all and return at once; ``.wait()`` gives the received rows.
 
-        The time counted is the time this rank spends inside the calls (posting and waiting),
-        i.e. communication not hidden behind computation.
+        Exposed time counted: on CPU the host's time inside posting and waiting; on CUDA the time
+        the waiting stream stands still (``wait``). Transfer time: from posting to the wait's end.
         """
         out = send.new_empty((sum(recv_counts),) + tuple(send.shape[1:]))
         row_bytes = send[0:1].numel() * send.element_size() if send.dim() > 1 else send.element_size()
@@ -164,9 +164,17 @@ def _count_wait(stats: CommStats, key: tuple, tensor: torch.Tensor, waited_from:
             stats.add_interval("transfer", key, posted.event, done)
         return
     now = time.perf_counter()
-    stats.add(*key, 0, now - waited_from.at)
+    stats.add_seconds("seconds", key, now - waited_from.at)
     if posted is not None:
         stats.add_seconds("transfer", key, now - posted.at)
+
+
+def _count_transfer(stats: CommStats, key: tuple, tensor: torch.Tensor, posted: Posted) -> None:
+    """Count a message's transfer time (from ``posted`` to now), not as exposed."""
+    if tensor.is_cuda:
+        stats.add_interval("transfer", key, posted.event, stream_event(tensor.device))
+    else:
+        stats.add_seconds("transfer", key, time.perf_counter() - posted.at)
 
 
 class PendingMessage:
@@ -188,10 +196,8 @@ class PendingMessage:
             self.work = None
         if exposed:
             _count_wait(self.stats, self.key, self.out, waited_from, self.posted)
-        elif self.posted is not None and self.out.is_cuda:
-            self.stats.add_interval("transfer", self.key, self.posted.event, stream_event(self.out.device))
         elif self.posted is not None:
-            self.stats.add_seconds("transfer", self.key, time.perf_counter() - self.posted.at)
+            _count_transfer(self.stats, self.key, self.out, self.posted)
         self.posted = None
         return self.out
 

@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from gnnq.errors import GnnqError, LaunchError, describe_os_error
 from gnnq.launch.failure import describe_failure
 from gnnq.launch.placement import place
-from gnnq.launch.run_dir import claim_run_dir, clear_earlier_attempt
+from gnnq.launch.run_dir import claim_run_dir, clear_earlier_attempt, release_run_dir
 from gnnq.launch.torchrun import run_torchrun
 from gnnq.track.files import write_json_atomic, write_text_atomic
 from gnnq.track.progress import ProgressLine, summary_table
@@ -31,6 +31,13 @@ def run_job(cfg: DictConfig, run_dir: Path, extra: dict | None = None) -> dict:
 
     PlaceError (nothing written) when ``run_dir`` is not free: see gnnq.launch.run_dir.claim_run_dir."""
     run_dir = claim_run_dir(run_dir, overwrite=bool(cfg.get("overwrite", False)))
+    try:
+        return _run_claimed(cfg, run_dir, extra)
+    finally:
+        release_run_dir(run_dir)  # a sweep's finished points are free again at once
+
+
+def _run_claimed(cfg: DictConfig, run_dir: Path, extra: dict | None) -> dict:
     config = OmegaConf.to_container(cfg, resolve=True)
     write_text_atomic(run_dir / CONFIG_FILE, OmegaConf.to_yaml(config))
     say(f"run dir: {run_dir}")
@@ -46,7 +53,10 @@ def run_job(cfg: DictConfig, run_dir: Path, extra: dict | None = None) -> dict:
     except KeyboardInterrupt as exc:
         reason = str(exc) or "SIGINT"
         record = build_record(config, "failed", error=f"interrupted ({reason}); all ranks were stopped", extra=extra)
-        conclude(run_dir, record, logger, started)
+        try:
+            conclude(run_dir, record, logger, started)
+        except GnnqError as lost:  # the interrupt still decides the exit code (128 + signal)
+            print(f"gnnq: error: {lost}", file=sys.stderr, flush=True)
         raise
     except GnnqError as exc:
         record = build_record(config, "failed", error=str(exc), extra=extra)

@@ -136,6 +136,8 @@ def check_launch_resources(cfg, meta: dict, features: int) -> list[float]:
         )
     agents = c.hosts if c.name == "emulated" else 1
     need = sum(here) + AGENT_MIB * agents
+    if c.name == "slurm" and c.memory_limit_gib is None:
+        return [round(m, 1) for m in estimates]  # the ranks run on compute nodes, not on this (submit) host
     avail, source = available_mib(c.memory_limit_gib)
     if avail is not None and need > avail:
         raise ConfigError(

@@ -31,10 +31,11 @@ EpochCallback = Callable[[dict], None]
 
 # Every metrics.jsonl row starts with these keys, in this order; a trainer's own fields follow.
 ROW_KEYS = ("epoch", "loss", *SPLITS, "epoch_time_s", "comm_time_s", "compute_time_s", "transfer_time_s", "codec_time_s",
-            "comm_bytes", "grad_sync_bytes", "eval_comm_bytes", "overhead_time_s", "overhead_by_kind", "overhead_bytes")  # fmt: skip
+            "halo_comm_time_s", "comm_bytes", "grad_sync_bytes", "eval_comm_bytes", "overhead_time_s", "overhead_by_kind",
+            "overhead_bytes")  # fmt: skip
 # Every run summary has these keys; a trainer adds its own.
 SUMMARY_KEYS = ("metric", "epochs", "best_val", "test", "best_epoch", "final_loss", "final_train", "epoch_time_s",
-                "comm_time_s", "compute_time_s", "transfer_time_s", "codec_time_s", "comm_bytes_per_epoch",
+                "comm_time_s", "compute_time_s", "transfer_time_s", "codec_time_s", "halo_comm_time_s", "comm_bytes_per_epoch",
                 "grad_sync_bytes_per_epoch", "setup_comm_bytes", "overhead_time_s", "overhead_time_total_s", "overhead_bytes",
                 "training_time_s", "throughput_epochs_per_s", "peak_memory_mib_per_rank", "world_size", "device",
                 "checkpoints")  # fmt: skip
@@ -135,12 +136,13 @@ def run_epochs(trainer: Trainer, tcfg, comm: Communicator, on_epoch: EpochCallba
     for epoch in range(first_epoch, tcfg.epochs + 1):
         fault.check(epoch)
         evaluated = epoch % tcfg.eval_every == 0 or epoch == tcfg.epochs
-        row = run_epoch(trainer, epoch, evaluated, comm, device)
-        check_loss(row, tcfg.nonfinite_loss, comm.rank)
+        # Messages in flight are settled inside the epoch before an evaluation or a checkpoint (which holds them).
+        row = run_epoch(trainer, epoch, evaluated, comm, device, settle=evaluated or checkpoints.due(epoch))
         best = update_best(best, row)
         history.append(row)
         if on_epoch is not None:
-            on_epoch(row)
+            on_epoch(row)  # the row is kept (metrics.jsonl, W&B) even when its loss stops the run
+        check_loss(row, tcfg.nonfinite_loss, comm.rank)
         if checkpoints.due(epoch):
             loop_state = {"epoch": epoch, "history": history, "best": best, **trainer.loop_state()}
             with clock.measure("checkpoint"):  # charged to the next epoch's row (the last one's: to the summary only)
@@ -158,21 +160,26 @@ def run_epochs(trainer: Trainer, tcfg, comm: Communicator, on_epoch: EpochCallba
     return summary
 
 
-def run_epoch(trainer: Trainer, epoch: int, evaluated: bool, comm: Communicator, device: torch.device) -> dict:
-    """One epoch's step, evaluation and row; the row's sums and maxes are reduced over ranks."""
+def run_epoch(trainer: Trainer, epoch: int, evaluated: bool, comm: Communicator, device: torch.device,
+              settle: bool = False) -> dict:  # fmt: skip
+    """One epoch's step, evaluation and row; the row's sums and maxes are reduced over ranks.
+
+    ``settle`` (implied by ``evaluated``): wait for the epoch's training messages still in flight inside its timer.
+    """
     f64 = {"dtype": torch.float64, "device": device}
     trainer.before_epoch(epoch)
     overhead = reduce_overheads(trainer.overheads, comm, device)  # setup (first row), last checkpoint, before_epoch
     comm.stats.reset()
     t0 = time.perf_counter()
     trainer.train_step(epoch)
-    if evaluated:
+    if evaluated or settle:
         trainer.settle_training()  # a message of this epoch still in flight is this epoch's wait, not evaluation's
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     epoch_time = time.perf_counter() - t0
     traffic = trainer.row_categories
     comm_time = comm.stats.total_seconds(*traffic.train, *traffic.grad)  # before evaluation: its waits are not training's
+    halo_comm_time = comm.stats.total_seconds(*traffic.train)  # of it, the training messages' (not the gradient all-reduce)
     transfer_time = comm.stats.total_transfer_seconds(*traffic.train, *traffic.grad)
     codec_time = comm.stats.total_codec_seconds(*traffic.train)
 
@@ -182,7 +189,7 @@ def run_epoch(trainer: Trainer, epoch: int, evaluated: bool, comm: Communicator,
     head = [*(float(own[k]) for k in names), float(own["loss"])]
     byte_counts = [comm.stats.total_bytes(*traffic.train), comm.stats.total_bytes(*traffic.grad), comm.stats.total_bytes(*traffic.eval)]
     sums = torch.cat([torch.tensor(head + byte_counts, **f64), counts])
-    maxes = torch.tensor([epoch_time, comm_time, epoch_time - comm_time, transfer_time, codec_time], **f64)
+    maxes = torch.tensor([epoch_time, comm_time, epoch_time - comm_time, transfer_time, codec_time, halo_comm_time], **f64)
     comm.all_reduce(sums, category=CONTROL)
     comm.all_reduce(maxes, category=CONTROL, op=torch.distributed.ReduceOp.MAX)
 
@@ -200,6 +207,7 @@ def run_epoch(trainer: Trainer, epoch: int, evaluated: bool, comm: Communicator,
         "compute_time_s": maxes[2].item(),
         "transfer_time_s": maxes[3].item(),
         "codec_time_s": maxes[4].item(),
+        "halo_comm_time_s": maxes[5].item(),
         "comm_bytes": int(sums[n + 1].item()),
         "grad_sync_bytes": int(sums[n + 2].item()),
         "eval_comm_bytes": int(sums[n + 3].item()),
@@ -285,6 +293,7 @@ def summarize(history: list[dict], best: dict, setup_bytes: float, peak_mib: lis
         "compute_time_s": median("compute_time_s"),
         "transfer_time_s": median("transfer_time_s"),
         "codec_time_s": median("codec_time_s"),
+        "halo_comm_time_s": median("halo_comm_time_s"),
         "comm_bytes_per_epoch": mean_int("comm_bytes"),
         "grad_sync_bytes_per_epoch": mean_int("grad_sync_bytes"),
         "setup_comm_bytes": int(setup_bytes),
