@@ -238,11 +238,11 @@ function showConfig(i, tr) {{
   const row = DATA.rows[i];
   const pane = document.getElementById("details");
   pane.replaceChildren();
-  const diff = Object.entries(row.config_diff).map(([k, v]) => `${{k}}: ${{JSON.stringify(v)}}`).join("\n");
+  const diff = Object.entries(row.config_diff).map(([k, v]) => `${{k}}: ${{JSON.stringify(v)}}`).join("\\n");
   pane.append(...section("command", row.command));
   if (row.why_unranked) pane.append(...section("not ranked because", row.why_unranked));
   pane.append(...section("differences from gnnq's defaults", diff || "(none)"));
-  pane.append(...section("ran on", `${{row.hardware || "-"}}, ${{row.date || "-"}}; seeds ${{row.seeds.join(", ")}}\n  ${{row.run_dirs.join("\n  ")}}`));
+  pane.append(...section("ran on", `${{row.hardware || "-"}}, ${{row.date || "-"}}; seeds ${{row.seeds.join(", ")}}\\n  ${{row.run_dirs.join("\\n  ")}}`));
   const full = document.createElement("details");
   full.id = "full-config";
   const summary = document.createElement("summary");
