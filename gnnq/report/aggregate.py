@@ -65,7 +65,7 @@ class Group:
 
     @property
     def seeds(self) -> list:
-        return [rec["config"]["trainer"]["seed"] for _, rec in self.runs]
+        return [(rec["config"].get("trainer") or {}).get("seed") for _, rec in self.runs]
 
     @property
     def throughput_measured(self) -> bool:
