@@ -55,6 +55,14 @@ def _differences(config: dict, defaults: dict, prefix: str = "") -> dict:
     return out
 
 
+def _config_diff(config: dict, defaults: dict) -> dict:
+    """The differences that change what a run computes (not where data and runs live, nor logging)."""
+    from gnnq.report.overrides import IGNORED_GROUPS, IGNORED_KEYS
+
+    return {k: v for k, v in _differences(config, defaults).items()
+            if k != "runs_root" and k not in IGNORED_KEYS and k.split(".")[0] not in IGNORED_GROUPS}  # fmt: skip
+
+
 def _default_config() -> dict:
     from omegaconf import OmegaConf
 
@@ -80,7 +88,7 @@ def dashboard_rows(boards: list[Leaderboard], defaults: dict | None = None) -> l
                 "overhead_s": s["overhead_time_s"].mean, "comm_ms": _scaled(s["comm_time_s"], 1e3),
                 "halo_mb": _scaled(s["comm_bytes_per_epoch"], 1e-6), "time_to_target_s": _scaled(g.time_to_target, 1.0),
                 "hardware": g.hardware, "date": g.date, "command": g.command, "why_unranked": why,
-                "run_dirs": [str(d) for d, _ in g.runs], "config_diff": _differences(config, defaults), "run_config": config,
+                "run_dirs": [str(d) for d, _ in g.runs], "config_diff": _config_diff(config, defaults), "run_config": config,
             })  # fmt: skip
     return rows
 
