@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import shutil
@@ -59,8 +60,10 @@ def test_rows_render_without_console_errors(dashboard):
     dom, console = _chromium(dashboard)
     rows = _rows(dom)
     assert len(rows) == 2 and not any(r["hidden"] for r in rows)  # two configurations (GCN, SAGE)
-    assert {("model=sage" in r["config"]) for r in rows} == {True, False}
-    assert all(isinstance(r["epoch_ms"], float) and r["seeds"] == 2.0 for r in rows)
+    assert {("model=sage" in r["command"]) for r in rows} == {True, False}
+    assert all(isinstance(r["epoch_ms"], float) and r["runs"] == 2.0 for r in rows)
+    assert all(r["command"].startswith("gnnq ") and r["hardware"] not in ("", "-") and re.fullmatch(r"\d{4}-\d\d-\d\d", r["date"])
+               for r in rows)  # fmt: skip
     assert console == []
 
 
@@ -70,8 +73,8 @@ def test_sorting_changes_the_order(dashboard):
     up = [r["epoch_ms"] for r in _rows(ascending)]
     down = [r["epoch_ms"] for r in _rows(descending)]
     assert up == sorted(up) and down == sorted(down, reverse=True) and up != down
-    by_name_up = [r["config"] for r in _rows(_chromium(dashboard, "#sort=config")[0])]
-    by_name_down = [r["config"] for r in _rows(_chromium(dashboard, "#sort=config,desc")[0])]
+    by_name_up = [r["command"] for r in _rows(_chromium(dashboard, "#sort=command")[0])]
+    by_name_down = [r["command"] for r in _rows(_chromium(dashboard, "#sort=command,desc")[0])]
     assert by_name_up == by_name_down[::-1] and by_name_up != by_name_down
     assert console == console2 == []
 
@@ -79,18 +82,32 @@ def test_sorting_changes_the_order(dashboard):
 def test_filtering_hides_rows(dashboard):
     dom, console = _chromium(dashboard, "#filter=model%3Dsage")
     rows = _rows(dom)
-    assert [("model=sage" in r["config"]) for r in rows if not r["hidden"]] == [True]
+    assert [("model=sage" in r["command"]) for r in rows if not r["hidden"]] == [True]
     assert sum(r["hidden"] for r in rows) == 1 and "1 of 2 rows" in dom
     dom, _ = _chromium(dashboard, "#filter=no-such-config")
     assert all(r["hidden"] for r in _rows(dom))
     assert console == []
 
 
-def test_click_shows_the_config_and_screenshot(dashboard, tmp_path):
+def _details(dom: str) -> str:
+    return html.unescape(re.search(r'<div id="details">(.*?)</div>', dom, re.S).group(1))
+
+
+def test_click_shows_the_diff_first_and_the_full_config_on_demand(dashboard, tmp_path):
     dom, console = _chromium(dashboard, "#open=1")
-    details = re.search(r'<div id="details">(.*?)</div>', dom, re.S).group(1)
-    assert details.startswith("gnnq ") and '"name": "synthetic"' in details.replace("&quot;", '"')
+    details = _details(dom)
+    assert details.index("differences from gnnq's defaults") < details.index("full resolved config")
+    diff = details.split("differences from gnnq's defaults")[1].split("ran on")[0]
+    # the runs' overrides (2 ranks, 1500 nodes, hidden 32, 3 epochs) are in the diff; keys left at their defaults are not
+    assert "cluster.nproc: 2" not in diff and "dataset.num_nodes: 1500" in diff and "model.hidden: 32" in diff
+    assert "trainer.lr" not in diff and '"name": "synthetic"' not in diff and "runs_root" not in diff and "logger." not in diff
+    assert re.search(r'<details id="full-config">', dom) and "<details id=\"full-config\" open" not in dom
+    full, _ = _chromium(dashboard, "#open=1&full")
+    assert '<details id="full-config" open="">' in full and '"name": "synthetic"' in _details(full)
     assert console == []
+
+
+def test_screenshot(dashboard, tmp_path):
     shot = tmp_path / "dashboard.png"
     subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--screenshot={shot}",
                     "--window-size=1400,1000", dashboard.as_uri() + "#open=0"], capture_output=True, timeout=120)  # fmt: skip
@@ -101,15 +118,14 @@ def test_hostile_config_strings_and_nan_do_not_break_the_page(tmp_path):
     """A config string that would end the script element, and a NaN metric: the page still renders."""
     if CHROMIUM is None:
         pytest.skip("chromium not installed")
-    from gnnq.report.aggregate import Group, Leaderboard, Stat
+    from gnnq.report.aggregate import METRICS, Group, Leaderboard, Stat
     from gnnq.report.dashboard import write_dashboard
 
     evil = "</script><!--<script>alert(1)</script>"
     g = Group("d", [f"dataset.path={evil}"], [(tmp_path / "run", {"config": {"dataset": {"path": evil}}, "status": "ok"})])
-    g.stats = {k: Stat(float("nan") if k == "test" else 1.0, None, 1) for k in
-               ("test", "best_val", "epoch_time_s", "comm_time_s", "comm_bytes_per_epoch")}  # fmt: skip
+    g.stats = {k: Stat(float("nan") if k == "test" else 1.0, None, 1) for k in METRICS}
     page = write_dashboard(tmp_path / "d.html", [g], [Leaderboard("d", "throughput", 1.0, 0.003, [g], [])], [])
     dom, console = _chromium(page, "#open=0&sort=nope")
     (row,) = _rows(dom)
-    assert "&lt;/script&gt;" in row["config"] and console == []
+    assert "&lt;/script&gt;" in row["command"] and console == []
     assert "alert(1)" in re.search(r'<div id="details">(.*?)</div>', dom, re.S).group(1)  # shown as text, not run

@@ -30,6 +30,8 @@ def _computed(config: dict) -> dict:
 
 @pytest.mark.parametrize("overrides", [
     [], ["dataset=cora", "model=sage"], ["experiment=adaqp", "dataset=citeseer", "quantizer.assign_cycle=7"],
+    ["experiment=cora_gcn", "quantizer=uniform", "quantizer.bits=4", "cluster.nproc=4"],
+    ["experiment=pipegcn_smoothed", "dataset=cora", "model.hidden=32"], ["experiment=minibatch", "model=sage"],
     ["experiment=minibatch", "parallel.fanouts=[5,-1,3]"], ["experiment=bnsgcn_q", "quantizer.param_dtype=fp32"],
     ["dataset=files", "dataset.path=/tmp/my graph", "trainer.seed=4", "logger.tags=[a,b]"],
 ])  # fmt: skip
@@ -38,6 +40,16 @@ def test_overrides_rebuild_the_config(overrides):
     rebuilt = OmegaConf.to_container(compose_config(config_overrides(config)), resolve=True)
     assert _computed(rebuilt) == _computed(config)
     assert not any(o.startswith(("logger", "runs_root")) for o in config_overrides(config))
+    preset = next((o for o in overrides if o.startswith("experiment=")), None)
+    if preset in ("experiment=cora_gcn", "experiment=pipegcn_smoothed"):  # shown as the preset, not its expansion
+        assert config_overrides(config)[0] == preset and len(config_overrides(config)) == len(overrides), config_overrides(config)
+
+
+def test_keys_of_another_choice_are_not_shown():
+    """An fp32 record carrying an adaptive quantizer's key (older records, sweep-wide overrides) shows none of it."""
+    config = OmegaConf.to_container(compose_config(["dataset=cora"]), resolve=True)
+    config["quantizer"]["assign_cycle"] = 5
+    assert config_overrides(config) == ["dataset=cora"]
 
 
 def test_groups_leaderboard_and_bad_records(tmp_path, report_runs):
@@ -89,11 +101,15 @@ def test_groups_leaderboard_and_bad_records(tmp_path, report_runs):
     assert "Leaderboard: synthetic" in res.stdout and "± " in res.stdout
     assert (out / "report.md").read_text().strip() == res.stdout.strip()
     _check_csvs_against_records(out, [r for _, r in records if r["status"] == "ok"])
+    tex = (out / "leaderboard-synthetic.tex").read_text()
+    assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex and tex.count("\\textbf{") >= 2
     for stem in ("accuracy_vs_throughput", "bytes_per_epoch", "curves"):
         assert (out / f"{stem}-synthetic.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert (out / f"{stem}-synthetic.svg").read_text().lstrip().startswith("<?xml")
     no_out = subprocess.run([str(report), str(tmp_path / "runs"), "--plots"], capture_output=True, text=True)
     assert no_out.returncode == 2 and "need --out" in no_out.stderr
+    none = subprocess.run([str(report), str(tmp_path / "runs"), "--where", "dataset=cora"], capture_output=True, text=True)
+    assert none.returncode == 2 and "'dataset=cora' matched none of the 5 runs; dataset is one of: synthetic" in none.stderr
     bad = subprocess.run([str(report), str(tmp_path / "runs"), "--criterion", "fastest"], capture_output=True, text=True)
     assert bad.returncode == 2 and "fastest" in bad.stderr and "throughput" in bad.stderr
 
@@ -118,7 +134,7 @@ def _check_csvs_against_records(out: Path, records: list[dict]) -> None:
     """Every statistic in groups.csv and the leaderboard CSV is a plain number equal to the one computed from the records."""
     runs = _by_model(records)
     groups = _csv(out / "groups.csv")
-    assert len(groups) == 2 and list(groups[0])[:4] == ["dataset", "config", "seeds", "runs"]
+    assert len(groups) == 2 and list(groups[0])[:5] == ["dataset", "method", "config", "seeds", "runs"]
     for row in groups:
         mine = runs[_model_of(row["config"])]
         assert row["dataset"] == "synthetic" and int(row["runs"]) == len(mine) == 2
@@ -127,27 +143,60 @@ def _check_csvs_against_records(out: Path, records: list[dict]) -> None:
             values = [r[metric] for r in mine]
             assert float(row[f"{metric}_mean"]) == pytest.approx(statistics.mean(values), rel=1e-12), metric
             assert float(row[f"{metric}_std"]) == pytest.approx(statistics.stdev(values), rel=1e-12, abs=1e-15), metric
+        overheads = [r["summary"]["overhead_time_total_s"] for r in mine]
+        assert float(row["overhead_time_s_mean"]) == pytest.approx(statistics.mean(overheads), rel=1e-12, abs=1e-15)
+        assert row["throughput_measured"] == "True" and row["hardware"] and row["date"] == mine[0]["finished_at"][:10]
     board = _csv(out / "leaderboard-synthetic.csv")
-    assert [list(board[0])[:3], len(board)] == [["rank", "config", "runs"], 2]
+    assert [list(board[0])[:5], len(board)] == [["rank", "method", "config", "runs", "seeds"], 2]
     for row in board:
         mine = runs[_model_of(row["config"])]
         epoch = statistics.mean(r["epoch_time_s"] for r in mine)
         assert float(row["test_mean"]) == pytest.approx(statistics.mean(r["test"] for r in mine), rel=1e-12)
+        assert float(row["best_val_mean"]) == pytest.approx(statistics.mean(r["best_val"] for r in mine), rel=1e-12)
         assert float(row["epoch_time_s_mean"]) == pytest.approx(epoch, rel=1e-12)
-        assert float(row["epochs_per_s"]) == pytest.approx(1.0 / epoch, rel=1e-12)
+        # wall-clock throughput: epochs over epoch times plus overheads, as each record's summary has it
+        wall = [r["summary"]["throughput_epochs_per_s"] for r in mine]
+        assert float(row["epochs_per_s"]) == pytest.approx(statistics.mean(wall), rel=1e-12)
+        assert int(row["runs"]) == 2 and sorted(row["seeds"].split(",")) == ["0", "1"]
+        assert row["command"].startswith("gnnq ") and row["method"] in ("Vanilla model=sage", "Vanilla", "Vanilla model=gcn")
         assert row["time_to_target_s_mean"] == row["time_to_target_s_std"] == ""  # ranked by throughput: no target
     ranked = [row for row in board if row["rank"]]
     assert [int(row["rank"]) for row in ranked] == list(range(1, len(ranked) + 1))
 
 
-def test_pareto_front_and_short_labels():
-    from gnnq.report.aggregate import Group
-    from gnnq.report.plots import pareto_front, short_labels
+def test_pareto_front():
+    from gnnq.report.plots import pareto_front
 
     points = [(1.0, 0.80), (2.0, 0.79), (0.5, 0.81), (1.5, 0.78), (2.0, 0.70), (0.4, 0.81)]
     assert pareto_front(points) == [2, 0, 1]  # (1.5, .78) and (2.0, .70) are beaten; (0.4, .81) by (0.5, .81)
-    groups = [Group("cora", ["dataset=cora", "parallel=stale"]), Group("cora", ["dataset=cora"])]
-    assert short_labels(groups) == ["parallel=stale", "(common settings)"]
+
+
+def _group(overrides: list[str], parallel: str, quantizer: str, **quantizer_keys):
+    from gnnq.report.aggregate import Group
+
+    config = {"parallel": {"name": parallel, "momentum": 0.95 if "parallel.momentum=0.95" in overrides else 0.0},
+              "quantizer": {"name": quantizer, **quantizer_keys}, "trainer": {"seed": 0}}  # fmt: skip
+    return Group("cora", overrides, [(Path("run"), {"status": "ok", "config": config})])
+
+
+def test_labels_name_methods_by_spec_preset_or_strategy():
+    from gnnq.report.labels import method_labels
+    from gnnq.report.tables import load_spec
+
+    stale = _group(["dataset=cora", "parallel=stale"], "stale", "fp32")
+    smoothed = _group(["dataset=cora", "parallel=stale", "parallel.momentum=0.95"], "stale", "fp32")
+    vanilla = _group(["dataset=cora"], "sync", "fp32")
+    u4 = _group(["experiment=cora_gcn", "quantizer=uniform", "quantizer.bits=4"], "sync", "uniform", bits=4)
+    u2 = _group(["experiment=cora_gcn", "quantizer=uniform", "quantizer.bits=2"], "sync", "uniform", bits=2)
+    pipeqs = _group(["experiment=pipeqs", "dataset=cora"], "stale", "uniform", bits=8)
+    # without a spec: the method its strategy and quantizer make, or its method preset; only what sets same-named rows apart
+    assert method_labels([stale, smoothed, vanilla, u4, u2, pipeqs]) == [
+        "PipeGCN", "PipeGCN parallel.momentum=0.95", "Vanilla", "uniform quantizer.bits=4", "uniform quantizer.bits=2", "pipeqs"]
+    # with the peers table spec: its row labels
+    spec = load_spec(SWEEPS_DIR / "peers.table.yaml")
+    assert method_labels([stale, smoothed, vanilla, pipeqs], [spec]) == ["PipeGCN", "PipeGCN, smoothed", "Vanilla", "PipeQS (stale + 8-bit)"]
+    bits = load_spec(SWEEPS_DIR / "bitwidths.table.yaml")
+    assert method_labels([u4, u2, vanilla], [bits]) == ["uniform 4-bit", "uniform 2-bit", "fp32"]
 
 
 def test_report_tables_logged_to_wandb_offline(tmp_path, report_runs):
@@ -161,9 +210,9 @@ def test_report_tables_logged_to_wandb_offline(tmp_path, report_runs):
     tables = {p.parent.name + "/" + p.name.split("_")[0]: json.loads(p.read_text()) for p in run.rglob("*.table.json")}
     gcn = [r for _, r in find_records([report_runs])[0] if r["config"]["model"]["name"] == "gcn"]
     board = tables["leaderboard/synthetic"]
-    assert board["columns"][:3] == ["rank", "config", "runs"] and len(board["data"]) == 1  # GCN only (--where)
+    assert board["columns"][:4] == ["rank", "method", "config", "runs"] and len(board["data"]) == 1  # GCN only (--where)
     (row,) = [dict(zip(board["columns"], line)) for line in board["data"]]
-    assert row["rank"] == 1 and row["runs"] == 2  # numbers, not their text
+    assert row["rank"] == 1 and row["runs"] == 2 and row["seeds"] == "0,1"  # numbers, not their text; seeds: the list
     assert row["test_mean"] == pytest.approx(statistics.mean(r["test"] for r in gcn), rel=1e-12)
     assert row["test_std"] == pytest.approx(statistics.stdev(r["test"] for r in gcn), rel=1e-12, abs=1e-15)
     assert row["time_to_target_s_mean"] is None  # missing: null, not "-"
@@ -176,6 +225,14 @@ def test_report_tables_logged_to_wandb_offline(tmp_path, report_runs):
     vanilla = adaqp["data"][0]
     assert vanilla[1] == pytest.approx(1e3 * statistics.mean(r["epoch_time_s"] for r in gcn), rel=1e-12) and vanilla[3] == 2
     assert all(row[1] is None and row[3] == 0 for row in adaqp["data"][1:])  # no adaptive or overlap runs here
+    # The report's own run: in the sweep's W&B group, its settings as config, the runs it was built from linked.
+    sources = tables["table/sources"]
+    gcn_dirs = [str(d) for d, r in find_records([report_runs])[0] if r["config"]["model"]["name"] == "gcn"]
+    assert [dict(zip(sources["columns"], r))["run_dir"] for r in sources["data"]] == gcn_dirs
+    (group,) = {r["config"]["logger"]["group"] for r in gcn}
+    stored = next(run.glob("run-*.wandb")).read_bytes()  # offline: the run's group and config are records in this file
+    assert group.encode() in stored and b"source_runs" in stored and b"model.name=gcn" in stored and b"criterion" in stored
+    assert all(d.encode() in stored for d in gcn_dirs)
 
 
 def test_strings_that_look_like_other_types_are_quoted():
@@ -196,6 +253,11 @@ def test_where_reads_values_as_hydra_does():
     assert [d.name for d, _ in select(recs, "trainer.lr=1e-3")] == ["a"]
     assert [d.name for d, _ in select(recs, "trainer.seed=1")] == ["b"]
     assert [d.name for d, _ in select(recs, "dataset.name=cora")] == ["a"]
+    assert [d.name for d, _ in select(recs, "dataset=citeseer")] == ["b"]  # a group stands for its choice's name
+    with pytest.raises(ValueError, match=re.escape("--where 'dataset=pubmed' matched none of the 2 runs; dataset is one of: citeseer, cora")):
+        select(recs, "dataset=pubmed")
+    with pytest.raises(ValueError, match=re.escape("trainer.lr is one of: 0.001, 0.01")):
+        select(recs, "trainer.lr=0.5")
     for bad, needle in [("trainer.lrr=1", "no run's config has the key"), ("x=[1,2", "not readable"), ("novalue", "KEY=VALUE")]:
         with pytest.raises(ValueError, match=re.escape(needle)):
             select(recs, bad)
@@ -203,7 +265,7 @@ def test_where_reads_values_as_hydra_does():
 
 def test_time_to_target_needs_every_seed(tmp_path):
     """A configuration whose second seed never reaches the target is not ranked by time."""
-    from gnnq.report.aggregate import Group, Stat, leaderboards
+    from gnnq.report.aggregate import METRICS, Group, Stat, leaderboards
 
     def run(name, vals):
         d = tmp_path / name
@@ -213,14 +275,30 @@ def test_time_to_target_needs_every_seed(tmp_path):
 
     fast = Group("d", ["parallel=stale"], [run("f0", [0.5, 0.8]), run("f1", [0.8, 0.8])])
     flaky = Group("d", ["parallel=sampling"], [run("s0", [0.8, 0.8]), run("s1", [0.5, 0.6])])
-    for g, best in ((fast, 0.8), (flaky, 0.7)):
-        g.stats = {"test": Stat(best, None, 2), "best_val": Stat(best, None, 2), "epoch_time_s": Stat(1.0, None, 2),
-                   "comm_bytes_per_epoch": Stat(0.0, None, 2), "comm_time_s": Stat(0.0, None, 2)}  # fmt: skip
-    (board,) = leaderboards([fast, flaky], "time", tolerance=0.0)
-    assert board.target == 0.8 and board.ranked == [fast] and board.others == [flaky]
+    slow = Group("d", ["parallel=overlap"], [run("o0", [0.5, 0.55]), run("o1", [0.5, 0.6])])
+    for g, best, tput in ((fast, 0.8, 2.0), (flaky, 0.7, 3.0), (slow, 0.575, 1.0)):
+        g.stats = {m: Stat(1.0, None, 2) for m in METRICS} | {"test": Stat(best, None, 2), "best_val": Stat(best, None, 2),
+                                                               "throughput": Stat(tput, None, 2)}  # fmt: skip
+    (board,) = leaderboards([slow, fast, flaky], "time", tolerance=0.0)
+    assert board.target == 0.8 and board.ranked == [fast] and board.others == [flaky, slow]  # unranked: closest first
     assert fast.time_to_target.mean == 1.5  # seeds reached it after 2 s and 1 s
-    (board,) = leaderboards([fast, flaky], "throughput", tolerance=0.0)
+    assert board.reasons == ["1 of 2 seeds reached val 0.8000 (best val 0.7000)", "0 of 2 seeds reached val 0.8000 (best val 0.5750)"]
+    (board,) = leaderboards([slow, fast, flaky], "throughput", tolerance=0.0)
     assert fast.time_to_target is None  # no stale values from the time board
+    assert board.ranked == [fast] and board.others == [flaky, slow]  # unranked sorted by throughput too
+    assert board.reasons[0] == "test 0.7000 below the cut 0.8000"
+    (board,) = leaderboards([slow, fast, flaky], "throughput", tolerance=1.0)
+    assert board.ranked == [flaky, fast, slow] and not board.others
+    for criterion in ("test", "val"):  # OGB-style: every configuration ranked by mean accuracy
+        (board,) = leaderboards([slow, flaky, fast], criterion)
+        assert board.ranked == [fast, flaky, slow] and not board.others
+    # Nobody reaches a target the runs' curves never touch: the title says so.
+    from gnnq.report.summary import leaderboard_title
+
+    for g in (fast, flaky, slow):
+        g.stats["best_val"] = Stat(0.9, None, 2)
+    (board,) = leaderboards([fast, flaky, slow], "time", tolerance=0.0)
+    assert not board.ranked and "no configuration reached it in every seed (3 not ranked" in leaderboard_title(board)
 
 
 def test_multirun_points_share_a_wandb_group(report_runs):
@@ -238,6 +316,7 @@ def test_multirun_points_share_a_wandb_group(report_runs):
 @pytest.mark.usefixtures("netns_host")
 def test_speedup_plots_vs_bandwidth_and_hosts(tmp_path):
     """Real runs on emulated hosts: Vanilla and uniform 2-bit at 1 and 10 Gbit/s on 2 hosts, and at 1 Gbit/s on 3."""
+    from gnnq.report.labels import method_labels
     from gnnq.report.plots import SPEEDUP_AXES, speedup_lines
     from tests.cli_helpers import run_gnnq
 
@@ -259,11 +338,10 @@ def test_speedup_plots_vs_bandwidth_and_hosts(tmp_path):
 
     bandwidth, hosts = SPEEDUP_AXES
     groups = group_runs(records)
-    # one line per configuration, the axis's own overrides left out; lines named by what sets them apart
-    common = set.intersection(*(set(g.overrides) for g in groups))
-    (u2,) = {" ".join(o for o in g.overrides if o.startswith(("parallel", "quantizer")) and o not in common)
-             for g in groups if g.runs[0][1]["config"]["quantizer"]["name"] == "uniform"}  # fmt: skip
-    assert "quantizer=uniform" in u2 and "quantizer.bits=2" in u2
+    for g, label in zip(groups, method_labels(groups)):
+        g.label = label
+    # one line per configuration, named by its method preset; the axis's own setting is not part of the name
+    u2 = "adaqp_uniform2"
     # The 3-host runs (1 Gbit/s only) make no line against bandwidth, nor the 10 Gbit/s runs (2 hosts only) against hosts.
     assert speedup_lines(groups, bandwidth) == {
         u2: [(1.0, pytest.approx(speedup("1gbit", 2))), (10.0, pytest.approx(speedup("10gbit", 2)))]}

@@ -178,5 +178,10 @@ def test_speedup_over_is_the_base_rows_value_over_this_rows_and_missing_cells_ar
     md, _ = render_all(spec, records)
     _, rows = _header_and_rows(spec, cells)
     assert rows[1] == ["fast", "525 ± 35", "4.00", "0.25", "-"] and rows[2] == ["none", "-", "-", "-", "-"]
-    assert "'-': no run" in md and r"none & - & - & - & - \\" in render_latex(spec, cells)
+    tex = render_latex(spec, cells)
+    assert "'-': no run" in md and r"none & - & - & - & - \\" in tex
+    # booktabs, and the best of each column in bold: the lowest epoch time and time ratio, the highest speedup
+    assert all(rule in tex for rule in ("\\toprule", "\\midrule", "\\bottomrule"))
+    assert r"fast & \textbf{525 $\pm$ 35} & \textbf{4.00} & \textbf{0.25} & - \\" in tex
+    assert r"slow & 2100 $\pm$ 141 & 1.00 & 1.00 & - \\" in tex
     assert render_csv(spec, cells).splitlines()[3] == "none" + ",,,0" * 4  # mean, std (blank), n per column

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
-import math
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from gnnq.report import fields
 from gnnq.report.curves import read_curve, time_to_target
 from gnnq.report.overrides import config_overrides
 
 SEED_KEYS = frozenset({"trainer.seed"})
-# record key -> how the aggregate calls it
-METRICS = ("test", "best_val", "epoch_time_s", "comm_time_s", "comm_bytes_per_epoch")
-CRITERIA = ("throughput", "time", "bytes")
+# Aggregated over seeds: the record's metrics, wall-clock throughput (epochs / (epoch times + overheads)),
+# overhead seconds outside epochs and the parameter count.
+METRICS = fields.RECORD_METRICS + fields.DERIVED_METRICS
+CRITERIA = ("throughput", "time", "bytes", "test", "val")
+# criterion -> (metric, higher is better); time ranks by Group.time_to_target
+RANK_BY = {"throughput": ("throughput", True), "bytes": ("comm_bytes_per_epoch", False), "test": ("test", True),
+           "val": ("best_val", True), "time": ("time_to_target_s", False)}  # fmt: skip
 
 
 @dataclass
@@ -47,14 +52,40 @@ class Group:
     runs: list[tuple[Path, dict]] = field(default_factory=list)
     stats: dict[str, Stat] = field(default_factory=dict)
     time_to_target: Stat | None = None
+    label: str | None = None  # its name in legends and leaderboards (gnnq.report.labels)
 
     @property
     def config(self) -> str:
         return " ".join(self.overrides) or "(defaults)"
 
     @property
+    def command(self) -> str:
+        """The command that reruns it (add ``trainer.seed=N`` for one seed)."""
+        return shlex.join(["gnnq", *self.overrides])
+
+    @property
     def seeds(self) -> list:
-        return [rec["config"]["trainer"]["seed"] for _, rec in self.runs]
+        return [(rec["config"].get("trainer") or {}).get("seed") for _, rec in self.runs]
+
+    @property
+    def throughput_measured(self) -> bool:
+        """Whether every run's throughput counts its overheads (records without it: 1 / epoch time)."""
+        return all(fields.throughput(rec)[1] for _, rec in self.runs)
+
+    @property
+    def hardware(self) -> str | None:
+        return "; ".join(dict.fromkeys(h for _, rec in self.runs if (h := fields.hardware(rec)))) or None
+
+    @property
+    def date(self) -> str | None:
+        """The day the last of its runs finished."""
+        return max((d for _, rec in self.runs if (d := fields.date(rec))), default=None)
+
+    def value(self, criterion: str) -> float | None:
+        """The mean the criterion ranks by (time: time to target)."""
+        if criterion == "time":
+            return None if self.time_to_target is None else self.time_to_target.mean
+        return self.stats[RANK_BY[criterion][0]].mean
 
 
 MISSING = object()
@@ -72,15 +103,14 @@ def lookup(tree: dict, dotted: str):
 
 def _number(value) -> float:
     """A record's metric as a float; NaN for a missing, non-numeric or non-finite value (left out of the statistics)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return np.nan
-    return float(value)
+    number = fields.number(value)
+    return np.nan if number is None else number
 
 
 def runs_frame(records: list[tuple[Path, dict]], seed_keys: frozenset[str] = SEED_KEYS) -> pd.DataFrame:
     """One row per successful run: dataset, config (its overrides minus ``seed_keys``), run_dir and each metric."""
     rows = [{"dataset": rec["config"]["dataset"]["name"], "config": tuple(config_overrides(rec["config"], exclude=seed_keys)),
-             "run": i, **{m: _number(rec.get(m)) for m in METRICS}}
+             "run": i, **{m: _number(v) for m, v in fields.metrics(rec).items()}}
             for i, (_, rec) in enumerate(records) if rec.get("status") == "ok"]  # fmt: skip
     return pd.DataFrame(rows, columns=["dataset", "config", "run", *METRICS])
 
@@ -109,44 +139,73 @@ class Leaderboard:
     best_test: float
     tolerance: float
     ranked: list[Group]  # eligible configurations, best first
-    others: list[Group]  # below the accuracy cut (or never reaching the target)
+    others: list[Group]  # not ranked (below the accuracy cut, never reaching the target, no value), sorted by the criterion
     target: float | None = None  # time criterion: validation target
+    reasons: list[str] = field(default_factory=list)  # why each of ``others`` is not ranked
+
+    @property
+    def accuracy_cut(self) -> bool:
+        """Whether only configurations within ``tolerance`` of the best mean test metric are ranked."""
+        return self.criterion in ("throughput", "bytes")
+
+
+def _sorted(groups: list[Group], criterion: str) -> list[Group]:
+    """Best value first, configurations without one last (for time: closest best validation first)."""
+    if criterion == "time" and all(g.value("time") is None for g in groups):
+        criterion = "val"
+    higher = RANK_BY[criterion][1]
+    return sorted(groups, key=lambda g: (g.value(criterion) is None, -(g.value(criterion) or 0.0) if higher else g.value(criterion) or 0.0))
+
+
+def _time_to_target(g: Group, target: float) -> tuple[Stat, int]:
+    """Mean time over seeds (every seed must reach the target), and how many seeds reached it."""
+    times = [time_to_target(read_curve(d), target) for d, _ in g.runs]
+    reached = sum(t is not None for t in times)
+    return (Stat.of(times) if reached == len(times) else Stat(None, None, 0)), reached
 
 
 def leaderboards(groups: list[Group], criterion: str = "throughput", tolerance: float = 0.003) -> list[Leaderboard]:
     """Per dataset, configurations ranked by ``criterion``.
 
-    throughput: epochs per second (lowest mean over seeds of the runs' median epoch times) among
-    configurations whose mean test
-    metric is within ``tolerance`` of the best; bytes: halo bytes per epoch, same cut; time:
-    training time until the validation metric first reaches the best configuration's mean best
-    validation minus ``tolerance`` (every run of a configuration must reach it).
+    throughput: wall-clock epochs per second (epochs over epoch times plus overheads, mean over
+    seeds), bytes: halo bytes per epoch, both among configurations whose mean test metric is within
+    ``tolerance`` of the best; test, val: mean test or best validation metric (every configuration
+    ranked); time: training time (epochs and overheads) until the validation metric first reaches
+    the best configuration's mean best validation minus ``tolerance`` (every seed must reach it).
+    Configurations not ranked follow, sorted by the criterion, each with the reason.
     """
     if criterion not in CRITERIA:
         raise ValueError(f"criterion {criterion!r} is unknown; allowed: {', '.join(CRITERIA)}")
+    metric = RANK_BY[criterion][0]
     boards = []
     for dataset in dict.fromkeys(g.dataset for g in groups):
         mine = [g for g in groups if g.dataset == dataset and g.stats["test"].mean is not None]
         if not mine:
             continue
-        best = max(mine, key=lambda g: g.stats["test"].mean)
-        best_test = best.stats["test"].mean
+        best_test = max(g.stats["test"].mean for g in mine)
         board = Leaderboard(dataset, criterion, best_test, tolerance, [], [])
+        why: dict[int, str] = {}
         for g in mine:
             g.time_to_target = None
-        if criterion == "time" and best.stats["best_val"].mean is None:
-            board.others = mine  # no validation metric: nothing to reach
-        elif criterion == "time":
-            board.target = best.stats["best_val"].mean - tolerance
+        if criterion == "time":
+            vals = [g.stats["best_val"].mean for g in mine if g.stats["best_val"].mean is not None]
+            board.target = max(vals) - tolerance if vals else None
             for g in mine:
-                times = [time_to_target(read_curve(d), board.target) for d, _ in g.runs]
-                g.time_to_target = Stat.of(times) if all(t is not None for t in times) else Stat(None, None, 0)
-            board.ranked = sorted((g for g in mine if g.time_to_target.mean is not None), key=lambda g: g.time_to_target.mean)
-            board.others = [g for g in mine if g.time_to_target.mean is None]
+                if board.target is None:
+                    why[id(g)] = "no validation metric"
+                    continue
+                g.time_to_target, reached = _time_to_target(g, board.target)
+                if g.time_to_target.mean is None:
+                    why[id(g)] = f"{reached} of {len(g.runs)} seeds reached val {board.target:.4f} (best val {g.stats['best_val'].text()})"
         else:
-            key = "epoch_time_s" if criterion == "throughput" else "comm_bytes_per_epoch"
-            eligible = [g for g in mine if g.stats["test"].mean >= best_test - tolerance - 1e-12]
-            board.ranked = sorted(eligible, key=lambda g: (g.stats[key].mean is None, g.stats[key].mean or 0.0))
-            board.others = [g for g in mine if all(g is not e for e in eligible)]
+            cut = best_test - tolerance - 1e-12
+            for g in mine:
+                if board.accuracy_cut and g.stats["test"].mean < cut:
+                    why[id(g)] = f"test {g.stats['test'].mean:.4f} below the cut {best_test - tolerance:.4f}"
+                elif g.stats[metric].mean is None:
+                    why[id(g)] = f"no {metric}"
+        board.ranked = _sorted([g for g in mine if id(g) not in why], criterion)
+        board.others = _sorted([g for g in mine if id(g) in why], criterion)
+        board.reasons = [why[id(g)] for g in board.others]
         boards.append(board)
     return boards

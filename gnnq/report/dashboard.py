@@ -1,9 +1,10 @@
 """One self-contained HTML dashboard: the leaderboards as a sortable, filterable table, the plots,
-and each configuration's config on click. No server and no network: data, script, style and
-images (PNG data URIs) are all inside the file.
+and each configuration on click: its command, its config's differences from gnnq's defaults (the
+whole resolved config one click further), its runs. No server and no network: data, script, style
+and images (PNG data URIs) are all inside the file.
 
 For tests and links the page reads commands from its URL fragment, carried out as real clicks
-and input events: ``#sort=<column>[,desc]``, ``#filter=<text>``, ``#open=<row>``.
+and input events: ``#sort=<column>[,desc]``, ``#filter=<text>``, ``#open=<row>``, ``#full`` (the opened row's full config).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import base64
 import html
 import json
 import math
-import shlex
 from pathlib import Path
 
 from gnnq.report.aggregate import Group, Leaderboard
@@ -20,35 +20,75 @@ from gnnq.report.aggregate import Group, Leaderboard
 COLUMNS = [  # key, header, numeric
     ("dataset", "dataset", False),
     ("rank", "rank", True),
-    ("config", "config (overrides)", False),
-    ("seeds", "seeds", True),
+    ("method", "method", False),
+    ("runs", "runs", True),
     ("test", "test", True),
     ("test_std", "± std", True),
+    ("val", "val", True),
+    ("val_std", "± std", True),
+    ("num_params", "#params", True),
     ("epochs_per_s", "epochs/s", True),
     ("epoch_ms", "epoch ms", True),
+    ("overhead_s", "overhead s", True),
     ("comm_ms", "exposed comm ms", True),
     ("halo_mb", "halo MB/epoch", True),
     ("time_to_target_s", "time to target s", True),
+    ("hardware", "hardware", False),
+    ("date", "date", False),
+    ("command", "command", False),
 ]
 
 
-def dashboard_rows(boards: list[Leaderboard]) -> list[dict]:
+def _scaled(stat, scale: float) -> float | None:
+    return None if stat is None or stat.mean is None else stat.mean * scale
+
+
+def _differences(config: dict, defaults: dict, prefix: str = "") -> dict:
+    """Dotted key -> value where ``config`` differs from ``defaults`` (keys defaults lack included)."""
+    out = {}
+    for k, v in config.items():
+        key, d = f"{prefix}{k}", defaults.get(k) if isinstance(defaults, dict) else None
+        if isinstance(v, dict) and isinstance(d, dict):
+            out.update(_differences(v, d, key + "."))
+        elif v != d or not isinstance(defaults, dict) or k not in defaults:
+            out[key] = v
+    return out
+
+
+def _config_diff(config: dict, defaults: dict) -> dict:
+    """The differences that change what a run computes (not where data and runs live, nor logging)."""
+    from gnnq.report.overrides import IGNORED_GROUPS, IGNORED_KEYS
+
+    return {k: v for k, v in _differences(config, defaults).items()
+            if k != "runs_root" and k not in IGNORED_KEYS and k.split(".")[0] not in IGNORED_GROUPS}  # fmt: skip
+
+
+def _default_config() -> dict:
+    from omegaconf import OmegaConf
+
+    from gnnq.config.compose import compose_config
+
+    return OmegaConf.to_container(compose_config([]), resolve=True)
+
+
+def dashboard_rows(boards: list[Leaderboard], defaults: dict | None = None) -> list[dict]:
+    """One row per configuration and leaderboard: numbers as numbers, and what the config pane shows."""
+    defaults = _default_config() if defaults is None else defaults
     rows = []
     for board in boards:
-        ranked = [(i + 1, g) for i, g in enumerate(board.ranked)] + [(None, g) for g in board.others]
-        for rank, g in ranked:
+        ranked = [(i + 1, g, None) for i, g in enumerate(board.ranked)] + list(zip([None] * len(board.others), board.others, board.reasons))
+        for rank, g, why in ranked:
             s = g.stats
-            et = s["epoch_time_s"].mean
+            config = g.runs[0][1]["config"]
             rows.append({
-                "dataset": g.dataset, "rank": rank, "config": g.config, "seeds": len(g.runs),
-                "test": s["test"].mean, "test_std": s["test"].std,
-                "epochs_per_s": 1.0 / et if et else None, "epoch_ms": et * 1e3 if et else None,
-                "comm_ms": None if s["comm_time_s"].mean is None else s["comm_time_s"].mean * 1e3,
-                "halo_mb": None if s["comm_bytes_per_epoch"].mean is None else s["comm_bytes_per_epoch"].mean / 1e6,
-                "time_to_target_s": g.time_to_target.mean if g.time_to_target else None,
-                "command": shlex.join(["gnnq", *g.overrides]),
-                "runs": [str(d) for d, _ in g.runs],
-                "run_config": g.runs[0][1]["config"],
+                "dataset": g.dataset, "rank": rank, "method": g.label or g.config, "config": g.config, "runs": len(g.runs),
+                "seeds": g.seeds, "test": s["test"].mean, "test_std": s["test"].std, "val": s["best_val"].mean,
+                "val_std": s["best_val"].std, "num_params": s["num_params"].mean, "epochs_per_s": s["throughput"].mean,
+                "throughput_measured": g.throughput_measured, "epoch_ms": _scaled(s["epoch_time_s"], 1e3),
+                "overhead_s": s["overhead_time_s"].mean, "comm_ms": _scaled(s["comm_time_s"], 1e3),
+                "halo_mb": _scaled(s["comm_bytes_per_epoch"], 1e-6), "time_to_target_s": _scaled(g.time_to_target, 1.0),
+                "hardware": g.hardware, "date": g.date, "command": g.command, "why_unranked": why,
+                "run_dirs": [str(d) for d, _ in g.runs], "config_diff": _config_diff(config, defaults), "run_config": config,
             })  # fmt: skip
     return rows
 
@@ -59,7 +99,9 @@ def _criterion_text(boards: list[Leaderboard]) -> str:
     b = boards[0]
     if b.criterion == "time":
         return f"ranked by time to the target validation metric (best mean best-val minus {b.tolerance * 100:g} points)"
-    what = "throughput" if b.criterion == "throughput" else "halo bytes per epoch"
+    if b.criterion in ("test", "val"):
+        return f"ranked by mean {'test' if b.criterion == 'test' else 'best validation'} metric over seeds"
+    what = "wall-clock throughput" if b.criterion == "throughput" else "halo bytes per epoch"
     return f"ranked by {what} among configurations within {b.tolerance * 100:g} points of the best mean test metric"
 
 
@@ -106,12 +148,15 @@ th.text {{ text-align: left; }}
 td.text {{ text-align: left; font-family: ui-monospace, monospace; font-size: 12px; }}
 tbody tr {{ cursor: pointer; }} tbody tr:hover {{ background: #eef5ff; }} tr.selected {{ background: #dbe9ff; }}
 #filter {{ width: 28em; padding: 4px; margin: 0.5em 0; }}
-#details {{ background: #f8f8f8; border: 1px solid #ddd; padding: 0.8em; white-space: pre-wrap; font-size: 12px; }}
+#details {{ background: #f8f8f8; border: 1px solid #ddd; padding: 0.8em; font-size: 12px; }}
+#details pre {{ white-space: pre-wrap; margin: 0.3em 0; }}
+td[data-key=command] {{ max-width: 30em; overflow-wrap: anywhere; }}
 figure {{ display: inline-block; margin: 0.5em; }} figure img {{ max-width: 560px; border: 1px solid #eee; }}
 </style></head>
 <body>
 <h1>{title}</h1>
-<p>{summary}; per dataset {criterion}. Rank '-': below the accuracy cut (or never reaching the target).
+<p>{summary}; per dataset {criterion}. Rank '-': not ranked (the row's details say why).
+Epochs/s: wall-clock, overheads included ('*': 1 / epoch time, the record has no wall-clock throughput).
 Click a column to sort, a row for its config.</p>
 <input id="filter" type="search" placeholder="filter rows (any text: dataset, override, ...)">
 <span id="count"></span>
@@ -131,8 +176,9 @@ const filterBox = document.getElementById("filter");
 function fmt(key, v) {{
   if (v === null || v === undefined) return "-";
   if (typeof v !== "number") return String(v);
-  if (key === "test" || key === "test_std") return v.toFixed(4);
-  if (key === "rank" || key === "seeds") return String(v);
+  if (["test", "test_std", "val", "val_std"].includes(key)) return v.toFixed(4);
+  if (key === "rank" || key === "runs") return String(v);
+  if (key === "num_params") return v.toLocaleString("en-US");
   return v.toFixed(v >= 100 ? 1 : 3);
 }}
 
@@ -150,7 +196,7 @@ DATA.rows.forEach((row, i) => {{
   tr.dataset.index = String(i);
   DATA.columns.forEach(([key, , numeric]) => {{
     const td = document.createElement("td");
-    td.textContent = fmt(key, row[key]);
+    td.textContent = fmt(key, row[key]) + (key === "epochs_per_s" && row[key] !== null && !row.throughput_measured ? "*" : "");
     td.dataset.key = key;
     if (numeric && row[key] !== null && row[key] !== undefined) td.dataset.value = String(row[key]);
     if (!numeric) td.className = "text";
@@ -186,12 +232,33 @@ function applyFilter() {{
 }}
 filterBox.addEventListener("input", applyFilter);
 
+function section(title, text) {{
+  const h = document.createElement("h3");
+  h.textContent = title;
+  const pre = document.createElement("pre");
+  pre.textContent = text;
+  return [h, pre];
+}}
+
 function showConfig(i, tr) {{
   document.querySelectorAll("#board tr.selected").forEach(r => r.classList.remove("selected"));
   tr.classList.add("selected");
   const row = DATA.rows[i];
-  document.getElementById("details").textContent =
-    `${{row.command}}\\n\\nruns:\\n  ${{row.runs.join("\\n  ")}}\\n\\nconfig:\\n${{JSON.stringify(row.run_config, null, 2)}}`;
+  const pane = document.getElementById("details");
+  pane.replaceChildren();
+  const diff = Object.entries(row.config_diff).map(([k, v]) => `${{k}}: ${{JSON.stringify(v)}}`).join("\\n");
+  pane.append(...section("command", row.command));
+  if (row.why_unranked) pane.append(...section("not ranked because", row.why_unranked));
+  pane.append(...section("differences from gnnq's defaults", diff || "(none)"));
+  pane.append(...section("ran on", `${{row.hardware || "-"}}, ${{row.date || "-"}}; seeds ${{row.seeds.join(", ")}}\\n  ${{row.run_dirs.join("\\n  ")}}`));
+  const full = document.createElement("details");
+  full.id = "full-config";
+  const summary = document.createElement("summary");
+  summary.textContent = "full resolved config (first run)";
+  const pre = document.createElement("pre");
+  pre.textContent = JSON.stringify(row.run_config, null, 2);
+  full.append(summary, pre);
+  pane.append(full);
 }}
 
 applyFilter();
@@ -211,6 +278,9 @@ for (const part of decodeURIComponent(location.hash.slice(1)).split("&").filter(
     filterBox.dispatchEvent(new Event("input"));
   }} else if (cmd === "open" && body.rows[Number(arg)]) {{
     body.rows[Number(arg)].click();
+  }} else if (cmd === "full") {{
+    const full = document.getElementById("full-config");
+    if (full) full.querySelector("summary").click();
   }}
 }}
 </script>

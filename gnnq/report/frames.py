@@ -1,7 +1,8 @@
-"""The report's tables as numeric DataFrames (CSV, W&B), and the text view Markdown shows of them.
+"""The report's tables as numeric DataFrames (CSV, JSON, W&B), and the text views Markdown and LaTeX show of them.
 
 A statistic over seeds is two numeric columns, ``<metric>_mean`` and ``<metric>_std``, in the
-record's own units (seconds, bytes); only the text view scales, rounds and writes ``mean ± std``.
+record's own units (seconds, bytes); only the text views scale, round and write ``mean ± std``.
+Column names mean one thing everywhere: ``seeds`` is the list of seeds, ``runs`` their number.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from gnnq.report import latex
 from gnnq.report.aggregate import METRICS, Group, Leaderboard, Stat
 
 
@@ -22,47 +24,72 @@ class Shown:
     column: str
     fmt: str | None = None  # None: the value as it is
     scale: float = 1.0
+    best: str | None = None  # "max" or "min": which value LaTeX sets in bold
+    mark: str | None = None  # a boolean frame column: '*' after the value where it is False
 
 
+THROUGHPUT_NOTE = "* epochs/s as 1 / median epoch time: these records have no wall-clock throughput (overheads not counted)."
 GROUPS_SHOWN = [
-    Shown("dataset", "dataset"), Shown("config (overrides)", "config"), Shown("seeds", "seeds"), Shown("test", "test", ".4f"),
-    Shown("best val", "best_val", ".4f"), Shown("epoch ms", "epoch_time_s", ".1f", 1e3),
-    Shown("comm ms", "comm_time_s", ".1f", 1e3), Shown("halo MB/epoch", "comm_bytes_per_epoch", ".3f", 1e-6),
+    Shown("dataset", "dataset"), Shown("method", "method"), Shown("config (overrides)", "config"), Shown("seeds", "seeds"),
+    Shown("test", "test", ".4f", best="max"), Shown("best val", "best_val", ".4f", best="max"),
+    Shown("epochs/s", "throughput", ".2f", best="max", mark="throughput_measured"),
+    Shown("epoch ms", "epoch_time_s", ".1f", 1e3, best="min"), Shown("overhead s", "overhead_time_s", ".2f", best="min"),
+    Shown("comm ms", "comm_time_s", ".1f", 1e3, best="min"), Shown("halo MB/epoch", "comm_bytes_per_epoch", ".3f", 1e-6, best="min"),
 ]  # fmt: skip
 LEADERBOARD_SHOWN = [
-    Shown("rank", "rank"), Shown("config (overrides)", "config"), Shown("seeds", "runs"), Shown("test", "test", ".4f"),
-    Shown("epochs/s", "epochs_per_s", ".2f"), Shown("epoch ms", "epoch_time_s", ".1f", 1e3),
-    Shown("halo MB/epoch", "comm_bytes_per_epoch", ".3f", 1e-6), Shown("time to target s", "time_to_target_s", ".1f"),
+    Shown("rank", "rank"), Shown("method", "method"), Shown("test", "test", ".4f", best="max"),
+    Shown("val", "best_val", ".4f", best="max"), Shown("#params", "num_params", ",.0f"),
+    Shown("epochs/s", "epochs_per_s", ".2f", best="max", mark="throughput_measured"),
+    Shown("epoch ms", "epoch_time_s", ".1f", 1e3, best="min"), Shown("overhead s", "overhead_time_s", ".2f", best="min"),
+    Shown("halo MB/epoch", "comm_bytes_per_epoch", ".3f", 1e-6, best="min"),
+    Shown("time to target s", "time_to_target_s", ".1f", best="min"), Shown("runs", "runs"), Shown("hardware", "hardware"),
+    Shown("date", "date"), Shown("command", "command"),
 ]  # fmt: skip
+UNRANKED_SHOWN = Shown("not ranked because", "why_unranked")
 
 
 def stat_columns(name: str, stat: Stat | None) -> dict:
     return {f"{name}_mean": None if stat is None else stat.mean, f"{name}_std": None if stat is None else stat.std}
 
 
+def _about(g: Group) -> dict:
+    """What names a configuration and where it ran: method, config, seeds, runs, hardware, date, command."""
+    return {"method": g.label or g.config, "config": g.config, "runs": len(g.runs), "seeds": ",".join(map(str, g.seeds)),
+            "throughput_measured": g.throughput_measured, "hardware": g.hardware, "date": g.date, "command": g.command}  # fmt: skip
+
+
 def groups_frame(groups: list[Group]) -> pd.DataFrame:
-    """One row per configuration: dataset, config, seeds, runs, and mean and std of every metric."""
-    rows = [{"dataset": g.dataset, "config": g.config, "seeds": ",".join(map(str, g.seeds)), "runs": len(g.runs),
-             **{k: v for m in METRICS for k, v in stat_columns(m, g.stats[m]).items()}} for g in groups]  # fmt: skip
-    columns = ["dataset", "config", "seeds", "runs", *(f"{m}_{s}" for m in METRICS for s in ("mean", "std"))]
-    return _numeric(pd.DataFrame(rows, columns=columns), columns[3:])
+    """One row per configuration: who it is (``_about``), and mean and std of every metric."""
+    rows = [{"dataset": g.dataset, **_about(g), **{k: v for m in METRICS for k, v in stat_columns(m, g.stats[m]).items()}}
+            for g in groups]  # fmt: skip
+    columns = ["dataset", "method", "config", "seeds", "runs", *(f"{m}_{s}" for m in METRICS for s in ("mean", "std")),
+               "throughput_measured", "hardware", "date", "command"]  # fmt: skip
+    return _numeric(pd.DataFrame(rows, columns=columns), columns[4:-4])
 
 
 def leaderboard_frame(board: Leaderboard) -> pd.DataFrame:
-    """The ranked configurations, then the others (rank empty); epochs_per_s is 1 / epoch_time_s_mean."""
+    """The ranked configurations, then the others (rank empty, with why); epochs_per_s is the wall-clock throughput."""
     rows = []
-    for rank, g in [(i + 1, g) for i, g in enumerate(board.ranked)] + [(None, g) for g in board.others]:
-        et = g.stats["epoch_time_s"].mean
-        rows.append({"rank": rank, "config": g.config, "runs": len(g.runs), **stat_columns("test", g.stats["test"]),
-                     "epochs_per_s": 1.0 / et if et else None, **stat_columns("epoch_time_s", g.stats["epoch_time_s"]),
-                     **stat_columns("comm_bytes_per_epoch", g.stats["comm_bytes_per_epoch"]),
-                     **stat_columns("time_to_target_s", g.time_to_target)})  # fmt: skip
-    columns = ["rank", "config", "runs", "test_mean", "test_std", "epochs_per_s", "epoch_time_s_mean", "epoch_time_s_std",
-               "comm_bytes_per_epoch_mean", "comm_bytes_per_epoch_std",
-               "time_to_target_s_mean", "time_to_target_s_std"]  # fmt: skip
-    frame = _numeric(pd.DataFrame(rows, columns=columns), columns[2:])
+    why = [None] * len(board.ranked) + list(board.reasons)
+    for (rank, g), reason in zip([(i + 1, g) for i, g in enumerate(board.ranked)] + [(None, g) for g in board.others], why):
+        s = g.stats
+        rows.append({"rank": rank, **_about(g), **stat_columns("test", s["test"]), **stat_columns("best_val", s["best_val"]),
+                     "num_params": s["num_params"].mean, "epochs_per_s": s["throughput"].mean, "epochs_per_s_std": s["throughput"].std,
+                     **stat_columns("epoch_time_s", s["epoch_time_s"]), **stat_columns("overhead_time_s", s["overhead_time_s"]),
+                     **stat_columns("comm_bytes_per_epoch", s["comm_bytes_per_epoch"]),
+                     **stat_columns("time_to_target_s", g.time_to_target), "why_unranked": reason})  # fmt: skip
+    columns = ["rank", "method", "config", "runs", "seeds", "test_mean", "test_std", "best_val_mean", "best_val_std", "num_params",
+               "epochs_per_s", "epochs_per_s_std", "epoch_time_s_mean", "epoch_time_s_std", "overhead_time_s_mean",
+               "overhead_time_s_std", "comm_bytes_per_epoch_mean", "comm_bytes_per_epoch_std", "time_to_target_s_mean",
+               "time_to_target_s_std", "throughput_measured", "hardware", "date", "command", "why_unranked"]  # fmt: skip
+    frame = _numeric(pd.DataFrame(rows, columns=columns), ["runs", *columns[5:20]])
     frame["rank"] = frame["rank"].astype("Int64")
     return frame
+
+
+def leaderboard_shown(frame: pd.DataFrame) -> list[Shown]:
+    """The leaderboard's text columns; 'not ranked because' where some configuration is not ranked."""
+    return LEADERBOARD_SHOWN + ([UNRANKED_SHOWN] if frame["why_unranked"].notna().any() else [])
 
 
 def _numeric(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
@@ -80,20 +107,42 @@ def _text(value, fmt: str | None, scale: float) -> str:
     return str(value) if fmt is None else format(value * scale, fmt)
 
 
+def _value(record: dict, s: Shown):
+    return record[s.column] if s.column in record else record[f"{s.column}_mean"]
+
+
 def text_view(frame: pd.DataFrame, shown: list[Shown], pm: str = " ± ") -> tuple[list[str], list[list[str]]]:
     """Headers and text rows: values formatted, '-' where missing, statistics as ``mean ± std``."""
     rows = []
     for record in frame.to_dict("records"):
         line = []
         for s in shown:
-            if s.column in record:
-                line.append(_text(record[s.column], s.fmt, s.scale))
-                continue
-            mean, std = record[f"{s.column}_mean"], record[f"{s.column}_std"]
-            text = _text(mean, s.fmt, s.scale)
-            line.append(text if _missing(mean) or _missing(std) else text + pm + _text(std, s.fmt, s.scale))
+            value, std = _value(record, s), record.get(f"{s.column}_std")
+            text = _text(value, s.fmt, s.scale)
+            if not _missing(value) and not _missing(std):
+                text += pm + _text(std, s.fmt, s.scale)
+            if s.mark and not _missing(record.get(s.mark)) and not bool(record[s.mark]) and text != "-":
+                text += "*"
+            line.append(text)
         rows.append(line)
     return [s.header for s in shown], rows
+
+
+def notes(frame: pd.DataFrame) -> list[str]:
+    """Footnotes the text view's marks need."""
+    measured = frame["throughput_measured"] if "throughput_measured" in frame else pd.Series(dtype=bool)
+    return [THROUGHPUT_NOTE] if (~measured.astype(bool)).any() else []
+
+
+def latex_view(frame: pd.DataFrame, shown: list[Shown], caption: str) -> str:
+    """The text view as a booktabs LaTeX table, each column's best value in bold."""
+    headers, rows = text_view(frame, shown)
+    records = frame.to_dict("records")
+    bold = []
+    for s in shown:
+        values = [None if s.best is None or _missing(v := _value(r, s)) else float(v) for r in records]
+        bold.append(latex.best_rows(values, s.best))
+    return latex.render(headers, rows, caption, bold)
 
 
 def json_ready(frame: pd.DataFrame) -> pd.DataFrame:

@@ -5,6 +5,7 @@ against that setting."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,14 +30,17 @@ def _save(fig, out: Path, stem: str) -> list[Path]:
     return paths
 
 
-def short_labels(groups: list[Group]) -> list[str]:
-    """Each configuration's overrides minus those every configuration shares."""
-    return _distinct([g.overrides for g in groups])
+def labels(groups: list[Group]) -> list[str]:
+    """Each configuration's name (``Group.label``, set by gnnq-report from the table spec, preset or method)."""
+    return [g.label or g.config for g in groups]
 
 
-def _distinct(overrides: list[list[str]]) -> list[str]:
-    common = set.intersection(*(set(o) for o in overrides)) if overrides else set()
-    return [" ".join(o for o in ov if o not in common) or "(common settings)" for ov in overrides]
+LEGEND = {"fontsize": 9, "loc": "upper left", "bbox_to_anchor": (1.02, 1.0), "borderaxespad": 0.0, "frameon": False}
+
+
+def _legend(ax) -> None:
+    """Beside the axes, at a size readable in the PNG as it is."""
+    ax.legend(**LEGEND)
 
 
 def pareto_front(points: list[tuple[float, float]]) -> list[int]:
@@ -48,22 +52,29 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
     return sorted(front, key=lambda i: points[i][0])
 
 
+def _spread(g: Group, metric: str, scale: float = 1.0) -> float | None:
+    std = g.stats[metric].std
+    return None if std is None else std * scale
+
+
 def plot_accuracy_vs_throughput(groups: list[Group], out: Path, dataset: str) -> list[Path]:
+    """Mean test metric against mean wall-clock throughput, error bars one std over seeds both ways."""
     plt = _pyplot()
-    mine = [g for g in groups if g.stats["test"].mean is not None and g.stats["epoch_time_s"].mean]
-    labels = short_labels(mine)
-    points = [(1.0 / g.stats["epoch_time_s"].mean, g.stats["test"].mean) for g in mine]
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    for (x, y), g, label in zip(points, mine, labels):
-        err = g.stats["test"].std
-        ax.errorbar(x, y, yerr=err, fmt="o", capsize=3, label=label)
+    mine = [g for g in groups if g.stats["test"].mean is not None and g.stats["throughput"].mean]
+    points = [(g.stats["throughput"].mean, g.stats["test"].mean) for g in mine]
+    fig, ax = plt.subplots(figsize=(10, 5))
+    for (x, y), g, label in zip(points, mine, labels(mine)):
+        mark = "" if g.throughput_measured else " *"
+        ax.errorbar(x, y, xerr=_spread(g, "throughput"), yerr=_spread(g, "test"), fmt="o", capsize=3, label=label + mark)
     front = pareto_front(points)
     if front:
         ax.plot([points[i][0] for i in front], [points[i][1] for i in front], "k--", linewidth=1, label="Pareto front")
-    ax.set(xlabel="throughput (training epochs / s)", ylabel="test metric (mean over seeds)")
-    ax.set_title(f"{dataset}: accuracy vs throughput", fontsize=9)
+    ax.set(xlabel="throughput (training epochs / s, overheads included)", ylabel="test metric")
+    ax.set_title(f"{dataset}: accuracy vs throughput (mean ± std over seeds)", fontsize=11)
+    if any(not g.throughput_measured for g in mine):
+        fig.text(0.01, 0.01, "* 1 / epoch time: the record has no wall-clock throughput", fontsize=8)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=6)
+    _legend(ax)
     fig.tight_layout()
     paths = _save(fig, out, f"accuracy_vs_throughput-{dataset}")
     plt.close(fig)
@@ -72,14 +83,14 @@ def plot_accuracy_vs_throughput(groups: list[Group], out: Path, dataset: str) ->
 
 def plot_bytes(groups: list[Group], out: Path, dataset: str) -> list[Path]:
     plt = _pyplot()
-    labels = short_labels(groups)
     mb = [(g.stats["comm_bytes_per_epoch"].mean or 0.0) / 1e6 for g in groups]
-    fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(groups) + 1.5))
-    ax.barh(range(len(groups)), mb)
-    ax.set_yticks(range(len(groups)), labels, fontsize=7)
+    err = [_spread(g, "comm_bytes_per_epoch", 1e-6) or 0.0 for g in groups]
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(groups) + 1.5))
+    ax.barh(range(len(groups)), mb, xerr=err if any(err) else None, capsize=3)
+    ax.set_yticks(range(len(groups)), labels(groups), fontsize=9)
     ax.invert_yaxis()
     ax.set(xlabel="halo MB per training epoch (all ranks)")
-    ax.set_title(f"{dataset}: bytes per epoch by configuration", fontsize=9)
+    ax.set_title(f"{dataset}: bytes per epoch by configuration", fontsize=11)
     ax.grid(alpha=0.3, axis="x")
     fig.tight_layout()
     paths = _save(fig, out, f"bytes_per_epoch-{dataset}")
@@ -91,16 +102,16 @@ def plot_curves(series: list[tuple[str, list[tuple[float, float]]]], out: Path, 
                 target: float | None = None) -> list[Path]:  # fmt: skip
     """Validation metric against training time, one line per (label, curve)."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(10, 5))
     for label, curve in series:
         t, v = zip(*curve) if curve else ((), ())
         ax.plot(t, v, marker="o" if len(t) <= 40 else None, markersize=3, label=label)
     if target is not None:
         ax.axhline(target, color="grey", linestyle="--", linewidth=1, label=f"target {target:.3f}")
-    ax.set(xlabel="training time (s, slowest rank)", ylabel="validation metric")
-    ax.set_title(title, fontsize=9)
+    ax.set(xlabel="training time (s, slowest rank; epochs and overheads)", ylabel="validation metric")
+    ax.set_title(title, fontsize=11)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    _legend(ax)
     fig.tight_layout()
     paths = _save(fig, out, stem)
     plt.close(fig)
@@ -109,7 +120,7 @@ def plot_curves(series: list[tuple[str, list[tuple[float, float]]]], out: Path, 
 
 def plot_training_curves(groups: list[Group], out: Path, dataset: str) -> list[Path]:
     """One curve per configuration: its first seed's run."""
-    series = [(label, read_curve(g.runs[0][0])) for g, label in zip(groups, short_labels(groups))]
+    series = [(label, read_curve(g.runs[0][0])) for g, label in zip(groups, labels(groups))]
     return plot_curves(series, out, f"curves-{dataset}", f"{dataset}: validation vs training time (first seed)")
 
 
@@ -160,39 +171,65 @@ def _key(override: str) -> str:
     return override.lstrip("+~").split("=", 1)[0]
 
 
+def _flat(tree: dict, prefix: str = "") -> dict[str, str]:
+    """Dotted key -> JSON of its value, for the keys that change what a run computes (the seed left out)."""
+    from gnnq.report.overrides import IGNORED_GROUPS, IGNORED_KEYS
+
+    out = {}
+    for k, v in tree.items():
+        key = f"{prefix}{k}"
+        if key in IGNORED_KEYS or key in IGNORED_GROUPS or key in ("runs_root", "trainer.seed"):
+            continue
+        out.update(_flat(v, key + ".") if isinstance(v, dict) else {key: json.dumps(v, sort_keys=True)})
+    return out
+
+
+def _settings(config: dict, leave_out) -> frozenset:
+    return frozenset((k, v) for k, v in _flat(config).items() if not leave_out(k))
+
+
 def speedup_lines(groups: list[Group], axis: SpeedupAxis) -> dict[str, list[tuple[float, float]]]:
     """Per configuration (all but ``axis``), (setting value, throughput speedup) sorted by value.
 
     The speedup of a configuration at a value is the mean epoch time of Vanilla (parallel=sync,
     quantizer=fp32, the same settings otherwise, ``axis`` included) over its own; configurations
     without such a Vanilla, Vanilla itself (1 everywhere), and configurations with a speedup at
-    one value of ``axis`` only are left out. Empty when no configuration is left.
+    one value of ``axis`` only are left out. Empty when no configuration is left. Lines are
+    named by their configurations' labels without the axis's own setting.
     """
-    def is_method(o: str) -> bool:
-        return _key(o).split(".")[0] in METHOD_GROUPS
+
+    def is_method(key: str) -> bool:
+        return key.split(".")[0] in METHOD_GROUPS
 
     base = {}
     for g in groups:
         if _is_baseline(_config(g)) and g.stats["epoch_time_s"].mean:
-            base[(g.dataset, tuple(o for o in g.overrides if not is_method(o)))] = g.stats["epoch_time_s"].mean
-    points: dict[tuple, list[tuple[float, float]]] = {}
+            base[(g.dataset, _settings(_config(g), is_method))] = g.stats["epoch_time_s"].mean
+    points: dict[frozenset, list[tuple[float, float]]] = {}
+    members: dict[frozenset, list[Group]] = {}
     for g in groups:
         x, mine = axis.value(_config(g)), g.stats["epoch_time_s"].mean
-        b = base.get((g.dataset, tuple(o for o in g.overrides if not is_method(o))))
+        b = base.get((g.dataset, _settings(_config(g), is_method)))
         if x is None or not mine or b is None or _is_baseline(_config(g)):
             continue
-        line = tuple(o for o in g.overrides if _key(o) not in axis.keys)
+        line = _settings(_config(g), lambda k: k in axis.keys)
         points.setdefault(line, []).append((x, b / mine))
+        members.setdefault(line, []).append(g)
     # Lines at one value only (another study's points: 8 hosts beside a bandwidth study on 4) say nothing about the axis.
-    points = {line: pts for line, pts in points.items() if len({x for x, _ in pts}) >= 2}
-    if not points:
+    lines = [line for line, pts in points.items() if len({x for x, _ in pts}) >= 2]
+    if not lines:
         return {}
-    # A line is named by its method's overrides (those not every run shares) and what else sets it apart.
-    common = set.intersection(*(set(g.overrides) for g in groups))
-    common_lines = set.intersection(*(set(line) for line in points))
-    labels = [" ".join(o for o in line if o not in common and (is_method(o) or o not in common_lines)) or "(common settings)"
-              for line in points]  # fmt: skip
-    return {label: sorted(pts) for label, pts in zip(labels, points.values())}
+
+    def name(g: Group) -> str:
+        return " ".join(t for t in (g.label or g.config).split() if _key(t) not in axis.keys)
+
+    labels = [name(members[line][0]) for line in lines]
+    for i, line in enumerate(lines):
+        if labels.count(labels[i]) > 1:  # same method at other settings: add what sets this line apart
+            common = set.intersection(*(set(members[other][0].overrides) for other in lines))
+            extra = [o for o in members[line][0].overrides if o not in common and _key(o) not in axis.keys]
+            labels[i] = " ".join([labels[i], *extra])
+    return {label: sorted(points[line]) for label, line in zip(labels, lines)}
 
 
 def plot_speedup_vs(groups: list[Group], out: Path, dataset: str, axis: SpeedupAxis) -> list[Path]:
@@ -201,7 +238,7 @@ def plot_speedup_vs(groups: list[Group], out: Path, dataset: str, axis: SpeedupA
     if not lines:
         return []
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    fig, ax = plt.subplots(figsize=(10, 5))
     for label, pts in lines.items():
         xs, ys = zip(*pts)
         ax.plot(xs, ys, marker="o", label=label)
@@ -211,9 +248,9 @@ def plot_speedup_vs(groups: list[Group], out: Path, dataset: str, axis: SpeedupA
         ax.set_xscale("log")
     ax.set_xticks(xs, [f"{x:g}" for x in xs])
     ax.set(xlabel=axis.xlabel, ylabel="throughput speedup over Vanilla (epoch time ratio)")
-    ax.set_title(f"{dataset}: speedup over Vanilla vs {axis.name} (mean epoch time over seeds)", fontsize=9)
+    ax.set_title(f"{dataset}: speedup over Vanilla vs {axis.name} (mean epoch time over seeds)", fontsize=11)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=6)
+    _legend(ax)
     fig.tight_layout()
     paths = _save(fig, out, f"speedup_vs_{axis.name}-{dataset}")
     plt.close(fig)

@@ -15,10 +15,11 @@ import yaml
 
 from gnnq.report.aggregate import CRITERIA, MISSING, Leaderboard, group_runs, leaderboards, lookup
 from gnnq.report.dashboard import write_dashboard
-from gnnq.report.frames import GROUPS_SHOWN, LEADERBOARD_SHOWN, groups_frame, leaderboard_frame, text_view
+from gnnq.report.frames import GROUPS_SHOWN, groups_frame, latex_view, leaderboard_frame, leaderboard_shown, notes, text_view
+from gnnq.report.labels import method_labels
 from gnnq.report.plots import plot_report
 from gnnq.report.tables import SPEC_SUFFIX, TableSpecError, load_spec, render_all
-from gnnq.report.wandb_report import log_report
+from gnnq.report.wandb_report import log_report, source_run
 from gnnq.track.progress import fmt_value, markdown_table
 from gnnq.track.record import RECORD_FILE
 
@@ -69,15 +70,25 @@ def leaderboard_title(board: Leaderboard) -> str:
     if board.criterion == "time" and board.target is None:
         how = "time to a target validation metric (none: the runs report no validation metric)"
     elif board.criterion == "time":
-        how = f"time until validation reaches {board.target:.4f} (the best mean best-val minus {pts})"
+        how = f"time (epochs and overheads) until validation reaches {board.target:.4f} (the best mean best-val minus {pts})"
+        if not board.ranked:
+            how += f"; no configuration reached it in every seed ({len(board.others)} not ranked, see why)"
+    elif board.criterion in ("test", "val"):
+        how = f"mean {'test' if board.criterion == 'test' else 'best validation'} metric over seeds"
     else:
-        what = "throughput (epochs/s)" if board.criterion == "throughput" else "halo bytes per epoch"
+        what = "wall-clock throughput (epochs/s, overheads included)" if board.criterion == "throughput" else "halo bytes per epoch"
         how = f"{what} among configurations within {pts} of the best mean test {board.best_test:.4f}"
     return f"Leaderboard: {board.dataset}, ranked by {how}"
 
 
+def _chosen(value):
+    """A group's node (``dataset``) stands for its choice's name, as ``dataset=cora`` does on gnnq's command line."""
+    return value["name"] if isinstance(value, dict) and "name" in value else value
+
+
 def select(records: list[tuple[Path, dict]], where: str) -> list[tuple[Path, dict]]:
-    """Records whose config has KEY=VALUE (the value read as Hydra would: numbers, booleans, null, lists)."""
+    """Records whose config has KEY=VALUE (the value read as Hydra would: numbers, booleans, null, lists; a group
+    such as ``dataset=cora`` matches its choice's name); a filter that keeps no run is an error listing the values present."""
     key, sep, text = where.partition("=")
     if not sep or not key:
         raise ValueError(f"--where {where!r}: expected KEY=VALUE, e.g. dataset.name=cora")
@@ -87,6 +98,7 @@ def select(records: list[tuple[Path, dict]], where: str) -> list[tuple[Path, dic
         raise ValueError(f"--where {where!r}: the value is not readable ({type(exc).__name__})") from None
     if records and all(lookup(r["config"], key) is MISSING for _, r in records):
         raise ValueError(f"--where {where!r}: no run's config has the key {key!r}")
+    present = [_chosen(lookup(r["config"], key)) for _, r in records]
 
     def equal(got) -> bool:
         want = value
@@ -99,21 +111,27 @@ def select(records: list[tuple[Path, dict]], where: str) -> list[tuple[Path, dic
             return math.isclose(got, want, rel_tol=1e-9)
         return got == want
 
-    return [(d, r) for d, r in records if equal(lookup(r["config"], key))]
+    kept = [(d, r) for (d, r), got in zip(records, present) if equal(got)]
+    if records and not kept:
+        values = sorted({json.dumps(v) if not isinstance(v, str) else v for v in present if v is not MISSING}, key=str)
+        raise ValueError(f"--where {where!r} matched none of the {len(records)} runs; {key} is one of: {', '.join(values)}")
+    return kept
 
 
-def main(argv: list[str]) -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gnnq-report", description=__doc__)
     parser.add_argument("dirs", nargs="+", type=Path, help="directories searched recursively for record.json")
     parser.add_argument("--criterion", choices=CRITERIA, default="throughput",
-                        help="leaderboard ranking: throughput (default) or bytes among configurations near the best "
-                             "accuracy, or time to a target validation accuracy")  # fmt: skip
+                        help="leaderboard ranking: throughput (default; wall-clock, overheads included) or bytes among "
+                             "configurations near the best test accuracy, test or val (mean accuracy, every configuration "
+                             "ranked), or time to a target validation accuracy")  # fmt: skip
     parser.add_argument("--tolerance", type=float, default=0.003, help="accuracy cut, as a fraction (0.003 = 0.3 points)")
-    parser.add_argument("--out", type=Path, help="also write report.md, groups.csv and leaderboard-<dataset>.csv here "
+    parser.add_argument("--out", type=Path, help="also write report.md, groups.csv and leaderboard-<dataset>.csv and .tex here "
                         "(and each table as <name>.md, .csv and .tex)")  # fmt: skip
     parser.add_argument("--table", type=_table_spec, action="append", default=[],
                         help="a table spec: a path, or the name of a sweep shipped with gnnq (peers: its "
-                             "sweeps/peers.table.yaml) to render from these runs; repeatable")  # fmt: skip
+                             "sweeps/peers.table.yaml) to render from these runs (its row labels name the methods in "
+                             "legends and leaderboards); repeatable")  # fmt: skip
     parser.add_argument("--plots", action="store_true",
                         help="with --out: accuracy vs throughput (Pareto front), bytes per epoch and training curves, and where "
                              "runs on emulated hosts vary the link bandwidth or the number of hosts, throughput speedup over "
@@ -125,6 +143,15 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--wandb-project", default="gnnq", help="W&B project for --wandb (default gnnq)")
     parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
                         help="only runs whose config has this value (e.g. dataset.name=cora); repeatable")  # fmt: skip
+    return parser
+
+
+def _with_notes(table: str, frame) -> list[str]:
+    return [table, *([""] + notes(frame) if notes(frame) else []), ""]
+
+
+def main(argv: list[str]) -> None:
+    parser = _parser()
     args = parser.parse_args(argv)
     if (args.plots or args.dashboard or args.wandb) and not args.out:
         parser.error("--plots, --dashboard and --wandb need --out DIR")
@@ -137,27 +164,37 @@ def main(argv: list[str]) -> None:
     for w in warnings:
         print(f"gnnq-report: warning: {w}", file=sys.stderr)
     if not records:
-        print("gnnq-report: no run records found", file=sys.stderr)
+        print(f"gnnq-report: no run records (record.json) found under {', '.join(map(str, args.dirs))}", file=sys.stderr)
         sys.exit(1)
+    try:
+        specs = [load_spec(p) for p in args.table]
+    except TableSpecError as exc:
+        print(f"gnnq-report: error: {exc}", file=sys.stderr)
+        sys.exit(2)
     groups = group_runs(records)
+    for g, label in zip(groups, method_labels(groups, specs)):
+        g.label = label
     boards = leaderboards(groups, args.criterion, args.tolerance)
     failed = [(d, r) for d, r in records if r["status"] != "ok"]
-    # Numeric frames (CSV, W&B); Markdown shows their text view.
+    # Numeric frames (CSV, W&B); Markdown and LaTeX show their text view.
     tables = {"configurations": groups_frame(groups)}
     tables.update({f"leaderboard/{b.dataset}": leaderboard_frame(b) for b in boards})
-    configurations = markdown_table(*text_view(tables["configurations"], GROUPS_SHOWN)) if groups else "(no successful runs)"
-    sections = ["## Runs", "", records_table(records), "", "## Configurations (mean ± std over seeds)", "", configurations, ""]
+    sections = ["## Runs", "", records_table(records), "", "## Configurations (mean ± std over seeds)", ""]
+    if groups:
+        sections += _with_notes(markdown_table(*text_view(tables["configurations"], GROUPS_SHOWN)), tables["configurations"])
+    else:
+        sections += ["(no successful runs)", ""]
     for board in boards:
-        board_table = markdown_table(*text_view(tables[f"leaderboard/{board.dataset}"], LEADERBOARD_SHOWN))
-        sections += [f"## {leaderboard_title(board)}", "", board_table, ""]
-    for spec_path in args.table:
+        frame = tables[f"leaderboard/{board.dataset}"]
+        sections += [f"## {leaderboard_title(board)}", "", *_with_notes(markdown_table(*text_view(frame, leaderboard_shown(frame))), frame)]
+    for spec in specs:
         try:
-            md, table = render_all(load_spec(spec_path), [r for _, r in records], args.out)
-            sections.append(md)
-            tables[f"table/{spec_path.name.removesuffix(SPEC_SUFFIX)}"] = table
+            md, table = render_all(spec, [r for _, r in records], args.out)
         except TableSpecError as exc:
             print(f"gnnq-report: error: {exc}", file=sys.stderr)
             sys.exit(2)
+        sections.append(md)
+        tables[f"table/{Path(spec['_path']).name.removesuffix(SPEC_SUFFIX)}"] = table
     paths: list[Path] = []
     if args.plots or args.dashboard:
         paths = plot_report(groups, args.out)
@@ -166,15 +203,25 @@ def main(argv: list[str]) -> None:
             page = write_dashboard(args.out / "dashboard.html", groups, boards, paths, failed=len(failed))
             sections += [f"Dashboard: {page}", ""]
     if args.wandb:
-        run_dir = log_report(args.out, tables, paths, project=args.wandb_project, mode=args.wandb)
+        settings = {"dirs": [str(d) for d in args.dirs], "where": args.where, "criterion": args.criterion,
+                    "tolerance": args.tolerance, "tables": [str(p) for p in args.table], "runs": len(records), "failed": len(failed)}  # fmt: skip
+        run_dir = log_report(args.out, tables, paths, settings, [source_run(d, r) for d, r in records],
+                             project=args.wandb_project, mode=args.wandb)  # fmt: skip
         sections += [f"W&B run ({args.wandb}): {run_dir}", ""]
     if failed:
         sections += ["## Failed runs (not ranked)", ""] + [f"- {d}: {r.get('error')}" for d, r in failed] + [""]
     text = "\n".join(sections)
     print(text)
     if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "report.md").write_text(text)
-        tables["configurations"].to_csv(args.out / "groups.csv", index=False)
-        for board in boards:
-            tables[f"leaderboard/{board.dataset}"].to_csv(args.out / f"leaderboard-{board.dataset}.csv", index=False)
+        _write(args.out, text, tables, boards)
+
+
+def _write(out: Path, text: str, tables: dict, boards: list[Leaderboard]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.md").write_text(text)
+    tables["configurations"].to_csv(out / "groups.csv", index=False)
+    for board in boards:
+        frame = tables[f"leaderboard/{board.dataset}"]
+        frame.to_csv(out / f"leaderboard-{board.dataset}.csv", index=False)
+        shown = [s for s in leaderboard_shown(frame) if s.column not in ("command", "why_unranked")]  # too wide for a page
+        (out / f"leaderboard-{board.dataset}.tex").write_text(latex_view(frame, shown, leaderboard_title(board)))

@@ -14,6 +14,7 @@ row and its column over seeds (mean ± std) for the column's metric (a record ke
       - {label: epoch ms, metric: epoch_time_s, scale: 1000, format: ".1f"}
       - {label: bytes vs Vanilla, metric: comm_bytes_per_epoch, ratio_to: Vanilla, format: ".3f"}
       - {label: speedup, metric: epoch_time_s, speedup_over: Vanilla, format: ".2f"}
+      - {label: halo MB, metric: comm_bytes_per_epoch, scale: 1.0e-6, best: none}  # no bold in LaTeX
       - {label: Cora test, metric: test, match: {dataset.name: cora}}
     paper:                        # optional published numbers, shown beside ours
       Vanilla: {Cora test: 0.815}
@@ -23,18 +24,20 @@ row and its column over seeds (mean ± std) for the column's metric (a record ke
 ``speedup_over: ROW`` is the inverse, ROW / this row (epoch time -> throughput speedup). A cell
 no run matches stays empty ('-' in Markdown and LaTeX, blank in CSV), as do the ratios that need it.
 
-Rendered as Markdown, CSV (numbers only: mean, std and n per column) and LaTeX (pandas' Styler).
+Rendered as Markdown, CSV (numbers only: mean, std and n per column) and LaTeX (booktabs; each column's
+best value in bold: the highest for accuracy and speedups, the lowest for times and bytes, or as the
+column's ``best: max|min|none`` says).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 from omegaconf import OmegaConf
 
+from gnnq.report import latex
 from gnnq.report.aggregate import MISSING, SEED_KEYS, Stat, lookup
 from gnnq.report.overrides import config_overrides
 
@@ -78,6 +81,8 @@ def load_spec(path: Path) -> dict:
             format(0.0, col.get("format", spec.get("metric_format", ".4f")))
         except (TypeError, ValueError):
             raise TableSpecError(f"{path}: column {col['label']!r}: 'scale' must be a number and 'format' a Python format spec such as .4f") from None
+        if col.get("best", "none") not in ("max", "min", "none"):
+            raise TableSpecError(f"{path}: column {col['label']!r}: 'best' is max, min or none, not {col['best']!r}")
     paper = spec.get("paper") or {}
     if not isinstance(paper, dict) or not all(isinstance(v, dict) for v in paper.values()):
         raise TableSpecError(f"{path}: 'paper' maps row labels to {{column label: number}}")
@@ -233,22 +238,22 @@ def render_csv(spec: dict, cells: list[list[Cell]]) -> str:
     return table_frame(spec, cells).to_csv(index=False)
 
 
-_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-          "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-
-
-def _latex_escape(text: str) -> str:
-    return re.sub(r"[\\&%$#_{}~^]", lambda m: _LATEX[m[0]], text)
+def _column_best(col: dict, spec: dict) -> str | None:
+    """Which value of a column is best ('max', 'min' or None): its ``best``, else by its metric (speedups: max)."""
+    if "best" in col:
+        return None if col["best"] == "none" else col["best"]
+    return "max" if col.get("speedup_over") is not None else latex.direction(col.get("metric", spec.get("metric")))
 
 
 def render_latex(spec: dict, cells: list[list[Cell]]) -> str:
-    """A table environment (pandas' Styler); \\toprule and friends need \\usepackage{booktabs}."""
-    headers, rows = _header_and_rows(spec, cells, pm=" $\\pm$ ")
-    frame = pd.DataFrame([[_latex_escape(row[0]), *row[1:]] for row in rows], columns=[_latex_escape(h) for h in headers])
-    return frame.style.hide(axis="index").to_latex(
-        caption=_latex_escape(str(spec.get("title", Path(spec["_path"]).name))), position="t", position_float="centering",
-        column_format="l" + "r" * (len(headers) - 1), hrules=True, environment="table",
-    )
+    """A booktabs table environment (``\\usepackage{booktabs}``), each column's best value in bold."""
+    headers, rows = _header_and_rows(spec, cells)
+    bold = [set()]
+    for j, col in enumerate(spec["columns"]):
+        bold.append(latex.best_rows([line[j].stat.mean for line in cells], _column_best(col, spec)))
+        if _has_paper(spec):
+            bold.append(set())
+    return latex.render(headers, rows, str(spec.get("title", Path(spec["_path"]).name)), bold)
 
 
 def render_all(spec: dict, records: list[dict], out_dir: Path | None = None) -> tuple[str, pd.DataFrame]:

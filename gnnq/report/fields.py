@@ -1,0 +1,71 @@
+"""What the report reads from one run record, defensively (older records lack newer fields): its
+metrics, wall-clock throughput, hardware and date."""
+
+from __future__ import annotations
+
+import math
+
+# The record's own metrics (top-level keys), and those the report derives from the record.
+RECORD_METRICS = ("test", "best_val", "epoch_time_s", "comm_time_s", "comm_bytes_per_epoch")
+DERIVED_METRICS = ("throughput", "overhead_time_s", "num_params")
+
+
+def number(value) -> float | None:
+    """A finite number as float; None for anything else (missing, text, bool, NaN, inf)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def summary(rec: dict) -> dict:
+    s = rec.get("summary")
+    return s if isinstance(s, dict) else {}
+
+
+def throughput(rec: dict) -> tuple[float | None, bool]:
+    """Wall-clock epochs per second including overheads (the summary's ``throughput_epochs_per_s``), and
+    whether it is that; records without it fall back to 1 / median epoch time (False: overheads not counted)."""
+    measured = number(summary(rec).get("throughput_epochs_per_s"))
+    if measured is not None:
+        return measured, True
+    epoch = number(rec.get("epoch_time_s"))
+    return (1.0 / epoch if epoch else None), False
+
+
+def overhead_time_s(rec: dict) -> float | None:
+    """Seconds of training work outside epochs (profiles, α exchange, reassignments, checkpoint writes)."""
+    s = summary(rec)
+    total = number(s.get("overhead_time_total_s"))
+    if total is None and isinstance(s.get("overhead_time_s"), dict):  # by kind only
+        parts = [number(v) for v in s["overhead_time_s"].values()]
+        total = sum(p for p in parts if p is not None) if parts else 0.0
+    return total
+
+
+def num_params(rec: dict) -> float | None:
+    return number(rec.get("num_params")) if rec.get("num_params") is not None else number(summary(rec).get("num_params"))
+
+
+def metrics(rec: dict) -> dict[str, float | None]:
+    """Every metric the report aggregates over seeds, as floats or None."""
+    return {**{m: number(rec.get(m)) for m in RECORD_METRICS}, "throughput": throughput(rec)[0],
+            "overhead_time_s": overhead_time_s(rec), "num_params": num_params(rec)}  # fmt: skip
+
+
+def hardware(rec: dict) -> str | None:
+    """``2× NVIDIA H200`` or ``AMD EPYC 7B13, 2 cores`` from the record's ``machine``; else the device it ran on."""
+    machine = rec.get("machine") if isinstance(rec.get("machine"), dict) else {}
+    gpu, count = machine.get("gpu"), machine.get("gpu_count")
+    if gpu:
+        return f"{count}× {gpu}" if isinstance(count, int) and count > 1 else str(gpu)
+    cpu, cores = machine.get("cpu"), machine.get("cores")
+    if cpu or cores:
+        return ", ".join(p for p in (cpu and str(cpu), isinstance(cores, int) and f"{cores} cores") if p)
+    device = summary(rec).get("device")
+    return str(device) if device else None
+
+
+def date(rec: dict) -> str | None:
+    """The day the run finished (``YYYY-MM-DD``), from ``finished_at``."""
+    finished = rec.get("finished_at")
+    return finished[:10] if isinstance(finished, str) and len(finished) >= 10 else None

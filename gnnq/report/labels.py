@@ -1,0 +1,60 @@
+"""What to call a configuration in legends and leaderboards: the table spec's row label, else the
+method preset it was run with (``experiment=pipegcn``), else the method its strategy and quantizer
+make (``PipeGCN``); then, only where several configurations share that name, the overrides that
+tell them apart (``uniform quantizer.bits=4``)."""
+
+from __future__ import annotations
+
+from gnnq.report.aggregate import Group
+from gnnq.report.overrides import presets
+
+# (parallel, quantizer) -> the method's name (docs/methods.md)
+METHOD_NAMES = {
+    ("sync", "fp32"): "Vanilla", ("sync", "adaptive"): "AdaQP-q", ("overlap", "fp32"): "AdaQP-p",
+    ("overlap", "adaptive"): "AdaQP", ("stale", "fp32"): "PipeGCN", ("stale", "uniform"): "PipeQS",
+    ("sampling", "fp32"): "BNS-GCN", ("sampling", "uniform"): "BNS-GCN + uniform", ("minibatch", "fp32"): "Mini-batch",
+    ("sync", "uniform"): "uniform", ("overlap", "uniform"): "AdaQP-p + uniform",
+    ("admm", "fp32"): "pdADMM-G", ("admm", "grid"): "pdADMM-G-Q",
+}  # fmt: skip
+METHOD_GROUPS = ("parallel", "quantizer")
+
+
+def spec_label(group: Group, specs: list[dict]) -> str | None:
+    """The label of the first table-spec row that the configuration's runs match."""
+    from gnnq.report.tables import _matches
+
+    record = group.runs[0][1] if group.runs else None
+    for spec in specs:
+        for row in spec["rows"]:
+            if record is not None and _matches(record, row.get("match")):
+                return str(row["label"])
+    return None
+
+
+def preset_method(group: Group) -> str | None:
+    """The ``experiment=`` preset the configuration is written with, where that preset picks a method."""
+    first = group.overrides[0] if group.overrides else ""
+    name = first.removeprefix("experiment=") if first.startswith("experiment=") else None
+    preset = presets().get(name) if name else None
+    return name if preset and set(METHOD_GROUPS) & set(preset.choices) else None
+
+
+def builtin_method(group: Group) -> str:
+    config = group.runs[0][1]["config"] if group.runs else {}
+    names = tuple((config.get(g) or {}).get("name", "?") for g in METHOD_GROUPS)
+    return METHOD_NAMES.get(names, " + ".join(names))
+
+
+def method_labels(groups: list[Group], specs: list[dict] = ()) -> list[str]:
+    """One label per configuration, unique among ``groups`` where their overrides differ."""
+    names = [spec_label(g, list(specs)) or preset_method(g) or builtin_method(g) for g in groups]
+    labels = []
+    for g, name in zip(groups, names):
+        peers = [o.overrides for o, n in zip(groups, names) if n == name]
+        if len(peers) == 1:
+            labels.append(name)
+            continue
+        common = set.intersection(*(set(p) for p in peers))
+        extra = [o for o in g.overrides if o not in common and not o.startswith("experiment=")]
+        labels.append(" ".join([name, *extra]))
+    return labels
