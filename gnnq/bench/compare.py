@@ -119,7 +119,7 @@ def compare(points: list[Point], baseline: str, target: float | None, target_dro
             "speedup_max": s_hi,
             "time_to_target_speedup": _median(ttt_pairs) if ttt_pairs and len(ttt_pairs) == len(paired) else None,
             "codec_time_s": _median([summary_value(rec, "codec_time_s", 0.0) for rec in ok.values()]),
-            "overhead_time_s": _median([summary_value(rec, "overhead_time_total_s", 0.0) for rec in ok.values()]),
+            "overhead_time_s": _median([summary_value(rec, "overhead_time_s", 0.0) for rec in ok.values()]),
             "throughput_epochs_per_s": _median([w for w in wall.values() if w is not None]),
             "wall_speedup": _median(wall_speedups) if wall_speedups and len(wall_speedups) == len(paired) else None,
             "bytes_vs_baseline": (

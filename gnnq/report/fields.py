@@ -34,12 +34,7 @@ def throughput(rec: dict) -> tuple[float | None, bool]:
 
 def overhead_time_s(rec: dict) -> float | None:
     """Seconds of training work outside epochs (profiles, α exchange, reassignments, checkpoint writes)."""
-    s = summary(rec)
-    total = number(s.get("overhead_time_total_s"))
-    if total is None and isinstance(s.get("overhead_time_s"), dict):  # by kind only
-        parts = [number(v) for v in s["overhead_time_s"].values()]
-        total = sum(p for p in parts if p is not None) if parts else 0.0
-    return total
+    return number(summary(rec).get("overhead_time_s"))
 
 
 def num_params(rec: dict) -> float | None:

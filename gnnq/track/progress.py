@@ -78,7 +78,7 @@ def summary_table(record: dict) -> str:
         ["best epoch", s.get("best_epoch", "-")],
         ["epoch time (median)", f"{record['epoch_time_s'] * 1000:.1f} ms" if record.get("epoch_time_s") else "-"],
         ["comm time, exposed (median)", f"{record['comm_time_s'] * 1000:.1f} ms" if record.get("comm_time_s") is not None else "-"],
-        ["overheads outside epochs", f"{s['overhead_time_total_s']:.2f} s" if s.get("overhead_time_total_s") is not None else "-"],
+        ["overheads outside epochs", f"{s['overhead_time_s']:.2f} s" if s.get("overhead_time_s") is not None else "-"],
         ["throughput (with overheads)", f"{s['throughput_epochs_per_s']:.2f} epochs/s" if s.get("throughput_epochs_per_s") else "-"],
         [bytes_label, f"{record['comm_bytes_per_epoch']:,}" if record.get("comm_bytes_per_epoch") is not None else "-"],
         ["ranks", record.get("world_size") or "-"],
