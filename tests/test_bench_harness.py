@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gnnq.bench.compare import speedup_bounds
-from gnnq.bench.harness import run_order
+from gnnq.bench.harness import parse_args, run_order
 from tests.cli_helpers import gnnq_env
 
 # adaptive's keys cannot be given for the sweep's adaptive points alone on the command line: the sweep file's
@@ -35,6 +35,11 @@ def test_speedup_bounds_by_hand():
     assert no_overlap == pytest.approx(10.0 / (3.0 + 1.0 + 0.5 + 1.5))  # the all-reduce is not shrunk by r
     assert overlap == pytest.approx(10.0 / 4.5)  # max(compute + all-reduce + codec, r·M)
     assert speedup_bounds(base, mine, None) == (None, None) and speedup_bounds({}, mine, 0.25) == (None, None)
+
+
+def test_overrides_may_follow_the_options():
+    args = parse_args(["adaqp_emulated", "experiment=adaqp_vanilla,adaqp", "--repeats", "1", "trainer.epochs=20", "--out", "x"])
+    assert args.overrides == ["experiment=adaqp_vanilla,adaqp", "trainer.epochs=20"] and args.repeats == 1
 
 
 def test_run_order_interleaves_and_rotates():

@@ -159,7 +159,7 @@ def parse_args(argv: list[str] | None):
     p.add_argument("--target-drop", type=float, default=0.01, help="default %(default)s")
     p.add_argument("--plot-x", help="an axis to plot the speedup against (e.g. cluster.link)")
     p.add_argument("--same-seed", action="store_true", help="keep the sweep's trainer.seed in every repeat")
-    args = p.parse_args(argv)
+    args = p.parse_intermixed_args(argv)  # overrides may come before and after the options
     if args.repeats < 1:
         p.error(f"--repeats must be at least 1 (got {args.repeats})")
     if args.target_drop < 0:
