@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from gnnq.launch.outcome import FAILED_RUNS as _FAILED_RUNS  # the Slurm launcher adds its jobs' failures
+from gnnq.launch.outcome import REFUSED_RUNS as _REFUSED_RUNS
 from gnnq.launch.outcome import RUNS as _RUNS
 
 _NO_PREFLIGHT_FLAGS = {"-h", "--help", "--hydra-help", "-i", "--info", "-sc", "--shell-completion", "-p", "--package"}
@@ -74,13 +75,19 @@ def main() -> None:
             sys.exit(2)
     try:
         _hydra_entry()
-    except KeyboardInterrupt:
-        print("gnnq: interrupted; all ranks stopped, the run record is marked failed", file=sys.stderr)
-        sys.exit(130)
+    except KeyboardInterrupt as exc:
+        _interrupted(exc)
     if _FAILED_RUNS:
         if len(_RUNS) > 1:  # a sweep: say which of its points failed
             print(f"gnnq: {len(_FAILED_RUNS)} of {len(_RUNS)} runs failed: {', '.join(_FAILED_RUNS)}", file=sys.stderr)
-        sys.exit(1)
+        sys.exit(2 if _REFUSED_RUNS == _FAILED_RUNS else 1)  # only refused places: like a bad config
+
+
+def _interrupted(exc: KeyboardInterrupt) -> None:
+    """Exit as the signal asks: 128 + its number (130 for SIGINT / Ctrl-C, 143 for SIGTERM)."""
+    name = str(exc) or "SIGINT"
+    print(f"gnnq: interrupted ({name}); all ranks stopped, the run record is marked failed", file=sys.stderr)
+    sys.exit(128 + getattr(signal.Signals, name, signal.SIGINT).value)
 
 
 def _resume(argv: list[str]) -> None:
@@ -98,9 +105,8 @@ def _resume(argv: list[str]) -> None:
     except GnnqError as exc:
         print(f"gnnq: error: {exc}", file=sys.stderr)
         sys.exit(2)
-    except KeyboardInterrupt:
-        print("gnnq: interrupted; all ranks stopped, the run record is marked failed", file=sys.stderr)
-        sys.exit(130)
+    except KeyboardInterrupt as exc:
+        _interrupted(exc)
     sys.exit(0 if record["status"] == "ok" else 1)
 
 
@@ -117,14 +123,23 @@ def _hydra_entry() -> None:
         from hydra.core.hydra_config import HydraConfig
         from hydra.types import RunMode
 
+        from gnnq.errors import GnnqError
         from gnnq.launch.job import run_job
+        from gnnq.launch.run_dir import PlaceError
 
         hydra_cfg = HydraConfig.get()
         run_dir = Path(hydra_cfg.runtime.output_dir)
         if hydra_cfg.mode == RunMode.MULTIRUN and not cfg.logger.group:
             cfg.logger.group = "sweep-" + "-".join(Path(hydra_cfg.sweep.dir).parts[-2:])  # W&B: a sweep's runs together
         _RUNS.append(str(run_dir))
-        record = run_job(cfg, run_dir)
+        try:
+            record = run_job(cfg, run_dir)
+        except GnnqError as exc:  # the run dir is not free (nothing written), or its record could not be written
+            print(f"gnnq: error: {exc}", file=sys.stderr, flush=True)
+            _FAILED_RUNS.append(str(run_dir))
+            if isinstance(exc, PlaceError):
+                _REFUSED_RUNS.append(str(run_dir))
+            return
         if record["status"] != "ok":
             _FAILED_RUNS.append(str(run_dir))
 

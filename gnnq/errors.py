@@ -1,5 +1,7 @@
 """Errors that gnnq reports to the user as one line, without a traceback."""
 
+import errno
+
 
 class GnnqError(Exception):
     """Base class: the message is complete and fits on one line."""
@@ -23,3 +25,10 @@ class CacheError(GnnqError):
 
 class LaunchError(GnnqError):
     """The distributed job could not be started or one of its ranks failed."""
+
+
+def describe_os_error(exc: OSError) -> str:
+    """``No space left on device (ENOSPC)``: an OSError's reason and its errno name, for a one-line message."""
+    name = errno.errorcode.get(exc.errno or 0)
+    reason = exc.strerror or type(exc).__name__
+    return f"{reason} ({name})" if name else reason

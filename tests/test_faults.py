@@ -125,8 +125,44 @@ def test_a_hanging_rank_fails_the_job_after_the_collective_timeout(tmp_path):
     assert timeout_s - 1 < elapsed < timeout_s + 30, f"the job failed {elapsed:.0f} s after the hang, with cluster.timeout_s={timeout_s}"
     error = read_record(run_dir)["error"]
     assert read_record(run_dir)["status"] == "failed"
-    assert "rank 0 failed" in error and "Timed out" in error and "cluster.timeout_s" in error, error
+    assert error.startswith("rank 1 stopped taking part: it had been outside any collective for "), error
+    assert "(at gnnq/train/faults.py:" in error and "when rank 0's collective timed out waiting for it; rank 0 failed" in error
+    assert "Timed out" in error
     assert_nothing_left(run_dir)
+
+
+def test_a_stopped_rank_is_named_not_the_peer_whose_collective_timed_out(tmp_path):
+    """SIGSTOP freezes rank 1 (its heartbeat too); rank 0's collective times out; torchrun then needs its
+    30 s grace before it SIGKILLs the stopped rank."""
+    timeout_s = 10
+    runs = tmp_path / "runs"
+    proc = start_gnnq([*LONG, f"cluster.timeout_s={timeout_s}"], runs, tmp_path / "data")
+    try:
+        run_dir = wait_for_training(proc, runs)
+        os.kill(rank_pid(run_dir, 1), signal.SIGSTOP)
+        _, err = proc.communicate(timeout=timeout_s + 120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err
+    record = read_record(run_dir)
+    assert record["status"] == "failed"
+    assert record["error"].startswith("rank 1 stopped responding: its heartbeat stopped "), record["error"]
+    assert "s before rank 0's collective timed out (its process was stopped, e.g. by SIGSTOP, or frozen" in record["error"]
+    assert err.strip().splitlines()[-1] == f"gnnq: error: {record['error']}"
+    assert_nothing_left(run_dir)
+
+
+def test_a_timeout_without_telling_heartbeats_says_so(tmp_path):
+    """Every peer was in a collective until the end: which one stopped cannot be told, and the line says so."""
+    from gnnq.launch.failure import describe_failure
+
+    run_dir = _failed_job(tmp_path, [{"rank": 0, "message": "RuntimeError: Timed out waiting 10000ms for recv", "time": 100.0}])
+    (run_dir / ".gnnq" / "heartbeat-rank1.json").write_text(
+        json.dumps({"rank": 1, "time": 99.5, "communicating": True, "since": 80.0, "where": "gnnq/comm/halo.py:1 in x"}))
+    assert describe_failure(run_dir, 1).startswith(
+        "rank 0 failed: RuntimeError: Timed out waiting 10000ms for recv; a peer stopped taking part in collectives for "
+        "cluster.timeout_s, which one could not be told")  # fmt: skip
 
 
 def test_a_multirun_goes_on_after_a_point_whose_rank_was_killed(tmp_path):

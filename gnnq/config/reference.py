@@ -123,7 +123,8 @@ def render() -> str:
             + ", ".join(f"`{n}` ({OPTIMIZERS.choice(n).target})" for n in OPTIMIZERS.names()) + ".", ""]  # fmt: skip
     out += _keys_table("trainer", s.TrainerConfig, allowed) + [""]
     out += ["## top level", "", "| key | type | default | what it does |", "|---|---|---|---|",
-            "| `runs_root` | str | `${oc.env:GNNQ_RUNS,runs}` | where run directories go (env GNNQ_RUNS) |", ""]  # fmt: skip
+            "| `runs_root` | str | `${oc.env:GNNQ_RUNS,runs}` | where run directories go (env GNNQ_RUNS) |",
+            "| `overwrite` | bool | `false` | `true`: replace an earlier run in the same run directory (else refused) |", ""]  # fmt: skip
     return "\n".join(out)
 
 

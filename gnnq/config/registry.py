@@ -115,6 +115,9 @@ OPTIMIZERS = Registry("trainer.optimizer", [
 ])
 
 
+TOP_LEVEL_KEYS = ("runs_root", "overwrite")  # the schema's scalars outside any group
+
+
 def group_registries() -> dict[str, Registry]:
     """Every config group with choices, in conf/config.yaml's order."""
     from gnnq.data.registry import DATASETS
@@ -142,7 +145,9 @@ def config_keys() -> set[str]:
 
     keys = set()
     for f in fields(s.Config):
+        if f.name in TOP_LEVEL_KEYS:
+            continue
         classes = [registry.schema(n) for registry in [group_registries().get(f.name)] if registry for n in registry.names()]
-        for cls in classes or ([typing.get_type_hints(s.Config)[f.name]] if f.name != "runs_root" else []):
+        for cls in classes or [typing.get_type_hints(s.Config)[f.name]]:
             keys |= {f"{f.name}.{g.name}" for g in fields(cls)}
-    return keys | {"runs_root"}
+    return keys | set(TOP_LEVEL_KEYS)

@@ -284,6 +284,8 @@ class Config:
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     # Where run directories go (Hydra's run/sweep dirs are derived from it).
     runs_root: str = "runs"
+    # Whether a run may replace an earlier run in its run directory (hydra.run.dir, hydra.sweep.dir); else refused.
+    overwrite: bool = False
 
 
 # cluster=slurm (conf/cluster/slurm.yaml) selects these: hydra-submitit-launcher's Slurm launcher with its

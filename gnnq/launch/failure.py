@@ -15,8 +15,11 @@ cause is, in this order:
 3. the earliest lost-connection error;
 4. a rank that exited non-zero, a signal that killed torchrun itself, or torchrun's last line.
 
-A collective that timed out (``cluster.timeout_s``) is reported with a hint that a peer stopped
-taking part.
+A collective that timed out (``cluster.timeout_s``) is blamed, where the ranks' heartbeats
+(gnnq.train.heartbeat) allow, on the rank that did not arrive: one whose heartbeat stopped well
+before the timeout (its process was stopped, SIGSTOP, or frozen), else one that had stayed outside
+any communication for that long (a hang in its own code); otherwise the line says that which peer
+stopped could not be told.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ import re
 import signal
 from pathlib import Path
 
-from gnnq.track.record import INTERNAL_DIR
+from gnnq.track.record import CONFIG_FILE, INTERNAL_DIR
+from gnnq.train.heartbeat import FILE_PATTERN as HEARTBEATS
+from gnnq.train.heartbeat import INTERVAL_S as HEARTBEAT_S
 
 # strerror texts in the transport errors of a rank whose peer's process went away
 LOST_PEER = ("Connection reset by peer", "Connection closed by peer", "Broken pipe", "Connection refused")
@@ -62,7 +67,7 @@ def describe_failure(run_dir: Path, code: int, logs: list[Path] | None = None, r
     reported = sorted((e for e in reports if not e.get("stopped")), key=lambda e: e["time"])
     own = [e for e in reported if not lost_peer(e["message"])]
     if own:
-        return _reported(own[0], log_of(own[0]["rank"]))
+        return _reported(own[0], log_of(own[0]["rank"]), run_dir)
     exits: dict[int, int] = {}
     for host, text in enumerate(texts):
         for rank, c in failed_ranks(text, host * ranks_per_log).items():
@@ -73,7 +78,7 @@ def describe_failure(run_dir: Path, code: int, logs: list[Path] | None = None, r
         witnesses = f"; rank {reported[0]['rank']} then lost its connection to it" if reported else ""
         return f"rank {rank} was killed by {signal_name(silent[rank])} without reporting an error{witnesses} (full log: {log_of(rank)})"
     if reported:
-        return _reported(reported[0], log_of(reported[0]["rank"]))
+        return _reported(reported[0], log_of(reported[0]["rank"]), run_dir)
     if exits:
         rank = min(exits)
         return f"rank {rank} exited with code {exits[rank]} without reporting an error (full log: {log_of(rank)})"
@@ -144,6 +149,54 @@ def _elastic_reports(run_dir: Path, ranks_per_host: int) -> list[dict]:
     return reports
 
 
-def _reported(error: dict, log: Path) -> str:
-    hint = "; a peer stopped taking part in collectives for cluster.timeout_s" if TIMED_OUT.search(error["message"]) else ""
-    return f"rank {error['rank']} failed: {error['message']}{hint} (traceback in {log})"
+def _reported(error: dict, log: Path, run_dir: Path) -> str:
+    failed = f"rank {error['rank']} failed: {error['message']}"
+    if not TIMED_OUT.search(error["message"]):
+        return f"{failed} (traceback in {log})"
+    culprit = stopped_rank(run_dir, error)
+    if culprit:
+        return f"{culprit}; {failed} (traceback in {log})"
+    return (f"{failed}; a peer stopped taking part in collectives for cluster.timeout_s, which one could not be told "
+            f"(no rank's heartbeat had stopped or stayed outside communication) (traceback in {log})")  # fmt: skip
+
+
+def stopped_rank(run_dir: Path, error: dict) -> str | None:
+    """Which rank the timed-out collective of ``error`` waited for, from the heartbeats; None if they do not tell."""
+    beats = [b for b in _heartbeats(run_dir) if b["rank"] != error["rank"]]
+    at, waited = float(error["time"]), _timeout_s(run_dir)
+    quiet_s = max(3 * HEARTBEAT_S, waited / 2) if waited else 5 * HEARTBEAT_S
+    stale = sorted((b for b in beats if at - b["time"] > quiet_s), key=lambda b: b["time"])
+    if stale:
+        b = stale[0]
+        place = f", last seen at {b['where']}" if b.get("where") else ""
+        return (f"rank {b['rank']} stopped responding: its heartbeat stopped {at - b['time']:.0f} s before rank "
+                f"{error['rank']}'s collective timed out (its process was stopped, e.g. by SIGSTOP, or frozen{place})")  # fmt: skip
+    stuck = sorted((b for b in beats if not b["communicating"] and at - b["since"] > quiet_s), key=lambda b: b["since"])
+    if stuck:
+        b = stuck[0]
+        place = f" (at {b['where']})" if b.get("where") else ""
+        return (f"rank {b['rank']} stopped taking part: it had been outside any collective for {at - b['since']:.0f} s"
+                f"{place} when rank {error['rank']}'s collective timed out waiting for it")  # fmt: skip
+    return None
+
+
+def _heartbeats(run_dir: Path) -> list[dict]:
+    beats = []
+    for path in sorted((Path(run_dir) / INTERNAL_DIR).glob(HEARTBEATS)):
+        try:
+            b = json.loads(path.read_text())
+            beats.append({"rank": int(b["rank"]), "time": float(b["time"]), "since": float(b["since"]),
+                          "communicating": bool(b["communicating"]), "where": str(b.get("where") or "")})  # fmt: skip
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return beats
+
+
+def _timeout_s(run_dir: Path) -> float | None:
+    """The run's cluster.timeout_s, from its config.yaml."""
+    import yaml
+
+    try:
+        return float(yaml.safe_load((Path(run_dir) / CONFIG_FILE).read_text())["cluster"]["timeout_s"])
+    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError):
+        return None

@@ -10,9 +10,10 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from gnnq.errors import GnnqError, LaunchError
+from gnnq.errors import GnnqError, LaunchError, describe_os_error
 from gnnq.launch.failure import describe_failure
 from gnnq.launch.placement import place
+from gnnq.launch.run_dir import claim_run_dir, clear_earlier_attempt
 from gnnq.launch.torchrun import run_torchrun
 from gnnq.track.files import write_json_atomic, write_text_atomic
 from gnnq.track.progress import ProgressLine, summary_table
@@ -24,9 +25,10 @@ def say(msg: str) -> None:
 
 
 def run_job(cfg: DictConfig, run_dir: Path, extra: dict | None = None) -> dict:
-    """Run one experiment in ``run_dir``; always leaves a complete record.json and returns it."""
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    """Run one experiment in ``run_dir``; always leaves a complete record.json and returns it.
+
+    PlaceError (nothing written) when ``run_dir`` is not free: see gnnq.launch.run_dir.claim_run_dir."""
+    run_dir = claim_run_dir(run_dir, overwrite=bool(cfg.get("overwrite", False)))
     config = OmegaConf.to_container(cfg, resolve=True)
     write_text_atomic(run_dir / CONFIG_FILE, OmegaConf.to_yaml(config))
     say(f"run dir: {run_dir}")
@@ -40,7 +42,7 @@ def run_job(cfg: DictConfig, run_dir: Path, extra: dict | None = None) -> dict:
     except KeyboardInterrupt as exc:
         reason = str(exc) or "SIGINT"
         record = build_record(config, "failed", error=f"interrupted ({reason}); all ranks were stopped", extra=extra)
-        write_record(run_dir, record)
+        _write_final_record(run_dir, record)
         raise
     except GnnqError as exc:
         record = build_record(config, "failed", error=str(exc), extra=extra)
@@ -49,12 +51,21 @@ def run_job(cfg: DictConfig, run_dir: Path, extra: dict | None = None) -> dict:
         (run_dir / "logs" / "launcher.log").write_text(traceback.format_exc())
         record = build_record(config, "failed", error=f"{type(exc).__name__}: {exc} (traceback: {run_dir}/logs/launcher.log)", extra=extra)
     record["wall_time_s"] = round(time.time() - started, 3)
-    write_record(run_dir, record)
+    _write_final_record(run_dir, record)
     if record["status"] == "ok":
         print(summary_table(record), flush=True)
     else:
         print(f"gnnq: error: {record['error']}", file=sys.stderr, flush=True)
     return record
+
+
+def _write_final_record(run_dir: Path, record: dict) -> None:
+    """write_record; a filesystem that refuses it (full, read-only by now) ends as one LaunchError line."""
+    try:
+        write_record(run_dir, record)
+    except OSError as exc:
+        what = f"the run {'failed: ' + record['error'] if record['error'] else 'finished'}"
+        raise LaunchError(f"cannot write {run_dir / RECORD_FILE} ({describe_os_error(exc)}); {what}") from None
 
 
 def resume_job(run_dir: Path) -> dict:
@@ -65,13 +76,13 @@ def resume_job(run_dir: Path) -> dict:
     run_dir = Path(run_dir)
     if not (run_dir / CONFIG_FILE).is_file():
         raise ConfigError(f"resume={run_dir}: no {CONFIG_FILE} there; give the directory of a gnnq run")
+    claim_run_dir(run_dir, "resume", resuming=True)  # not while another gnnq runs in it
     latest = verify_checkpoint(run_dir)  # every rank's file, before anything starts
     previous = run_dir / RECORD_FILE
     if previous.is_file() and json.loads(previous.read_text()).get("status") == "ok":
         raise ConfigError(f"resume={run_dir}: the run finished (record.json status ok); there is nothing to resume")
     internal, logs = run_dir / INTERNAL_DIR, run_dir / "logs"
-    for stale in [*internal.glob("error-rank*.json"), internal / RESULT_FILE]:
-        stale.unlink(missing_ok=True)  # the interrupted attempt's hand-offs must not speak for this one
+    clear_earlier_attempt(run_dir)  # the interrupted attempt's hand-offs must not speak for this one
     for log in [*logs.glob("torchrun.log"), *logs.glob("torchrun-h*.log")]:  # one per host under cluster=emulated
         if "-until-epoch-" in log.name:
             continue  # an earlier attempt's, already kept

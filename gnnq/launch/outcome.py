@@ -4,4 +4,5 @@ Shared by the command line (runs on this machine) and the Slurm launcher (runs i
 """
 
 RUNS: list[str] = []  # every run, failed or not
-FAILED_RUNS: list[str] = []
+FAILED_RUNS: list[str] = []  # among them
+REFUSED_RUNS: list[str] = []  # among those: their run dir was not free (gnnq.launch.run_dir)

@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 
 from gnnq.config.compose import CONF_DIR
 
-IGNORED_KEYS = {"runs_root", "dataset.root", "dataset.download", "cluster.timeout_s", "trainer.checkpoint_every"}
+IGNORED_KEYS = {"runs_root", "overwrite", "dataset.root", "dataset.download", "cluster.timeout_s", "trainer.checkpoint_every"}
 IGNORED_GROUPS = {"logger"}
 
 
@@ -75,7 +75,7 @@ def config_overrides(config: dict, exclude: frozenset[str] = frozenset()) -> lis
     defaults = _defaults()
     out = []
     for group, values in config.items():
-        if not isinstance(values, dict):  # top-level scalars: runs_root only, which changes nothing computed
+        if not isinstance(values, dict):  # top-level scalars (runs_root, overwrite) change nothing computed
             continue
         if group in IGNORED_GROUPS or group not in defaults or not (CONF_DIR / group).is_dir():
             continue

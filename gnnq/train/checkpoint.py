@@ -7,7 +7,9 @@ Layout under the run directory::
 
 A checkpoint exists once ``latest.json`` names it. Each rank writes its file atomically and
 hashes it, rank 0 gathers the hashes and replaces ``latest.json`` atomically, then removes the
-older checkpoint directories; a crash at any point leaves the previous checkpoint whole.
+older checkpoint directories; a crash at any point leaves the previous checkpoint whole. A write
+that fails (a full disk: ENOSPC) stops every rank with one line naming the errno and the file, the
+new checkpoint's files are removed and the previous checkpoint stays the latest.
 Rank files hold tensors and plain containers only, and are read back with
 ``torch.load(weights_only=True)`` after their sha256 has been checked, so nothing is unpickled
 that this code did not write.
@@ -15,7 +17,9 @@ that this code did not write.
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -25,8 +29,9 @@ import torch
 from gnnq.comm.accounting import CONTROL
 from gnnq.comm.communicator import Communicator
 from gnnq.data.integrity import file_sha256
-from gnnq.errors import GnnqError
-from gnnq.track.files import write_json_atomic, write_torch_atomic
+from gnnq.errors import GnnqError, describe_os_error
+from gnnq.track.files import _write_atomic as write_atomic
+from gnnq.track.files import write_json_atomic
 
 CHECKPOINT_DIR = "checkpoints"
 LATEST_FILE = "latest.json"
@@ -57,19 +62,54 @@ def save_checkpoint(run_dir: Path, epoch: int, state: dict, comm: Communicator) 
     root = Path(run_dir) / CHECKPOINT_DIR
     name = f"epoch-{epoch:06d}"
     path = root / name / f"rank{comm.rank}.pt"
-    write_torch_atomic(path, state)
-    mine = {"sha256": file_sha256(path), "bytes": path.stat().st_size, "seconds": time.perf_counter() - started}
+    try:
+        _write_rank_file(path, state)
+        mine = {"sha256": file_sha256(path), "bytes": path.stat().st_size, "seconds": time.perf_counter() - started}
+    except OSError as exc:
+        mine = {"error": _not_written(epoch, path, exc, latest_checkpoint(run_dir))}
     everyone = comm.all_gather_object(mine, category=CONTROL)
+    failed = [e["error"] for e in everyone if "error" in e]
+    if failed:  # every rank stops with the same line; the new checkpoint's files go, the previous one stays whole
+        if comm.rank == 0:
+            shutil.rmtree(root / name, ignore_errors=True)
+        raise CheckpointError(failed[0])
     written = {"checkpoint_write_s": max(e["seconds"] for e in everyone), "checkpoint_bytes": sum(e["bytes"] for e in everyone)}
     if comm.rank == 0:
-        write_json_atomic(root / LATEST_FILE, {
-            "format_version": FORMAT_VERSION, "epoch": epoch, "dir": name, "world_size": comm.world_size,
-            "sha256": [e["sha256"] for e in everyone], "bytes": [e["bytes"] for e in everyone], **written,
-        })  # fmt: skip
+        try:
+            write_json_atomic(root / LATEST_FILE, {
+                "format_version": FORMAT_VERSION, "epoch": epoch, "dir": name, "world_size": comm.world_size,
+                "sha256": [e["sha256"] for e in everyone], "bytes": [e["bytes"] for e in everyone], **written,
+            })  # fmt: skip
+        except OSError as exc:
+            shutil.rmtree(root / name, ignore_errors=True)
+            raise CheckpointError(_not_written(epoch, root / LATEST_FILE, exc, latest_checkpoint(run_dir))) from None
         for old in root.glob("epoch-*"):
             if old.name != name:
                 shutil.rmtree(old, ignore_errors=True)
     return written
+
+
+def _write_rank_file(path: Path, state: dict) -> None:
+    """``state`` serialized in memory first, so that a full disk surfaces as OSError (ENOSPC) naming the
+    file, not as torch's ``enforce fail at inline_container.cc``; then written atomically (temp file in
+    the same directory, fsync, rename)."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    payload = buffer.getbuffer()
+    write_atomic(path, lambda f: f.write(payload))
+
+
+def _not_written(epoch: int, path: Path, exc: OSError, previous: dict | None) -> str:
+    """One line: which checkpoint was not written, why (errno name and path), and what is left."""
+    free = ""
+    try:
+        st = os.statvfs(path.parent if path.parent.exists() else path.parents[1])
+        free = f", {st.f_bavail * st.f_frsize / 2**20:.1f} MiB free there"
+    except OSError:
+        pass
+    kept = f"the checkpoint of epoch {previous['epoch']} is intact" if previous else "no earlier checkpoint exists"
+    return (f"checkpoint of epoch {epoch} not written: {describe_os_error(exc)} writing {path}{free}; {kept}; "
+            "free space there or set trainer.checkpoint_every=0")
 
 
 def _checked_rank_file(run_dir: Path, latest: dict | None, rank: int) -> Path:

@@ -2,7 +2,8 @@
 
 Rank 0 writes metrics.jsonl, prints progress lines for the launcher and hands the
 summary over in .gnnq/result.json; any rank that fails writes .gnnq/error-rank<r>.json
-and exits non-zero, so torchrun stops the others and the launcher names the cause.
+and exits non-zero, so torchrun stops the others and the launcher names the cause. Every
+rank keeps .gnnq/heartbeat-rank<r>.json fresh (gnnq.train.heartbeat).
 """
 
 from __future__ import annotations
@@ -150,6 +151,10 @@ def main(argv: list[str] | None = None) -> None:
     rank = int(os.environ.get("RANK", "0"))
     _die_with_parent()
     _stop_on_sigterm()
+    from gnnq.track.record import INTERNAL_DIR
+    from gnnq.train.heartbeat import start_heartbeat
+
+    start_heartbeat(args.run_dir / INTERNAL_DIR, rank)  # tells the launcher which rank stopped, if one does
     try:
         run(args.run_dir, args.parts)
         sys.stdout.flush()
@@ -160,7 +165,6 @@ def main(argv: list[str] | None = None) -> None:
         os._exit(0)
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the launcher
         from gnnq.track.files import write_json_atomic
-        from gnnq.track.record import INTERNAL_DIR
 
         message = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
         write_json_atomic(

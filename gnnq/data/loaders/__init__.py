@@ -8,14 +8,19 @@ line when files are missing or unreadable.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import io
+import os
 import socket
+import stat
 import sys
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
+
+from gnnq.errors import DatasetError, describe_os_error
 
 DOWNLOAD_TIMEOUT_S = 60.0
 
@@ -97,11 +102,33 @@ def quiet_and_non_interactive() -> Iterator[None]:
 @contextlib.contextmanager
 def dataset_lock(directory: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``directory`` so concurrent loads (ranks, sweep points) do not
-    download or process the same files at the same time."""
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / ".gnnq.lock", "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    download or process the same files at the same time.
+
+    The lock is ``flock`` on ``<directory>/.gnnq.lock``. Where that file cannot be created (a read-only
+    dataset root: nothing can be downloaded or processed there, only read), the directory itself is
+    locked instead, and where that fails too (NFS locks only files open for writing) the read goes
+    unlocked: the files are checked against their checksums before they are used."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DatasetError(f"cannot create the dataset folder {directory} ({describe_os_error(exc)}); "
+                           "point dataset.root or GNNQ_DATA at a writable root, or put the files there") from None  # fmt: skip
+    try:
+        fd = os.open(directory / ".gnnq.lock", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+    except OSError as exc:
+        if exc.errno not in _NOT_WRITABLE:
+            raise
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with contextlib.suppress(OSError) if _is_directory(fd) else contextlib.nullcontext():
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+_NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def _is_directory(fd: int) -> bool:
+    return stat.S_ISDIR(os.fstat(fd).st_mode)

@@ -1,0 +1,167 @@
+"""Where a run writes: a run directory owned by one gnnq at a time, that never silently replaces an earlier run.
+
+* ``check_writable(path, key)``: the place (``runs_root``, ``GNNQ_RUNS``, ``hydra.run.dir``) can hold
+  directories; PlaceError names the path otherwise (a file in its place, a read-only filesystem, no permission).
+* ``claim_run_dir(run_dir, ...)``: an exclusive ``flock`` on ``<run dir>/.gnnq/lock`` for the rest of this
+  process (the lock file holds the owner's pid, so a second gnnq names it), and a refusal of a directory
+  that already holds a run unless it is resumed or ``overwrite=true`` says to replace it.
+
+``PlaceCheck`` is the Hydra callback (``hydra.callbacks`` in conf/config.yaml) that does both before Hydra
+writes anything into the run or sweep directory (a sweep directory is locked the same way; each point's
+directory is claimed by gnnq.launch.job.run_job).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from gnnq.errors import GnnqError, describe_os_error
+from gnnq.track.record import CONFIG_FILE, INTERNAL_DIR, METRICS_FILE, RECORD_FILE, RESULT_FILE
+
+LOCK_FILE = "lock"  # under INTERNAL_DIR
+# what an earlier run left that would speak for a new one: rank hand-offs, heartbeats, checkpoints
+STALE_HANDOFFS = ("error-rank*.json", "heartbeat-rank*.json", RESULT_FILE)
+RUN_FILES = (RECORD_FILE, CONFIG_FILE, METRICS_FILE)
+
+_HELD: dict[Path, int] = {}  # run dirs this process has locked -> the lock file's descriptor (kept open)
+
+
+class PlaceError(GnnqError):
+    """A run directory or its root cannot be used: not writable, in use, or holding another run."""
+
+
+def check_writable(path: Path, key: str) -> None:
+    """PlaceError unless directories can be created at ``path`` (created or not yet); ``key`` is what set it."""
+    path = Path(os.path.abspath(path))
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        if existing.is_symlink():  # a dangling link: mkdir would fail on it
+            raise PlaceError(f"{key}: {existing} is a broken symbolic link; set {key} to a writable directory")
+        existing = existing.parent
+    if not existing.is_dir():
+        raise PlaceError(f"{key}: {existing} is a file, not a directory, so {path} cannot be created; "
+                         f"set {key} to a writable directory")  # fmt: skip
+    try:
+        probe = tempfile.mkdtemp(prefix=".gnnq-probe-", dir=existing)
+    except OSError as exc:
+        raise PlaceError(f"{key}: cannot create directories in {existing} ({describe_os_error(exc)}), so {path} "
+                         f"cannot be created; set {key} to a writable directory") from None  # fmt: skip
+    os.rmdir(probe)
+
+
+def claim_run_dir(run_dir: Path, key: str = "hydra.run.dir", overwrite: bool = False, resuming: bool = False) -> Path:
+    """Create ``run_dir`` and hold it for this process; PlaceError (nothing in it changed) when it is not free.
+
+    Free means: no other gnnq holds its lock, and it holds no earlier run (``record.json``,
+    ``config.yaml`` or ``metrics.jsonl``) unless ``resuming`` that run or ``overwrite`` is set; then the
+    earlier attempt's hand-off files are removed so that they cannot speak for this one. Idempotent
+    within a process."""
+    run_dir = Path(os.path.abspath(run_dir))
+    if run_dir in _HELD:
+        return run_dir
+    check_writable(run_dir, key)
+    try:
+        (run_dir / INTERNAL_DIR).mkdir(parents=True, exist_ok=True)
+        fd = os.open(run_dir / INTERNAL_DIR / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise PlaceError(f"{key}: cannot create {run_dir / INTERNAL_DIR / LOCK_FILE} ({describe_os_error(exc)}); "
+                         f"set {key} to a writable directory") from None  # fmt: skip
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise PlaceError(f"{key}: {run_dir} is in use by another gnnq (pid {holder}); wait for it to end, "
+                         "or give this run another directory") from None  # fmt: skip
+    earlier = [name for name in RUN_FILES if (run_dir / name).exists()]
+    if earlier and not (resuming or overwrite):
+        os.close(fd)
+        raise PlaceError(f"{key}: {run_dir} already holds a run ({earlier[0]} exists); continue it with "
+                         f"gnnq resume={run_dir}, choose a new directory, or replace it with overwrite=true")  # fmt: skip
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    _HELD[run_dir] = fd
+    if earlier and overwrite:
+        clear_earlier_attempt(run_dir, checkpoints=True)
+    return run_dir
+
+
+def clear_earlier_attempt(run_dir: Path, checkpoints: bool = False) -> None:
+    """Remove the hand-off files (and with ``checkpoints`` the checkpoints) an earlier run left in ``run_dir``."""
+    internal = Path(run_dir) / INTERNAL_DIR
+    for pattern in STALE_HANDOFFS:
+        for path in internal.glob(pattern):
+            path.unlink(missing_ok=True)
+    if checkpoints:
+        shutil.rmtree(Path(run_dir) / "checkpoints", ignore_errors=True)
+
+
+def release_run_dir(run_dir: Path) -> None:
+    """Give up the lock on ``run_dir`` (the process's exit does it too)."""
+    fd = _HELD.pop(Path(os.path.abspath(run_dir)), None)
+    if fd is not None:
+        os.close(fd)
+
+
+def holds_earlier_runs(sweep_dir: Path) -> Path | None:
+    """The first record of an earlier run below ``sweep_dir`` (None: there is none)."""
+    return next(iter(sorted(Path(sweep_dir).glob(f"*/{RECORD_FILE}"))), None)
+
+
+def refuse(exc: GnnqError) -> None:
+    """End gnnq with ``exc``'s one line and exit code 2."""
+    print(f"gnnq: error: {exc}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+try:
+    from hydra.experimental.callback import Callback
+except ImportError:  # pragma: no cover - hydra-core is a dependency
+    Callback = object
+
+
+class PlaceCheck(Callback):
+    """Before Hydra creates and writes into the run (or sweep) directory: check the place and claim it."""
+
+    def on_run_start(self, config, **kwargs) -> None:
+        from omegaconf import open_dict, read_write
+
+        run_dir = Path(os.path.abspath(str(config.hydra.run.dir)))
+        with read_write(config.hydra), open_dict(config.hydra):
+            config.hydra.run.dir = str(run_dir)  # pinned: the timestamp it resolved to is the one Hydra uses
+        try:
+            claim_run_dir(run_dir, _root_key(config), overwrite=bool(config.get("overwrite", False)))
+        except PlaceError as exc:
+            refuse(exc)
+
+    def on_multirun_start(self, config, **kwargs) -> None:
+        from omegaconf import open_dict, read_write
+
+        sweep_dir = Path(os.path.abspath(str(config.hydra.sweep.dir)))
+        with read_write(config.hydra), open_dict(config.hydra):
+            config.hydra.sweep.dir = str(sweep_dir)
+        try:
+            claim_run_dir(sweep_dir, _root_key(config))  # one sweep at a time; each point claims its own dir too
+            earlier = holds_earlier_runs(sweep_dir)
+            if earlier is not None and not config.get("overwrite", False):
+                raise PlaceError(f"hydra.sweep.dir: {sweep_dir} already holds the runs of an earlier sweep ({earlier} "
+                                 "exists); choose a new directory, or replace them with overwrite=true")  # fmt: skip
+        except PlaceError as exc:
+            refuse(exc)
+
+
+def _root_key(config) -> str:
+    """How the user set where runs go, for the error line."""
+    overrides = [str(o) for o in config.hydra.overrides.hydra]
+    for key in ("hydra.run.dir", "hydra.sweep.dir"):
+        if any(o.startswith(key + "=") for o in overrides):
+            return key
+    task = [str(o) for o in config.hydra.overrides.task]
+    if not any(o.startswith("runs_root=") for o in task) and os.environ.get("GNNQ_RUNS"):
+        return "GNNQ_RUNS"
+    return "runs_root"
