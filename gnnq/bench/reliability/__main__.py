@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -28,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--tmp", type=Path, default=None, help="where the cases' temporary directories go (default: TMPDIR)")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _stop)  # a stopped catalogue still unmounts, ends its case's processes, removes its dirs
     cases = select(args.only)
     if not cases:
         print(f"gnnq: error: --only {args.only}: no case matches; --list shows them", file=sys.stderr)
@@ -47,6 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"[reliability] {o['pass']}/{o['cases'] - o['skip']} pass, {o['fail']} FAIL, {o['skip']} skipped; {o['records_lost']} records lost, "
           f"{o['orphans']} orphan processes, {o['secrets_written']} secrets written -> {args.out / 'README.md'}")  # fmt: skip
     return 0 if o["fail"] == 0 else 1
+
+
+def _stop(signum, frame):
+    raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 def _merged(path: Path, rerun: list[dict], commands: list[str]) -> tuple[list[dict], list[str]]:
