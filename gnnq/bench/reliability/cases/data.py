@@ -38,19 +38,19 @@ def _files_case(name: str, what: str, damage, expect: Expect, extra: list[str] =
     return Case("data", name, what, expect, args=args, setup=setup, verify=verify)
 
 
-def _nan_features(d: Path) -> None:
+def nan_features(d: Path) -> None:
     x = np.load(d / "features.npy")
     x[5, 2], x[9, 0] = np.nan, np.inf
     np.save(d / "features.npy", x)
 
 
-def _empty_train(d: Path) -> None:
+def empty_train(d: Path) -> None:
     (d / "train.txt").write_text("")
     (d / "val.txt").write_text("3\n4\n")
     (d / "test.txt").write_text("5\n6\n")
 
 
-def _two_nodes(d: Path) -> None:
+def two_nodes(d: Path) -> None:
     (d / "edges.txt").write_text("0 1\n")
     np.save(d / "features.npy", np.ones((2, 3), dtype=np.float32))
     np.save(d / "labels.npy", np.array([0, 1]))
@@ -99,11 +99,11 @@ def _damaged_cora(ctx: Context) -> None:
 
 F = "files: "
 CASES = [
-    _files_case("nan-features", "NaN and inf in features.npy", _nan_features,
+    _files_case("nan-features", "NaN and inf in features.npy", nan_features,
                 failed(F + r".*features\.npy holds 2 NaN or infinite value\(s\) \(first: node 5, feature 2, nan\)")),
-    _files_case("empty-train-split", "an empty train.txt", _empty_train,
+    _files_case("empty-train-split", "an empty train.txt", empty_train,
                 failed(F + r"the train split is empty .*train\.txt lists no node.*train 0, val 2, test 2 of 40")),
-    _files_case("no-val-no-test", "a 2-node graph: the seeded split leaves val and test empty", _two_nodes,
+    _files_case("no-val-no-test", "a 2-node graph: the seeded split leaves val and test empty", two_nodes,
                 failed(F + r"the val split is empty .*dataset\.train_frac=0\.6.*train 2, val 0, test 0 of 2")),
     _files_case("single-class", "every node in class 0", _rewrite("labels.npy", np.zeros_like),
                 failed(F + r".*labels\.npy has a single class \(class 0 for all 40 nodes\)")),
