@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import signal
 import sys
 import tempfile
@@ -39,8 +40,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{case.id:45s} {case.what}")
         return 0
     args.tmp and args.tmp.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="gnnq-reliability-", dir=args.tmp) as parent:
-        results = run_catalogue(cases, Path(parent), keep=args.keep)
+    parent = Path(tempfile.mkdtemp(prefix="gnnq-reliability-", dir=args.tmp))
+    try:
+        results = run_catalogue(cases, parent, keep=args.keep)
+    finally:
+        if args.keep:
+            print(f"[reliability] the cases' directories are kept in {parent} (mounts undone)")
+        else:
+            shutil.rmtree(parent, ignore_errors=True)
     commands = [command_line("gnnq.bench.reliability", argv)]
     if args.update:
         results, commands = _merged(args.out / "results.json", results, commands)

@@ -47,7 +47,7 @@ def write(out: Path, results: list[dict], commands: list[str], machine: dict) ->
         "# Reliability catalogue", "",
         "Bad data, bad places, faults and resource cases, each through the real `gnnq` command line in its own temporary "
         "directory (the code: `gnnq/bench/reliability/`; what each kind of failure looks like: "
-        "[docs/runs.md](../../docs/runs.md#failures)). After every case: records that existed before must be byte-identical "
+        "[docs/runs.md](../../docs/runs.md#what-each-kind-of-failure-looks-like)). After every case: records that existed before must be byte-identical "
         "(records lost), no process of the case may be alive 10 s after it ended (orphan processes), and the fake "
         "`WANDB_API_KEY` planted in its environment must be in no file under its directory and not in its output "
         "(secrets written).", "",
