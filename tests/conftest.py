@@ -75,7 +75,7 @@ HEAVY = (
     "tests/test_config_properties.py::test_every_allowed_combination_of_model_parallel_quantizer_composes",
     "tests/test_minibatch.py::test_sampled_aggregate_is_unbiased",
 )
-PROCESS_HELPERS = {"run_distributed", "run_gnnq", "start_gnnq"}
+PROCESS_HELPERS = {"run_distributed", "run_gnnq", "start_gnnq", "run_case"}
 PROCESS_MODULES = {"subprocess", "multiprocessing", "torch.multiprocessing", "concurrent.futures"}
 
 

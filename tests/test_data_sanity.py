@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gnnq.bench.reliability.cases.data import empty_train, nan_features, two_nodes
 from tests.cli_helpers import read_record, run_dirs, run_gnnq
 from tests.test_datasets import write_files_graph
 
@@ -43,24 +44,6 @@ def _failed_with_one_line(res, runs: Path, *needles: str) -> str:
     return line
 
 
-def _nan_features(d: Path) -> None:
-    x = np.load(d / "features.npy")
-    x[5, 2], x[9, 0] = np.nan, np.inf
-    np.save(d / "features.npy", x)
-
-
-def _empty_train(d: Path) -> None:
-    (d / "train.txt").write_text("")
-    (d / "val.txt").write_text("3\n4\n")
-    (d / "test.txt").write_text("5\n6\n")
-
-
-def _two_nodes(d: Path) -> None:  # the seeded split gives each node to train: nothing to validate or test on
-    (d / "edges.txt").write_text("0 1\n")
-    np.save(d / "features.npy", np.ones((2, 3), dtype=np.float32))
-    np.save(d / "labels.npy", np.array([0, 1]))
-
-
 def _single_class(d: Path) -> None:
     np.save(d / "labels.npy", np.zeros(40, dtype=np.int64))
 
@@ -70,9 +53,9 @@ def _garbage_npy(d: Path) -> None:
 
 
 CASES = {
-    "nan-features": (_nan_features, ["features.npy", "2 NaN or infinite", "node 5, feature 2", "must be a finite number"]),
-    "empty-train-split": (_empty_train, ["train split is empty", "train.txt lists no node", "at least one node", "train 0, val 2, test 2"]),
-    "no-val-no-test": (_two_nodes, ["val split is empty", "dataset.train_frac=0.6", "dataset.val_frac=0.2", "train 2, val 0, test 0 of 2"]),
+    "nan-features": (nan_features, ["features.npy", "2 NaN or infinite", "node 5, feature 2", "must be a finite number"]),
+    "empty-train-split": (empty_train, ["train split is empty", "train.txt lists no node", "at least one node", "train 0, val 2, test 2"]),
+    "no-val-no-test": (two_nodes, ["val split is empty", "dataset.train_frac=0.6", "dataset.val_frac=0.2", "train 2, val 0, test 0 of 2"]),
     "single-class": (_single_class, ["labels.npy", "single class (class 0 for all 40 nodes)", "at least 2 classes"]),
     "garbage-npy": (_garbage_npy, ["features.npy is not a valid .npy file", "numpy.save"]),
 }  # fmt: skip
