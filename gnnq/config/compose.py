@@ -92,6 +92,7 @@ def compose_config(overrides: list[str], config_name: str = "config", config_dir
 
 def preflight(overrides: list[str], multirun: bool, config_name: str = "config", config_dir: str | None = None) -> int:
     """Compose and validate every point of the run or sweep; return the number of points."""
+    check_config_name(config_name, config_dir)
     if not multirun:
         check_slurm(compose_config(overrides, config_name, config_dir), [])
         return 1
@@ -100,6 +101,15 @@ def preflight(overrides: list[str], multirun: bool, config_name: str = "config",
     if any(c.name == "slurm" for c in clusters):
         check_slurm(compose_config(_outside_sweep(overrides), config_name, config_dir), clusters)
     return len(points)
+
+
+def check_config_name(config_name: str, config_dir: str | None) -> None:
+    """ConfigError naming the configs there are when ``--config-name`` names none (in ``--config-dir``, or gnnq's own)."""
+    where = Path(config_dir) if config_dir is not None else CONF_DIR
+    if config_name == "config" or (where / f"{config_name}.yaml").is_file() or (CONF_DIR / f"{config_name}.yaml").is_file():
+        return
+    known = sorted(p.stem for p in where.glob("*.yaml") if not p.name.endswith(".table.yaml"))
+    raise ConfigError(f"--config-name {config_name}: no {config_name}.yaml in {where}; available: {', '.join(known) or 'none'}")
 
 
 def sweep_points(overrides: list[str], config_name: str = "config", config_dir: str | None = None) -> list[list[str]]:

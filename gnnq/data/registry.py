@@ -78,6 +78,11 @@ def data_root(cfg) -> Path:
     return Path(root).expanduser()
 
 
+def data_root_key(cfg) -> str:
+    """The setting that moves ``data_root`` (for error lines): ``dataset.root`` if set, else ``GNNQ_DATA``."""
+    return "dataset.root" if getattr(cfg, "root", None) else "GNNQ_DATA"
+
+
 def expected_num_nodes(cfg) -> Optional[int]:
     """The node count of ``cfg``'s dataset without loading it (None when unknown before loading)."""
     return _entry(cfg.name).num_nodes(cfg)

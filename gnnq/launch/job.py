@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from gnnq.errors import GnnqError, LaunchError, describe_os_error
 from gnnq.launch.failure import describe_failure
 from gnnq.launch.placement import place
-from gnnq.launch.run_dir import claim_run_dir, clear_earlier_attempt, release_run_dir
+from gnnq.launch.run_dir import check_writable, claim_run_dir, clear_earlier_attempt, release_run_dir
 from gnnq.launch.torchrun import run_torchrun
 from gnnq.track.files import write_json_atomic, write_text_atomic
 from gnnq.track.progress import ProgressLine, summary_table
@@ -122,8 +122,8 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
     """Load the dataset and build (or reuse) its cached parts, before any rank starts."""
     from gnnq.data.gamlp import gamlp_graph
     from gnnq.data.part_cache import prepare_parts
-    from gnnq.data.registry import data_root, load_dataset
-    from gnnq.errors import ConfigError
+    from gnnq.data.registry import data_root, data_root_key, load_dataset
+    from gnnq.errors import CacheError, ConfigError
     from gnnq.launch.resources import check_launch_resources
 
     t0 = time.perf_counter()
@@ -143,7 +143,14 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
         say(f"GA-MLP inputs [X, AX, ..., A^{cfg.model.hops}X]: {graph.num_features} features ({time.perf_counter() - t0:.1f}s)")
     if cfg.parallel.name == "admm":
         nparts = 1  # layer-parallel: every rank reads the whole (edgeless) GA-MLP graph
-    parts_dir, meta = prepare_parts(graph, cfg.partitioner.name, cfg.partitioner.seed, nparts, data_root(cfg.dataset) / "parts")
+    parts_root = data_root(cfg.dataset) / "parts"
+    try:
+        parts_dir, meta = prepare_parts(graph, cfg.partitioner.name, cfg.partitioner.seed, nparts, parts_root)
+    except OSError as exc:  # a read-only or full data root, or a file in its place
+        key = data_root_key(cfg.dataset)
+        check_writable(parts_root, key)  # names a file in the way, or a root where nothing can be created
+        raise CacheError(f"{key}: cannot write the partition cache under {parts_root} ({describe_os_error(exc)}); "
+                         f"set {key} to a writable directory (complete data and parts are read without writing)") from None  # fmt: skip
     meta = {**meta, "memory_estimate_mib_per_rank": check_launch_resources(cfg, meta, graph.num_features)}
     if cfg.parallel.name == "admm":
         say(f"layer-parallel: each of {cfg.cluster.nproc * cfg.cluster.hosts} rank(s) holds the whole GA-MLP input and a block of layers")
