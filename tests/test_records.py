@@ -151,8 +151,10 @@ def _version_or_none(name: str):
 
 
 def test_nonfinite_values_are_null_in_every_file(tmp_path, data_root):
-    """lr=1e30 makes the loss NaN from epoch 2: metrics.jsonl, record.json and W&B say null, any parser reads them."""
-    run_dir, record, rows, run = gnnq_run(tmp_path, data_root, SMALL + ["model=sage", "trainer.epochs=3", "trainer.lr=1e30"])
+    """lr=1e30 makes the loss NaN from epoch 2 (trainer.nonfinite_loss=warn: the run goes on): metrics.jsonl,
+    record.json and W&B say null, any parser reads them."""
+    args = SMALL + ["model=sage", "trainer.epochs=3", "trainer.lr=1e30", "trainer.nonfinite_loss=warn"]
+    run_dir, record, rows, run = gnnq_run(tmp_path, data_root, args)
     assert rows[0]["loss"] is not None and rows[-1]["loss"] is None and "loss" in rows[-1]
     assert record["status"] == "ok" and record["summary"]["final_loss"] is None
     assert_summary_is_record(run, record)
