@@ -10,6 +10,7 @@ keys of ``ROW_KEYS`` (plus its own fields, after them) and a summary with those 
 
 from __future__ import annotations
 
+import math
 import resource
 import statistics
 import time
@@ -238,7 +239,7 @@ def check_loss(row: dict, policy: str, rank: int) -> None:
     The loss is the cross-rank sum, so every rank decides alike.
     """
     loss = row["loss"]
-    if loss is None or torch.isfinite(torch.tensor(float(loss))).item():
+    if loss is None or math.isfinite(loss):
         return
     what = f"the training loss is {loss} at epoch {row['epoch']}"
     if policy == "error":
