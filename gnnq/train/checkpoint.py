@@ -71,6 +71,7 @@ def save_checkpoint(run_dir: Path, epoch: int, state: dict, comm: Communicator) 
     if failed:  # every rank stops with the same line; the new checkpoint's files go, the previous one stays whole
         if comm.rank == 0:
             shutil.rmtree(root / name, ignore_errors=True)
+        comm.barrier()  # the space is free again before any rank writes its error report there
         raise CheckpointError(failed[0])
     written = {"checkpoint_write_s": max(e["seconds"] for e in everyone), "checkpoint_bytes": sum(e["bytes"] for e in everyone)}
     if comm.rank == 0:

@@ -156,11 +156,12 @@ def main(argv: list[str] | None = None) -> None:
         from gnnq.track.files import write_json_atomic
 
         message = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
-        write_json_atomic(
-            args.run_dir / INTERNAL_DIR / f"error-rank{rank}.json",
-            {"rank": rank, "message": message, "traceback": traceback.format_exc(), "time": time.time(),
-             "stopped": isinstance(exc, StoppedBySignal)},  # fmt: skip
-        )
+        report = {"rank": rank, "message": message, "traceback": traceback.format_exc(), "time": time.time(),
+                  "stopped": isinstance(exc, StoppedBySignal)}  # fmt: skip
+        try:
+            write_json_atomic(args.run_dir / INTERNAL_DIR / f"error-rank{rank}.json", report)
+        except OSError:  # e.g. the disk that just filled up: the traceback below still names the cause in the log
+            pass
         traceback.print_exc()
         sys.stderr.flush()
         sys.stdout.flush()
