@@ -20,7 +20,10 @@ import pytest
 
 from gnnq.config.compose import compose_config
 from gnnq.errors import ConfigError, LaunchError
+from gnnq.bench.compare import Point, compare
 from gnnq.launch import netns
+from gnnq.launch.cores import pinned_command, plan_host_cores
+from gnnq.report import fields
 from tests.cli_helpers import read_metrics, read_record, run_dirs, run_gnnq
 from tests.conftest import REPO
 
@@ -115,6 +118,15 @@ def test_emulated_run_completes_on_shaped_links_and_cleans_a_stale_setup(netns_h
     hosts = record["summary"]["emulated"]["hosts"]
     assert sorted(hosts.values()) == ["10.213.0.10", "10.213.0.11"]
     assert all((run_dir / "logs" / f"torchrun-h{h}.log").is_file() for h in range(2))
+    # each host's cores, as planned, are the cores its rank ran on; the report and gnnq-bench say how they were shared
+    cores = record["summary"]["emulated"]["cores"]
+    assert cores == plan_host_cores(2, 1, "auto").summary()
+    assert record["summary"]["threads_per_rank"] == cores["threads_per_rank"]
+    if cores["pinned"]:
+        assert record["summary"]["cpus_per_rank"] == cores["host_cpus"]
+    assert fields.hardware(record).endswith(f"(emulated: {fields.describe_cores(cores)})")
+    (row,) = compare([Point(0, [], "m", (), {0: {**record, "run_dir": run_dir}})], "m", None, 0.0)
+    assert row["cores_per_host"] == cores["cores_per_host"] and row["oversubscribed"] == cores["oversubscribed"]
     # Each rank sends about half the epoch's bytes through its own link: the exchange cannot be faster than
     # that link allows, and on an otherwise idle link it is not much slower.
     rows = read_metrics(run_dir)
@@ -275,6 +287,7 @@ def test_missing_iproute2_is_a_clear_error(netns_host, tmp_path):
         (["cluster.loss_pct=100"], ["cluster.loss_pct", "< 100"]),
         (["cluster.hosts=65"], ["cluster.hosts=65", "<= 64"]),
         (["cluster.backend=nccl"], ["cluster.backend=nccl", "gloo"]),
+        (["cluster.pin_cores=yes"], ["cluster.pin_cores", "auto, on, off"]),
     ],
 )
 def test_bad_emulated_config_names_the_key(args, needles):
@@ -284,10 +297,26 @@ def test_bad_emulated_config_names_the_key(args, needles):
         assert needle in str(excinfo.value), str(excinfo.value)
 
 
+def test_host_cores_are_pinned_when_there_are_enough_and_marked_oversubscribed_when_not():
+    two = plan_host_cores(2, 1, "auto", cores=[0, 1])
+    assert (two.pinned, two.host_cpus, two.cores_per_host, two.threads_per_rank, two.oversubscribed) == (True, [[0], [1]], 1.0, 1, False)
+    uneven = plan_host_cores(2, 1, "auto", cores=[4, 5, 6])
+    assert uneven.host_cpus == [[4, 5], [6]] and uneven.cores_per_host == 1.0  # the smallest host's share
+    assert plan_host_cores(2, 2, "auto", cores=[0, 1]).oversubscribed  # two ranks of a host on its one core
+    four = plan_host_cores(4, 1, "auto", cores=[0, 1])
+    assert (four.pinned, four.host_cpus, four.cores_per_host, four.oversubscribed) == (False, None, 0.5, True)
+    off = plan_host_cores(2, 1, "off", cores=[0, 1, 2, 3])
+    assert (off.pinned, off.cores_per_host, off.threads_per_rank, off.oversubscribed) == (False, 2.0, 2, False)
+    assert plan_host_cores(2, 1, "auto", threads_per_rank=3, cores=[0, 1]).oversubscribed  # cluster.threads_per_rank wins
+    with pytest.raises(ConfigError, match=r"cluster.pin_cores=on is not allowed with cluster.hosts=4 on 2 usable core"):
+        plan_host_cores(4, 1, "on", cores=[0, 1])
+    assert pinned_command([2, 3], ["torchrun"]) == ["taskset", "--cpu-list", "2,3", "torchrun"]
+
+
 def test_emulated_config_defaults():
     cfg = compose_config(["cluster=emulated"])
     c = cfg.cluster
-    assert (c.name, c.hosts, c.nproc, c.link, c.backend) == ("emulated", 2, 1, "1gbit", "gloo")
+    assert (c.name, c.hosts, c.nproc, c.link, c.backend, c.pin_cores) == ("emulated", 2, 1, "1gbit", "gloo", "auto")
     assert netns.LinkSpec.from_cluster(c) == netns.LinkSpec(1000.0)
     custom = compose_config(["cluster=emulated", "cluster.link=custom", "cluster.bandwidth_mbit=40", "cluster.latency_ms=2"]).cluster
     assert netns.LinkSpec.from_cluster(custom) == netns.LinkSpec(40.0, latency_ms=2.0)

@@ -15,7 +15,7 @@ CSV_FIELDS = ["point", "method", "setting", "runs", "epoch_time_s", "epoch_time_
               "comm_bytes_per_epoch", "bytes_vs_baseline", "target_val", "time_to_target_s", "target_reached", "test_mean",
               "test_std", "test_vs_baseline", "speedup", "speedup_min", "speedup_max", "time_to_target_speedup",
               "codec_time_s", "overhead_time_s", "throughput_epochs_per_s", "wall_speedup", "bound_no_overlap", "bound_overlap",
-              "bound_fraction", "overrides"]  # fmt: skip
+              "bound_fraction", "cores_per_host", "oversubscribed", "overrides"]  # fmt: skip
 
 DEFINITIONS = (
     "Epoch: median over a run's epochs of the slowest rank's training step, then the median over repeats "
@@ -30,7 +30,10 @@ DEFINITIONS = (
     "epochs / (epoch times + overheads). Bound: the speedup the method could reach, from the baseline's median epoch "
     "time T and its exposed halo communication M (T - M: compute and the gradient all-reduce, which no codec shrinks), "
     "and this point's byte ratio r and codec time K per epoch: without overlap T / (T - M + K + r·M), with perfect "
-    "overlap T / max(T - M + K, r·M); 'of bound' is the measured speedup over the perfect-overlap bound."
+    "overlap T / max(T - M + K, r·M); 'of bound' is the measured speedup over the perfect-overlap bound. "
+    "Cores/host: an emulated host's cores (own: pinned with cluster.pin_cores; shared: every host on all cores); "
+    "'*' marks an oversubscribed emulation (its ranks' threads exceed their cores), whose compute is slower than on "
+    "real hosts, so its speedups from cutting communication are understated."
 )
 
 
@@ -42,7 +45,7 @@ def table_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     axes = list(rows[0]["setting"]) if rows else []
     headers = [*axes, "method", "runs", "epoch ms [min-max]", "comm share", "MB / epoch", "bytes vs base", "target val",
                "time to target s", "test (mean ± std)", "Δ test vs base", "speedup [min-max]", "bound (no overlap / perfect)",
-               "of bound", "overhead s", "wall speedup", "time-to-target speedup"]  # fmt: skip
+               "of bound", "overhead s", "wall speedup", "time-to-target speedup", "cores / host"]  # fmt: skip
     out = []
     for r in rows:
         out.append([
@@ -55,6 +58,7 @@ def table_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
             f"{_f(r['bound_no_overlap'], '.2f')}x / {_f(r['bound_overlap'], '.2f')}x", _f(r["bound_fraction"], ".0%"),
             _f(r["overhead_time_s"], ".2f"), _f(r["wall_speedup"], ".2f") + ("x" if r["wall_speedup"] is not None else ""),
             _f(r["time_to_target_speedup"], ".2f") + ("x" if r["time_to_target_speedup"] is not None else ""),
+            _f(r.get("cores_per_host"), "g") + ("*" if r.get("oversubscribed") else ""),
         ])  # fmt: skip
     return headers, out
 

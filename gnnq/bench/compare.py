@@ -7,6 +7,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from gnnq.report.curves import read_curve, time_to_target
+from gnnq.report.fields import emulated_cores
 
 
 @dataclass
@@ -121,6 +122,8 @@ def compare(points: list[Point], baseline: str, target: float | None, target_dro
             "codec_time_s": _median([summary_value(rec, "codec_time_s", 0.0) for rec in ok.values()]),
             "overhead_time_s": _median([summary_value(rec, "overhead_time_s", 0.0) for rec in ok.values()]),
             "throughput_epochs_per_s": _median([w for w in wall.values() if w is not None]),
+            "cores_per_host": _median([c["cores_per_host"] for rec in ok.values() if (c := emulated_cores(rec))]),
+            "oversubscribed": any((emulated_cores(rec) or {}).get("oversubscribed") for rec in ok.values()),
             "wall_speedup": _median(wall_speedups) if wall_speedups and len(wall_speedups) == len(paired) else None,
             "bytes_vs_baseline": (
                 _median([rec["comm_bytes_per_epoch"] for rec in ok.values()]) / _median([rec["comm_bytes_per_epoch"] for rec in base_ok.values()])

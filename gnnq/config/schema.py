@@ -222,6 +222,9 @@ class EmulatedClusterConfig(ClusterConfig):
     latency_ms: float = 0.0  # one-way delay between two hosts (netem)
     jitter_ms: float = 0.0  # +- on latency_ms (netem)
     loss_pct: float = 0.0  # packets lost between two hosts (netem)
+    # auto: give every host its own cores (taskset) when there are at least as many cores as hosts; on: require
+    # it; off: hosts share all cores. The run's summary records each host's cores (gnnq/launch/cores.py)
+    pin_cores: str = "auto"
 
 
 @dataclass

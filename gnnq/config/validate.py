@@ -18,6 +18,7 @@ ALLOWED = {
     "parallel.rho_schedule": ("none", "grow"),
     "parallel.hidden_init": ("he", "identity"),
     "cluster.link": ("1gbit", "10gbit", "25gbit", "custom"),
+    "cluster.pin_cores": ("auto", "on", "off"),
     "cluster.backend": ("auto", "gloo", "nccl"),
     "logger.mode": ("offline", "online"),
     "trainer.nonfinite_loss": ("error", "warn"),

@@ -19,6 +19,7 @@ from typing import Callable
 from omegaconf import DictConfig
 
 from gnnq.launch import netns
+from gnnq.launch.cores import THREADS_ENV, HostCores, pinned_command, plan_host_cores
 from gnnq.launch.failure import elastic_log_dir
 from gnnq.launch.torchrun import multinode_torchrun_command, run_torchrun
 
@@ -26,8 +27,9 @@ RDZV_PORT = 29400  # on host 0's address, inside its own namespace: no other job
 STOP_GRACE_S = 40.0  # torchrun gives its ranks up to 30 s after SIGTERM
 
 
-def host_command(topo: netns.Topology, h: int, nproc: int, run_dir: Path, parts_dir: Path, join_timeout_s: int) -> list[str]:
-    """torchrun for host ``h``, run inside its namespace."""
+def host_command(topo: netns.Topology, h: int, nproc: int, run_dir: Path, parts_dir: Path, join_timeout_s: int,
+                 cores: HostCores) -> list[str]:  # fmt: skip
+    """torchrun for host ``h``, run inside its namespace (on its own cores when they are pinned)."""
     extra = (
         f"--node-rank={h}",
         # the hosts share this machine's hostname, so torchrun cannot tell by name which one serves the rendezvous
@@ -37,6 +39,8 @@ def host_command(topo: netns.Topology, h: int, nproc: int, run_dir: Path, parts_
     )
     endpoint = f"{topo.host_addr(0)}:{RDZV_PORT}"
     torchrun = multinode_torchrun_command(run_dir, parts_dir, nproc, topo.hosts, endpoint, f"gnnq-{topo.run_id}", extra)
+    if cores.pinned:
+        torchrun = pinned_command(cores.host_cpus[h], torchrun)
     return ["ip", "netns", "exec", topo.host_ns(h), *torchrun]
 
 
@@ -44,7 +48,8 @@ def host_log(run_dir: Path, h: int) -> Path:
     return run_dir / "logs" / f"torchrun-h{h}.log"
 
 
-def run_hosts(topo: netns.Topology, cmds: list[list[str]], logs: list[Path], on_progress: Callable[[dict], None]) -> int:
+def run_hosts(topo: netns.Topology, cmds: list[list[str]], logs: list[Path], on_progress: Callable[[dict], None],
+              env: dict[str, str]) -> int:  # fmt: skip
     """Run one torchrun per host and follow them all; when one fails (or on Ctrl-C) all are stopped.
 
     Returns the exit code of the first host that failed, or 0.
@@ -56,7 +61,7 @@ def run_hosts(topo: netns.Topology, cmds: list[list[str]], logs: list[Path], on_
     def follow(h: int) -> None:
         code = 1
         try:
-            code = run_torchrun(cmds[h], logs[h], on_progress, env={"GLOO_SOCKET_IFNAME": netns.HOST_IFNAME})
+            code = run_torchrun(cmds[h], logs[h], on_progress, env={"GLOO_SOCKET_IFNAME": netns.HOST_IFNAME, **env})
         finally:
             with done:
                 codes[h] = code
@@ -96,14 +101,17 @@ def run_emulated(cfg: DictConfig, run_dir: Path, parts_dir: Path, say: Callable[
     """
     c = cfg.cluster
     link = netns.LinkSpec.from_cluster(c)
+    cores = plan_host_cores(c.hosts, c.nproc, c.pin_cores, c.threads_per_rank)
     topo = netns.create(c.hosts, link)  # first: not root, or no iproute2, is a clear error
     try:
         say(f"emulated cluster: {c.hosts} host(s) in namespaces {topo.host_ns(0)}.., each link {link.describe()}")
+        say(f"emulated cluster: {cores.describe()}")
         say(f"launching {c.hosts} x {c.nproc} rank(s) with torchrun ({cfg.model.name}, {cfg.parallel.name}, {cfg.quantizer.name})")
-        cmds = [host_command(topo, h, c.nproc, run_dir, parts_dir, c.timeout_s) for h in range(c.hosts)]
+        cmds = [host_command(topo, h, c.nproc, run_dir, parts_dir, c.timeout_s, cores) for h in range(c.hosts)]
         logs = [host_log(run_dir, h) for h in range(c.hosts)]
-        code = run_hosts(topo, cmds, logs, on_progress)
+        code = run_hosts(topo, cmds, logs, on_progress, {THREADS_ENV: str(cores.threads_per_rank)})
     finally:
         netns.teardown(topo)
-    info = {"run_id": topo.run_id, "hosts": {topo.host_ns(h): topo.host_addr(h) for h in range(c.hosts)}, "link": asdict(link)}
+    info = {"run_id": topo.run_id, "hosts": {topo.host_ns(h): topo.host_addr(h) for h in range(c.hosts)}, "link": asdict(link),
+            "cores": cores.summary()}  # fmt: skip
     return code, logs, info

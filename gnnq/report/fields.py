@@ -47,17 +47,36 @@ def metrics(rec: dict) -> dict[str, float | None]:
             "overhead_time_s": overhead_time_s(rec), "num_params": num_params(rec)}  # fmt: skip
 
 
+def emulated_cores(rec: dict) -> dict | None:
+    """How an emulated run's hosts shared this machine's cores (gnnq/launch/cores.py); None for other runs and older records."""
+    emulated = summary(rec).get("emulated")
+    cores = emulated.get("cores") if isinstance(emulated, dict) else None
+    return cores if isinstance(cores, dict) and number(cores.get("cores_per_host")) is not None else None
+
+
+def describe_cores(cores: dict | None) -> str | None:
+    """``1 core/host, own`` or ``0.5 core/host, shared, oversubscribed``."""
+    if cores is None:
+        return None
+    parts = [f"{cores['cores_per_host']:g} core/host", "own" if cores.get("pinned") else "shared"]
+    return ", ".join(parts + (["oversubscribed"] if cores.get("oversubscribed") else []))
+
+
 def hardware(rec: dict) -> str | None:
-    """``2× NVIDIA H200`` or ``AMD EPYC 7B13, 2 cores`` from the record's ``machine``; else the device it ran on."""
+    """``2× NVIDIA H200`` or ``AMD EPYC 7B13, 2 cores`` from the record's ``machine``; else the device it ran on;
+    for emulated hosts, how they shared the cores (an oversubscribed emulation understates speedups)."""
     machine = rec.get("machine") if isinstance(rec.get("machine"), dict) else {}
     gpu, count = machine.get("gpu"), machine.get("gpu_count")
+    emulated = describe_cores(emulated_cores(rec))
     if gpu:
-        return f"{count}× {gpu}" if isinstance(count, int) and count > 1 else str(gpu)
-    cpu, cores = machine.get("cpu"), machine.get("cores")
-    if cpu or cores:
-        return ", ".join(p for p in (cpu and str(cpu), isinstance(cores, int) and f"{cores} cores") if p)
-    device = summary(rec).get("device")
-    return str(device) if device else None
+        found = f"{count}× {gpu}" if isinstance(count, int) and count > 1 else str(gpu)
+    elif machine.get("cpu") or machine.get("cores"):
+        cpu, cores = machine.get("cpu"), machine.get("cores")
+        found = ", ".join(p for p in (cpu and str(cpu), isinstance(cores, int) and f"{cores} cores") if p)
+    else:
+        found = summary(rec).get("device")
+    found = str(found) if found else None
+    return f"{found} (emulated: {emulated})" if found and emulated else found or emulated
 
 
 def date(rec: dict) -> str | None:

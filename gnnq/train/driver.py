@@ -11,6 +11,7 @@ keys of ``ROW_KEYS`` (plus its own fields, after them) and a summary with those 
 from __future__ import annotations
 
 import math
+import os
 import resource
 import statistics
 import time
@@ -156,6 +157,8 @@ def run_epochs(trainer: Trainer, tcfg, comm: Communicator, on_epoch: EpochCallba
     summary["device"] = device.type
     summary.update(extras)
     summary["checkpoints"] = checkpoints.describe()
+    summary["cpus_per_rank"] = comm.all_gather_object(sorted(os.sched_getaffinity(0)), category=CONTROL)
+    summary["threads_per_rank"] = torch.get_num_threads()
     if gpu_mib is not None:
         summary["peak_gpu_memory_mib_per_rank"] = [round(m, 1) for m in gpu_mib]
     return summary

@@ -51,9 +51,11 @@ def _stop_on_sigterm() -> None:
 def _threads_per_rank(cfg) -> int:
     if cfg.cluster.threads_per_rank > 0:
         return cfg.cluster.threads_per_rank
-    # emulated hosts all share this machine's cores
-    local_world = int(os.environ.get("WORLD_SIZE" if cfg.cluster.name == "emulated" else "LOCAL_WORLD_SIZE", "1"))
-    return max(1, (os.cpu_count() or 1) // local_world)
+    from gnnq.launch.cores import THREADS_ENV
+
+    if os.environ.get(THREADS_ENV):  # emulated hosts: the launcher split the machine's cores between them
+        return int(os.environ[THREADS_ENV])
+    return max(1, len(os.sched_getaffinity(0)) // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
 
 
 def _backend(cfg) -> str:
