@@ -86,7 +86,7 @@ def main() -> None:
         if dry_run or (multirun and _asks_for_cfg(argv)):  # Hydra cannot show a multirun's config
             _show_plan(points, dry_run)
             return
-        if multirun:
+        if multirun and not any(a.startswith("hydra.job.config.override_dirname.exclude_keys=") for a in argv):
             sys.argv.append(_dirname_excludes([p for p, _ in points]))
     try:
         _hydra_entry()

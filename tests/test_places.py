@@ -70,17 +70,6 @@ def test_a_run_dir_holding_a_record_is_refused_and_kept_and_overwrite_replaces_i
     assert len((run_dir / "metrics.jsonl").read_text().splitlines()) == 2
 
 
-def test_a_sweep_dir_holding_a_finished_sweep_is_resumed_and_kept(tmp_path):
-    sweep = tmp_path / "sweep"
-    args = ["-m", *SMALL, "trainer.epochs=2", f"hydra.sweep.dir={sweep}", "trainer.seed=0"]
-    assert run_gnnq(args, tmp_path / "runs", tmp_path / "data").returncode == 0
-    records = {p: p.read_bytes() for p in sweep.rglob("record.json")}
-    again = run_gnnq(args, tmp_path / "runs", tmp_path / "data")
-    assert again.returncode == 0, again.stderr
-    assert "done in an earlier attempt (record ok), skipped" in again.stdout
-    assert {p: p.read_bytes() for p in sweep.rglob("record.json")} == records  # nothing ran again
-
-
 def test_a_second_gnnq_on_a_busy_run_dir_exits_at_once_and_sigterm_exits_143(tmp_path):
     run_dir = tmp_path / "runs" / "busy"
     proc = start_gnnq([*SMALL, "trainer.epochs=100000", f"hydra.run.dir={run_dir}"], tmp_path / "runs", tmp_path / "data")

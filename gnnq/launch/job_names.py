@@ -2,7 +2,7 @@
 
 ``hydra.sweep.subdir`` in conf/config.yaml is ``${gnnq_job_dir:${hydra.job.num},${hydra.job.override_dirname}}``;
 gnnq's command line leaves the overrides every point shares out of ``override_dirname`` (exclude_keys), so
-``3_model=sage,cluster.nproc=4``. Names are filesystem-safe (one path component, no spaces or slashes),
+``3_cluster.nproc=4,model=sage`` (Hydra sorts them). Names are filesystem-safe (one path component, no spaces or slashes),
 at most ``MAX_NAME`` characters (a longer one is cut and ends in a hash of the whole), and unique (the number).
 The resolver is registered on import; gnnq.launch.run_dir imports this module because its Hydra callback
 travels with every job, also to a Slurm node.
@@ -30,12 +30,16 @@ def job_dir_name(num, overrides: str) -> str:
     return name
 
 
+def override_key(override: str) -> str:
+    """The key of an override as Hydra's ``override_dirname`` excludes it: ``+cluster.x@pkg=1`` -> ``cluster.x``."""
+    return override.split("=", 1)[0].lstrip("+~").split("@", 1)[0]
+
+
 def shared_keys(points: list[list[str]]) -> list[str]:
-    """The override keys whose value is the same in every point (they do not tell points apart)."""
+    """The keys of the overrides that are the same in every point (they do not tell points apart)."""
     if len(points) < 2:
         return []
-    first = points[0]
-    return [o.split("=", 1)[0] for o in first if all(o in p for p in points[1:])]
+    return [override_key(o) for o in points[0] if all(o in p for p in points[1:])]
 
 
 def register() -> None:

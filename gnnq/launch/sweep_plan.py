@@ -14,7 +14,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from gnnq.launch.job_names import shared_keys
+from gnnq.launch.job_names import override_key, shared_keys
 from gnnq.launch.sweep_state import flat_config
 from gnnq.track.record import RECORD_FILE
 
@@ -50,12 +50,12 @@ def dry_run_lines(points: list[tuple[list[str], DictConfig]]) -> list[str]:
     runs_root = Path(str(points[0][1].runs_root))
     known = earlier_times(runs_root)
     shared = set(shared_keys([p for p, _ in points]))
-    common = [o for o in points[0][0] if o.split("=", 1)[0] in shared]
+    common = [o for o in points[0][0] if override_key(o) in shared]
     lines = [f"gnnq: dry run, nothing runs: {len(points)} point(s)" + (f", each with {' '.join(common)}" if common else "")]
     total, unknown = 0.0, 0
     width = len(str(len(points)))
     for i, (point, cfg) in enumerate(points):
-        own = " ".join(o for o in point if o.split("=", 1)[0] not in shared) or "(no overrides)"
+        own = " ".join(o for o in point if override_key(o) not in shared) or "(no overrides)"
         walls = known.get(frozenset(flat_config(run_config(cfg), SEED_FREE).items()))
         if walls:
             estimate = statistics.median(walls)
