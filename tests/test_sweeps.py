@@ -73,6 +73,7 @@ def test_a_rerun_skips_finished_points_reruns_failed_ones_and_the_summary_says_s
     assert f"[gnnq] sweep finished in {sweep}: 1 ok, 1 failed" in first.stdout
     assert f"[gnnq]   failed: {two}" in first.stdout
     assert f"[gnnq] next: gnnq-report {sweep} --out {sweep / 'report'}" in first.stdout
+    assert first.stdout.rstrip().endswith(f"the same command with hydra.sweep.dir={sweep}")
     ok_record = (one / "record.json").read_bytes()
 
     second = run_gnnq(args, tmp_path / "runs", data_root)  # the same command: resume

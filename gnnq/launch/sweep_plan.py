@@ -82,7 +82,7 @@ def summary_lines(sweep_dir: str | None, runs: list[str], failed: list[str], ski
         report = ["gnnq-report", sweep_dir, *(["--table", table] if table else []), "--out", str(Path(sweep_dir) / "report")]
         lines.append(f"[gnnq] next: {shlex.join(report)}")
         if failed:
-            lines.append("[gnnq] rerun the same command (same hydra.sweep.dir) to run the failed points again and skip the ok ones")
+            lines.append(f"[gnnq] to run the failed points again and skip the ok ones: the same command with hydra.sweep.dir={sweep_dir}")
     return lines
 
 
