@@ -152,4 +152,4 @@ def test_job_dir_names_are_short_safe_and_unique():
     assert "/" not in odd and " " not in odd and "'" not in odd
     long_a, long_b = job_dir_name(5, "a=" + "x" * 200), job_dir_name(5, "a=" + "x" * 199 + "y")
     assert len(long_a) == len(long_b) == MAX_NAME and long_a != long_b
-    assert shared_keys([["a=1", "b=2"], ["a=1", "b=3"]]) == ["a"] and shared_keys([["a=1"]]) == []
+    assert shared_keys([["a=1", "b=2"], ["a=1", "b=3"]]) == ["a"] and shared_keys([["+a@p=1", "b=2"]]) == ["a", "b"]

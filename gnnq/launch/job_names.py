@@ -36,8 +36,8 @@ def override_key(override: str) -> str:
 
 
 def shared_keys(points: list[list[str]]) -> list[str]:
-    """The keys of the overrides that are the same in every point (they do not tell points apart)."""
-    if len(points) < 2:
+    """The keys of the overrides that are the same in every point (they do not tell points apart; all of a single point's)."""
+    if not points:
         return []
     return [override_key(o) for o in points[0] if all(o in p for p in points[1:])]
 
