@@ -92,10 +92,10 @@ def main() -> None:
         _hydra_entry()
     except KeyboardInterrupt as exc:
         _interrupted(exc)
-    if multirun:
+    if multirun and _SWEEP:  # a sweep ran (not only Hydra's help)
         from gnnq.launch.sweep_plan import summary_lines, table_name
 
-        lines = summary_lines(_SWEEP[0] if _SWEEP else None, _RUNS, _FAILED_RUNS, _SKIPPED_RUNS, table_name(config_name, config_dir))
+        lines = summary_lines(_SWEEP[0], _RUNS, _FAILED_RUNS, _SKIPPED_RUNS, table_name(config_name, config_dir))
         print("\n".join(lines), flush=True)
     if _FAILED_RUNS:
         if len(_RUNS) > 1:  # a sweep: say which of its points failed
@@ -148,8 +148,8 @@ def _show_plan(points: list, dry_run: bool) -> None:
     from gnnq.launch.sweep_plan import dry_run_lines
 
     print("\n".join(dry_run_lines(points)))
-    if not dry_run:  # -m with --cfg or --info
-        print("gnnq: --cfg shows one run's config; for a point, run them without -m and with its overrides, "
+    if not dry_run:  # -m with --cfg
+        print("gnnq: --cfg shows one run's config; for a point's, give its overrides without -m, "
               "e.g. gnnq " + " ".join(points[0][0]) + " --cfg job")  # fmt: skip
 
 

@@ -71,18 +71,16 @@ def dry_run_lines(points: list[tuple[list[str], DictConfig]]) -> list[str]:
     return lines
 
 
-def summary_lines(sweep_dir: str | None, runs: list[str], failed: list[str], skipped: list[str], table: str | None) -> list[str]:
+def summary_lines(sweep_dir: str, runs: list[str], failed: list[str], skipped: list[str], table: str | None) -> list[str]:
     """The end of a sweep: how many points ended ok and failed, the failed run dirs, the report command to run next."""
     ok = len(runs) - len(failed)
-    where = f" in {sweep_dir}" if sweep_dir else ""
     done = f" ({len(skipped)} done earlier, skipped)" if skipped else ""
-    lines = [f"[gnnq] sweep finished{where}: {ok} ok{done}, {len(failed)} failed"]
+    lines = [f"[gnnq] sweep finished in {sweep_dir}: {ok} ok{done}, {len(failed)} failed"]
     lines += [f"[gnnq]   failed: {d}" for d in failed]
-    if sweep_dir:
-        report = ["gnnq-report", sweep_dir, *(["--table", table] if table else []), "--out", str(Path(sweep_dir) / "report")]
-        lines.append(f"[gnnq] next: {shlex.join(report)}")
-        if failed:
-            lines.append(f"[gnnq] to run the failed points again and skip the ok ones: the same command with hydra.sweep.dir={sweep_dir}")
+    report = ["gnnq-report", sweep_dir, *(["--table", table] if table else []), "--out", str(Path(sweep_dir) / "report")]
+    lines.append(f"[gnnq] next: {shlex.join(report)}")
+    if failed:
+        lines.append(f"[gnnq] to run the failed points again and skip the ok ones: the same command with hydra.sweep.dir={sweep_dir}")
     return lines
 
 
