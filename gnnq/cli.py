@@ -6,9 +6,12 @@ import signal
 import sys
 from pathlib import Path
 
+from gnnq.errors import GnnqError
 from gnnq.launch.outcome import FAILED_RUNS as _FAILED_RUNS  # the Slurm launcher adds its jobs' failures
 from gnnq.launch.outcome import REFUSED_RUNS as _REFUSED_RUNS
 from gnnq.launch.outcome import RUNS as _RUNS
+from gnnq.launch.outcome import SKIPPED_RUNS as _SKIPPED_RUNS
+from gnnq.launch.outcome import SWEEP_DIR as _SWEEP
 
 _NO_PREFLIGHT_FLAGS = {"-h", "--help", "--hydra-help", "-i", "--info", "-sc", "--shell-completion", "-p", "--package"}
 
@@ -60,27 +63,102 @@ def main() -> None:
     # installed explicitly because a background launch may inherit SIGINT as ignored.
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
-    argv = sys.argv[1:] = _with_resolved_config_dir(sys.argv[1:])
+    from gnnq.launch import console
+
+    console.install()  # a reader that goes away (gnnq ... | head -1) does not stop the run
+    if _help_or_version(sys.argv[1:]):
+        return
+    try:
+        argv, dry_run = _sweep_by_name(sys.argv[1:])
+    except GnnqError as exc:
+        _refuse(exc)
+    argv = sys.argv[1:] = _with_resolved_config_dir(argv)
     if any(arg.startswith("resume=") for arg in argv):
         _resume(argv)
+    overrides, multirun, config_name, config_dir = _split_args(argv)
     if not _NO_PREFLIGHT_FLAGS.intersection(argv):
-        from gnnq.config.compose import preflight
-        from gnnq.errors import GnnqError
+        from gnnq.config.compose import plan
 
-        overrides, multirun, config_name, config_dir = _split_args(argv)
         try:
-            preflight(overrides, multirun, config_name, config_dir)
+            points = plan(overrides, multirun, config_name, config_dir)
         except GnnqError as exc:
-            print(f"gnnq: error: {exc}", file=sys.stderr)
-            sys.exit(2)
+            _refuse(exc)
+        if dry_run or (multirun and _asks_for_cfg(argv)):  # Hydra cannot show a multirun's config
+            _show_plan(points, dry_run)
+            return
+        if multirun and not any(a.startswith("hydra.job.config.override_dirname.exclude_keys=") for a in argv):
+            sys.argv.append(_dirname_excludes([p for p, _ in points]))
     try:
         _hydra_entry()
     except KeyboardInterrupt as exc:
         _interrupted(exc)
+    if multirun and _SWEEP:  # a sweep ran (not only Hydra's help)
+        from gnnq.launch.sweep_plan import summary_lines, table_name
+
+        lines = summary_lines(_SWEEP[0], _RUNS, _FAILED_RUNS, _SKIPPED_RUNS, table_name(config_name, config_dir))
+        print("\n".join(lines), flush=True)
     if _FAILED_RUNS:
         if len(_RUNS) > 1:  # a sweep: say which of its points failed
             print(f"gnnq: {len(_FAILED_RUNS)} of {len(_RUNS)} runs failed: {', '.join(_FAILED_RUNS)}", file=sys.stderr)
         sys.exit(2 if _REFUSED_RUNS == _FAILED_RUNS else 1)  # only refused places: like a bad config
+
+
+def _refuse(exc: Exception) -> None:
+    print(f"gnnq: error: {exc}", file=sys.stderr)
+    sys.exit(2)
+
+
+def _help_or_version(argv: list[str]) -> bool:
+    """``--help``/``-h`` and ``--version``: gnnq's own (Hydra's help stays under --hydra-help)."""
+    from gnnq.cli_help import help_text, version_text
+
+    if "--version" in argv:
+        print(version_text())
+    elif "-h" in argv or "--help" in argv:
+        print(help_text())
+    else:
+        return False
+    return True
+
+
+def _sweep_by_name(argv: list[str]) -> tuple[list[str], bool]:
+    """``sweep=NAME`` (a sweep shipped with gnnq, or a .yaml path) becomes ``-m --config-dir DIR --config-name NAME``;
+    ``--dry-run`` is taken out. Returns (argv, dry run)."""
+    from gnnq.config.compose import resolve_sweep
+    from gnnq.errors import ConfigError
+
+    dry_run = "--dry-run" in argv
+    argv = [a for a in argv if a != "--dry-run"]
+    named = [a for a in argv if a.startswith("sweep=")]
+    if not named:
+        return argv, dry_run
+    if len(named) > 1 or any(a in ("-cn", "--config-name", "-cd", "--config-dir") or a.startswith(("--config-name=", "--config-dir="))
+                             for a in argv):  # fmt: skip
+        raise ConfigError("sweep=NAME names the sweep's config: give it once, and without --config-name or --config-dir")
+    config_dir, config_name = resolve_sweep(named[0].split("=", 1)[1])
+    rest = [a for a in argv if a != named[0] and a not in ("-m", "--multirun")]
+    return ["-m", "--config-dir", config_dir, "--config-name", config_name, *rest], dry_run
+
+
+def _asks_for_cfg(argv: list[str]) -> bool:
+    return any(a in ("-c", "--cfg") or a.startswith("--cfg=") for a in argv)
+
+
+def _show_plan(points: list, dry_run: bool) -> None:
+    from gnnq.launch.sweep_plan import dry_run_lines
+
+    print("\n".join(dry_run_lines(points)))
+    if not dry_run:  # -m with --cfg
+        print("gnnq: --cfg shows one run's config; for a point's, give its overrides without -m, "
+              "e.g. gnnq " + " ".join(points[0][0]) + " --cfg job")  # fmt: skip
+
+
+def _dirname_excludes(points: list[list[str]]) -> str:
+    """Hydra override that leaves the overrides every point shares out of its job directory names."""
+    from gnnq.launch.job_names import shared_keys
+
+    keys = ",".join("'" + k.replace("'", "\\'") + "'" for k in shared_keys(points))
+    return f"hydra.job.config.override_dirname.exclude_keys=[{keys}]"
 
 
 def _interrupted(exc: KeyboardInterrupt) -> None:
@@ -123,27 +201,61 @@ def _hydra_entry() -> None:
         from hydra.core.hydra_config import HydraConfig
         from hydra.types import RunMode
 
-        from gnnq.errors import GnnqError
+        from gnnq.launch import console
         from gnnq.launch.job import run_job
         from gnnq.launch.run_dir import PlaceError
 
         hydra_cfg = HydraConfig.get()
         run_dir = Path(hydra_cfg.runtime.output_dir)
-        if hydra_cfg.mode == RunMode.MULTIRUN and not cfg.logger.group:
+        multirun = hydra_cfg.mode == RunMode.MULTIRUN
+        if multirun and not cfg.logger.group:
             cfg.logger.group = "sweep-" + "-".join(Path(hydra_cfg.sweep.dir).parts[-2:])  # W&B: a sweep's runs together
         _RUNS.append(str(run_dir))
-        try:
-            record = run_job(cfg, run_dir)
-        except GnnqError as exc:  # the run dir is not free (nothing written), or its record could not be written
-            print(f"gnnq: error: {exc}", file=sys.stderr, flush=True)
-            _FAILED_RUNS.append(str(run_dir))
-            if isinstance(exc, PlaceError):
-                _REFUSED_RUNS.append(str(run_dir))
-            return
+        with console.log_to(run_dir / f"{hydra_cfg.job.name}.log"):  # Hydra's per-job log: what gnnq printed for it
+            try:
+                if multirun and _done_earlier(cfg, run_dir, _point_name(hydra_cfg)):
+                    return
+                record = run_job(cfg, run_dir)
+            except GnnqError as exc:  # the run dir is not free (nothing written), or its record could not be written
+                print(f"gnnq: error: {exc}", file=sys.stderr, flush=True)
+                _FAILED_RUNS.append(str(run_dir))
+                if isinstance(exc, PlaceError):
+                    _REFUSED_RUNS.append(str(run_dir))
+                return
         if record["status"] != "ok":
             _FAILED_RUNS.append(str(run_dir))
 
     _run()
+
+
+def _point_name(hydra_cfg) -> str:
+    own = hydra_cfg.job.override_dirname  # the overrides that tell this point from the others
+    return f"point #{hydra_cfg.job.num}" + (f" ({own})" if own else "")
+
+
+def _done_earlier(cfg, run_dir: Path, point: str) -> bool:
+    """A resumed sweep: True (and says so) when this point finished in an earlier attempt; a failed one is set aside."""
+    from omegaconf import OmegaConf
+
+    from gnnq.launch.job import say
+    from gnnq.launch.run_dir import claim_run_dir, release_run_dir
+    from gnnq.launch.sweep_state import earlier_attempt
+
+    if cfg.get("overwrite", False):
+        return False
+    claim_run_dir(run_dir, "hydra.sweep.dir", resuming=True)  # held while its earlier attempt is looked at
+    try:
+        action, line = earlier_attempt(run_dir, OmegaConf.to_container(cfg, resolve=True), point)
+    except GnnqError:
+        release_run_dir(run_dir)
+        raise
+    if line:
+        say(line)
+    if action == "skip":
+        release_run_dir(run_dir)
+        _SKIPPED_RUNS.append(str(run_dir))
+        return True
+    return False
 
 
 def report_main() -> None:

@@ -13,9 +13,11 @@ TIME_KEYS = ("epoch_time_s", "comm_time_s", "compute_time_s", "transfer_time_s",
              "overhead_time_s", "overhead_by_kind", "training_time_s", "throughput_epochs_per_s")  # fmt: skip
 
 
-def run_gnnq(args: list[str], runs: Path, data: Path, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+def run_gnnq(args: list[str], runs: Path, data: Path, env: dict | None = None, timeout: float = 300,
+             cwd: Path | None = None) -> subprocess.CompletedProcess:  # fmt: skip
+    """``gnnq ARGS`` (in ``cwd``: e.g. a directory outside the checkout)."""
     cmd = [sys.executable, "-m", "gnnq.cli", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, env=gnnq_env(runs, data, env), timeout=timeout)
+    return subprocess.run(cmd, capture_output=True, text=True, env=gnnq_env(runs, data, env), timeout=timeout, cwd=cwd)
 
 
 def run_dirs(runs: Path) -> list[Path]:

@@ -70,20 +70,6 @@ def test_a_run_dir_holding_a_record_is_refused_and_kept_and_overwrite_replaces_i
     assert len((run_dir / "metrics.jsonl").read_text().splitlines()) == 2
 
 
-def test_a_sweep_dir_holding_runs_is_refused(tmp_path):
-    sweep = tmp_path / "sweep"
-    args = ["-m", *SMALL, "trainer.epochs=2", f"hydra.sweep.dir={sweep}", "trainer.seed=0"]
-    assert run_gnnq(args, tmp_path / "runs", tmp_path / "data").returncode == 0
-    before = snapshot(sweep)
-    again = run_gnnq(args, tmp_path / "runs", tmp_path / "data")
-    assert again.returncode == 2
-    assert again.stderr.strip() == (
-        f"gnnq: error: hydra.sweep.dir: {sweep} already holds the runs of an earlier sweep ({sweep}/0/record.json "
-        "exists); choose a new directory, or replace them with overwrite=true"
-    )
-    assert snapshot(sweep) == before
-
-
 def test_a_second_gnnq_on_a_busy_run_dir_exits_at_once_and_sigterm_exits_143(tmp_path):
     run_dir = tmp_path / "runs" / "busy"
     proc = start_gnnq([*SMALL, "trainer.epochs=100000", f"hydra.run.dir={run_dir}"], tmp_path / "runs", tmp_path / "data")

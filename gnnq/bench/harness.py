@@ -31,20 +31,9 @@ from pathlib import Path
 
 from gnnq.bench.bench_report import write_outputs
 from gnnq.bench.compare import Point, compare
-from gnnq.config.compose import SWEEPS_DIR, sweep_points
+from gnnq.config.compose import resolve_sweep, sweep_points
 from gnnq.errors import ConfigError, GnnqError
 from gnnq.track.record import RECORD_FILE
-
-
-def resolve_sweep(name: str) -> tuple[str, str]:
-    """(config dir, config name) of a sweep given by name (in sweeps/) or by path."""
-    path = Path(name)
-    if path.suffix in (".yaml", ".yml") and path.is_file():
-        return str(path.resolve().parent), path.stem
-    if (SWEEPS_DIR / f"{name}.yaml").is_file():
-        return str(SWEEPS_DIR), name
-    known = sorted(p.stem for p in SWEEPS_DIR.glob("*.yaml") if not p.name.endswith(".table.yaml"))
-    raise ConfigError(f"sweep {name!r}: no such file in {SWEEPS_DIR} and not a .yaml path (known: {', '.join(known)})")
 
 
 def build_points(raw: list[list[str]], baseline: str) -> list[Point]:

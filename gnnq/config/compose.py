@@ -92,15 +92,43 @@ def compose_config(overrides: list[str], config_name: str = "config", config_dir
 
 def preflight(overrides: list[str], multirun: bool, config_name: str = "config", config_dir: str | None = None) -> int:
     """Compose and validate every point of the run or sweep; return the number of points."""
+    return len(plan(overrides, multirun, config_name, config_dir))
+
+
+def plan(overrides: list[str], multirun: bool, config_name: str = "config", config_dir: str | None = None) -> list[tuple[list[str], DictConfig]]:
+    """Every point of the run or sweep: its overrides and its composed, validated config.
+
+    A point that does not compose is a ConfigError naming the point (``sweep point #3 of 8 (model=sage ...)``, numbered
+    from 0 as its job directory ``3_...``)."""
     check_config_name(config_name, config_dir)
     if not multirun:
-        check_slurm(compose_config(overrides, config_name, config_dir), [])
-        return 1
+        cfg = compose_config(overrides, config_name, config_dir)
+        check_slurm(cfg, [])
+        return [(overrides, cfg)]
     points = sweep_points(overrides, config_name, config_dir)
-    clusters = [compose_config(point, config_name, config_dir).cluster for point in points]
+    composed = [(point, _compose_point(point, i, len(points), config_name, config_dir)) for i, point in enumerate(points)]
+    clusters = [cfg.cluster for _, cfg in composed]
     if any(c.name == "slurm" for c in clusters):
         check_slurm(compose_config(_outside_sweep(overrides), config_name, config_dir), clusters)
-    return len(points)
+    return composed
+
+
+def _compose_point(point: list[str], i: int, n: int, config_name: str, config_dir: str | None) -> DictConfig:
+    try:
+        return compose_config(point, config_name, config_dir)
+    except ConfigError as exc:
+        raise ConfigError(f"sweep point #{i} of {n} ({' '.join(point)}): {exc}") from None
+
+
+def resolve_sweep(name: str) -> tuple[str, str]:
+    """(config dir, config name) of a sweep given by name (shipped in gnnq/sweeps/) or by the path of its .yaml file."""
+    path = Path(name).expanduser()
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        return str(path.resolve().parent), path.stem
+    if (SWEEPS_DIR / f"{name}.yaml").is_file():
+        return str(SWEEPS_DIR), name
+    known = sorted(p.stem for p in SWEEPS_DIR.glob("*.yaml") if not p.name.endswith(".table.yaml"))
+    raise ConfigError(f"sweep {name!r}: no such file in {SWEEPS_DIR} and not a .yaml path (known: {', '.join(known)})")
 
 
 def check_config_name(config_name: str, config_dir: str | None) -> None:

@@ -20,6 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import gnnq.launch.job_names  # noqa: F401 - registers the resolver of hydra.sweep.subdir (also on a Slurm node)
 from gnnq.errors import GnnqError, describe_os_error
 from gnnq.track.record import CONFIG_FILE, INTERNAL_DIR, METRICS_FILE, RECORD_FILE, RESULT_FILE
 
@@ -109,7 +110,8 @@ def release_run_dir(run_dir: Path) -> None:
 
 
 def holds_earlier_runs(sweep_dir: Path) -> Path | None:
-    """The first record of an earlier run below ``sweep_dir`` (None: there is none)."""
+    """The first record of an earlier run below ``sweep_dir`` (None: there is none); a sweep there resumes
+    (gnnq.launch.sweep_state)."""
     return next(iter(sorted(Path(sweep_dir).glob(f"*/{RECORD_FILE}"))), None)
 
 
@@ -142,17 +144,21 @@ class PlaceCheck(Callback):
     def on_multirun_start(self, config, **kwargs) -> None:
         from omegaconf import open_dict, read_write
 
+        from gnnq.launch.outcome import SWEEP_DIR
+
         sweep_dir = Path(os.path.abspath(str(config.hydra.sweep.dir)))
         with read_write(config.hydra), open_dict(config.hydra):
             config.hydra.sweep.dir = str(sweep_dir)
+        SWEEP_DIR[:] = [str(sweep_dir)]
         try:
             claim_run_dir(sweep_dir, _root_key(config))  # one sweep at a time; each point claims its own dir too
-            earlier = holds_earlier_runs(sweep_dir)
-            if earlier is not None and not config.get("overwrite", False):
-                raise PlaceError(f"hydra.sweep.dir: {sweep_dir} already holds the runs of an earlier sweep ({earlier} "
-                                 "exists); choose a new directory, or replace them with overwrite=true")  # fmt: skip
         except PlaceError as exc:
             refuse(exc)
+        earlier = holds_earlier_runs(sweep_dir)
+        if earlier is not None:
+            how = ("overwrite=true: every point runs again" if config.get("overwrite", False) else
+                   "points done there are skipped, failed ones run again (overwrite=true: all run again)")  # fmt: skip
+            print(f"[gnnq] hydra.sweep.dir {sweep_dir} holds an earlier attempt of a sweep: {how}", flush=True)
 
 
 def _root_key(config) -> str:

@@ -21,10 +21,10 @@ class ProgressLine:
     update, every 10% of epochs or 10 s. The ETA counts from the first row, so a resumed run's
     epochs before it do not make it look fast."""
 
-    def __init__(self, total_epochs: int, stream: TextIO = sys.stdout):
+    def __init__(self, total_epochs: int, stream: TextIO | None = None):
         self.total = total_epochs
-        self.stream = stream
-        self.tty = stream.isatty()
+        self.stream = stream or sys.stdout  # read now: gnnq's console streams (gnnq.launch.console) replace it
+        self.tty = self.stream.isatty()
         self.every = max(1, total_epochs // 10)
         self.bar: tqdm | None = None  # terminal only
         self.start = self.last_print = time.perf_counter()

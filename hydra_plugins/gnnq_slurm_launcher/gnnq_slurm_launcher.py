@@ -17,6 +17,8 @@ from typing import Sequence
 
 from omegaconf import OmegaConf
 
+import gnnq.launch.job_names  # noqa: F401 - the resolver of hydra.sweep.subdir, on the Slurm node that unpickles this launcher
+
 try:
     from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher
 except ImportError:  # the slurm extra is not installed

@@ -63,14 +63,15 @@ def _stop(signum, frame):
 
 
 def _merged(path: Path, rerun: list[dict], commands: list[str]) -> tuple[list[dict], list[str]]:
-    """The rows of an earlier run at ``path`` with the rerun cases' rows replaced, in catalogue order."""
+    """The rows of an earlier run at ``path`` with the rerun cases' rows replaced, in catalogue order (rows of
+    cases no longer in the catalogue left out)."""
     if not path.is_file():
         raise SystemExit(f"gnnq: error: --update: {path} does not exist; run the catalogue without --update first")
     earlier = json.loads(path.read_text())
     rows = {(r["family"], r["case"]): r for r in earlier["cases"]}
     rows.update({(r["family"], r["case"]): r for r in rerun})
     order = {(c.family, c.name): i for i, c in enumerate(catalogue())}
-    merged = sorted(rows.values(), key=lambda r: order.get((r["family"], r["case"]), len(order)))
+    merged = sorted((r for key, r in rows.items() if key in order), key=lambda r: order[(r["family"], r["case"])])
     return merged, [*earlier["commands"], *commands]
 
 

@@ -1,5 +1,5 @@
-"""Bad places (docs/runs.md "The run directory"): a run dir or sweep dir that already holds runs is refused
-unless overwrite=true; a runs root that is a file or read-only is named; a read-only data root with complete
+"""Bad places (docs/runs.md "The run directory"): a run dir that already holds a run is refused unless
+overwrite=true, a sweep dir that holds a finished sweep resumes it (nothing rerun); a runs root that is a file or read-only is named; a read-only data root with complete
 files is read; a full disk at a checkpoint keeps the previous one. Real files and real mounts (root only)."""
 
 from __future__ import annotations
@@ -68,8 +68,8 @@ CASES = [
     Case("places", "overwrite-run-dir", "overwrite=true replaces the run in it",
          Expect(exit=0, records=("ok",), replaces_records=True), args=lambda ctx: [*_fixed(ctx), "overwrite=true"],
          setup=_earlier_fixed_run),
-    Case("places", "reused-sweep-dir", "a sweep dir holding runs is refused",
-         refused(r"hydra\.sweep\.dir: .*sweep already holds the runs of an earlier sweep"), args=_sweep, setup=_earlier_sweep),
+    Case("places", "resumed-sweep-dir", "a sweep dir holding a finished sweep resumes it: its ok point is skipped, kept as it was",
+         Expect(exit=0), args=_sweep, setup=_earlier_sweep),
     Case("places", "runs-root-below-a-file", "GNNQ_RUNS below a file", refused(r"GNNQ_RUNS: .*a-file is a file, not a directory"),
          args=FAST, setup=lambda ctx: (_blocker(ctx), ctx.env.update(GNNQ_RUNS=str(ctx.root / "a-file" / "runs"))),
          verify=_kept_blocker),
