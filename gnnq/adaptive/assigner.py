@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from gnnq.adaptive.influence import message_influence
+from gnnq.adaptive.influence import adaqp_backward_sums, message_influence
 from gnnq.adaptive.solver import SOLVERS, BitProblem, Channel
 from gnnq.adaptive.time_model import TimeModel, fit_time_model, fixed_link_model
 from gnnq.comm.accounting import OVERHEAD
@@ -31,6 +31,7 @@ from gnnq.comm.communicator import Communicator
 from gnnq.comm.direction import Direction
 from gnnq.comm.halo import HaloExchange
 from gnnq.comm.wire_layout import WireLayout
+from gnnq.data.part import Part
 from gnnq.models.graph_ops import LocalGraph
 from gnnq.train.overheads import OverheadClock
 
@@ -39,8 +40,10 @@ DIRECTIONS = (Direction.FORWARD, Direction.BACKWARD)
 
 class AdaptiveAssigner:
     def __init__(self, qcfg, comm: Communicator, exchange: HaloExchange, graph: LocalGraph, model_name: str,
-                 dim: int, layers: int, cache_dir: Path | None = None, overheads: OverheadClock | None = None):  # fmt: skip
-        """``overheads`` times the startup profile, the α exchange and every reassignment (outside epochs)."""
+                 dim: int, layers: int, cache_dir: Path | None = None, overheads: OverheadClock | None = None,
+                 part: Part | None = None):  # fmt: skip
+        """``overheads`` times the startup profile, the α exchange and every reassignment (outside epochs);
+        ``part``: this rank's partition, needed for ``backward_influence=adaqp`` (its global out-degrees)."""
         self.overheads = overheads if overheads is not None else OverheadClock()
         self.cfg, self.comm, self.exchange, self.dim = qcfg, comm, exchange, dim
         self.quant = exchange.quant
@@ -51,20 +54,27 @@ class AdaptiveAssigner:
         self.bit_choices = tuple(sorted(int(b) for b in qcfg.bit_choices))
         self.row_bytes = {b: self.quant.forward.at_bits(b).row_bytes(dim) for b in self.bit_choices}
         with self.overheads.measure("influence"):
-            self.influence = message_influence(comm, exchange, graph, model_name, cache_dir)
+            backward_sums = None
+            if qcfg.backward_influence == "adaqp":
+                if part is None:
+                    raise ValueError("quantizer.backward_influence=adaqp needs the partition (AdaptiveAssigner part=...)")
+                backward_sums = adaqp_backward_sums(model_name, part)
+            self.influence = message_influence(comm, exchange, graph, model_name, cache_dir, backward_sums)
         with self.overheads.measure("profile"):
             self.time_model = self._fit_time_model()
         self.assignments: list[dict] = []
         exchange.take_widths_from(self)
 
     def _fit_time_model(self) -> TimeModel:
-        """Profile around one full-precision message each way (what this rank sends to each peer)."""
-        ex = self.exchange
+        """Profile each way's messages (what this rank sends to each peer) over the sizes of profile_range."""
+        ex, c = self.exchange, self.cfg
         most_rows = [max(s, r) for s, r in zip(ex.send_counts, ex.recv_counts)]
-        if self.cfg.time_model == "fixed":
-            c = self.cfg
+        if c.time_model == "fixed":
             return fixed_link_model(self.comm, [n * self.dim * 4 for n in most_rows], c.link_gbit_per_s, c.link_latency_ms / 1e3)
-        return fit_time_model(self.comm, [n * self.dim * 4 for n in most_rows], repeats=self.cfg.profile_repeats)
+        if c.profile_range == "fp32":
+            return fit_time_model(self.comm, [n * self.dim * 4 for n in most_rows], repeats=c.profile_repeats)
+        lo, hi = self.row_bytes[self.bit_choices[0]], self.row_bytes[self.bit_choices[-1]]
+        return fit_time_model(self.comm, [n * hi for n in most_rows], repeats=c.profile_repeats, low_bytes=[n * lo for n in most_rows])
 
     def before_epoch(self, epoch: int) -> dict | None:
         """Reassign at the start of each new cycle. Returns metrics when it reassigned."""
@@ -206,6 +216,8 @@ class AdaptiveAssigner:
             "variance_weight": float(self.cfg.variance_weight),
             "assign_cycle": int(self.cfg.assign_cycle),
             "trace": self.cfg.trace,
+            "backward_influence": self.cfg.backward_influence,
+            "profile_range": self.cfg.profile_range,
             "time_objective": self.cfg.time_objective,
             "first_cycle_bits": int(self.quant.forward.bits),
             "time_model": self.time_model.to_record(),

@@ -134,6 +134,9 @@ class AdaptiveQuantizerConfig(UniformQuantizerConfig):
     # row ranges the variances are solved from: cycle (AdaQP: summed over every training epoch of the cycle) |
     # last_epoch (the cycle's last training epoch only)
     trace: str = "cycle"
+    # backward (gradient) row influence: returned (gnnq: row sum of the owner's operator, exact for gnnq's returned
+    # gradients) | adaqp (AdaQP's published weight: for SAGE sum over in-edges w -> u of 1/deg_out(w); GCN: the same)
+    backward_influence: str = "returned"
     milp_time_limit_s: float = 10.0  # per message; the best assignment found so far is used after it
     # profile: fit t = a * bytes + c per channel from a startup profile (AdaQP);
     # fixed: every channel is a link of link_gbit_per_s and link_latency_ms, nothing timed (reproducible widths)

@@ -16,6 +16,7 @@ ALLOWED = {
     "quantizer.time_objective": ("max_channel", "ring_rounds", "sender_uplink"),
     "quantizer.trace": ("cycle", "last_epoch"),
     "quantizer.profile_range": ("sent", "fp32"),
+    "quantizer.backward_influence": ("returned", "adaqp"),
     "quantizer.param_dtype": ("fp16", "fp32"),
     "quantizer.nonfinite": ("error", "zero"),
     "parallel.rho_schedule": ("none", "grow"),
