@@ -97,7 +97,7 @@ class AdaptiveAssigner:
     def record_ranges(self, layer: int, direction: Direction, ranges: torch.Tensor) -> None:
         key = (layer, Direction(direction).value)
         squares = ranges.double().square()
-        self.range_squares[key] = squares if key not in self.range_squares else self.range_squares[key] + squares
+        self.range_squares[key] = squares if key not in self.range_squares else self.range_squares[key].to(squares.device) + squares
 
     def reassign(self, epoch: int) -> dict:
         started = time.perf_counter()
@@ -138,7 +138,7 @@ class AdaptiveAssigner:
         send_counts, _ = self._counts(direction)
         alpha = self.influence[direction].double().cpu()
         squares = self.range_squares.get(key)
-        squares = torch.zeros_like(alpha) if squares is None else squares.double()
+        squares = torch.zeros_like(alpha) if squares is None else squares.double().cpu()
         weight = (alpha * alpha * squares * (self.dim / 6.0)).numpy()
         size = int(self.cfg.group_size)
         groups, orders = {}, {}
@@ -199,7 +199,7 @@ class AdaptiveAssigner:
             "time_model": self.time_model.to_record(),
             "assignments": self.assignments,
             "layouts": [{"layer": k[0], "direction": k[1], **v.state_dict()} for k, v in sorted(self.layouts.items())],
-            "range_squares": [{"layer": k[0], "direction": k[1], "squares": v} for k, v in sorted(self.range_squares.items())],
+            "range_squares": [{"layer": k[0], "direction": k[1], "squares": v.cpu()} for k, v in sorted(self.range_squares.items())],
         }
 
     def load_state_dict(self, state: dict) -> None:
