@@ -27,12 +27,12 @@ from tests.helpers import random_graph, run_distributed
 HIDDEN, LAYERS, WIDTHS = 16, 3, (2, 4, 8)
 
 
-def _cfg(model: str, lam: float, solver: str):
+def _cfg(model: str, lam: float, solver: str, **quantizer):
     return OmegaConf.create({
         "model": {"name": model, "layers": LAYERS, "hidden": HIDDEN, "dropout": 0.0, "norm": "layer"},
         "quantizer": OmegaConf.merge(OmegaConf.structured(AdaptiveQuantizerConfig), {  # every schema default, then these
             "name": "adaptive", "bits": 8, "bit_choices": list(WIDTHS), "group_size": 7, "variance_weight": lam,
-            "assign_cycle": 1, "solver": solver, "profile_repeats": 1}),
+            "assign_cycle": 1, "solver": solver, "profile_repeats": 1, **quantizer}),
     })  # fmt: skip
 
 
@@ -53,11 +53,11 @@ def _assign_and_step(world_size: int, model_name: str, lam: float, solver: str):
     strategy.begin_evaluation()
     with torch.no_grad():
         model(part.x, strategy)
-    traced_in_eval = len(assigner.ranges)
+    traced_in_eval = len(assigner.range_squares)
     strategy.begin_training_epoch(1)
     forward_backward(model, part, strategy, num_train, comm)
     silent = {  # rows of zero variance weight (constant, or of no influence): sent at the fewest bytes
-        key: (assigner.influence[key[1]] * assigner.ranges[key]) == 0 for key in assigner.keys
+        key: (assigner.influence[key[1]] * assigner.range_squares[key]) == 0 for key in assigner.keys
     }
     entry = assigner.before_epoch(2)
     comm.stats.reset()
@@ -74,6 +74,40 @@ def _assign_and_step(world_size: int, model_name: str, lam: float, solver: str):
         "time_model": assigner.describe()["time_model"],
         "rank": comm.rank,
     }
+
+
+def _trace_two_epochs(trace: str):
+    """Two training epochs of one cycle (assign_cycle=2): the squared ranges held after each."""
+    comm = Communicator()
+    graph = random_graph(num_nodes=240, num_edges=2400, seed=3)
+    part = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, 2, "metis", 1), 2)[comm.rank]
+    cfg = _cfg("gcn", 0.5, "greedy", assign_cycle=2, trace=trace, time_model="fixed")
+    torch.manual_seed(0)
+    model = build_model(cfg, part)
+    op = local_graph_for("gcn", part)
+    exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(cfg.quantizer, 0, comm.rank))
+    strategy = SyncStrategy(exchange, op, part.x)
+    assigner = AdaptiveAssigner(cfg.quantizer, comm, exchange, op, "gcn", HIDDEN, LAYERS)
+    held = []
+    for epoch in (1, 2):
+        assert assigner.before_epoch(epoch) is None
+        strategy.begin_training_epoch(epoch)
+        forward_backward(model, part, strategy, float(graph.train_mask.sum()), comm)
+        held.append({k: v.clone() for k, v in assigner.range_squares.items()})
+    return held
+
+
+def test_trace_cycle_sums_every_epoch_last_epoch_only_the_last():
+    cycle = run_distributed(2, _trace_two_epochs, "cycle")
+    last = run_distributed(2, _trace_two_epochs, "last_epoch")
+    keys = {(layer, d) for layer in range(1, LAYERS) for d in ("fwd", "bwd")}
+    for c, l in zip(cycle, last):
+        assert l[0] == {} and set(l[1]) == keys, "last_epoch traces the cycle's last epoch only"
+        assert set(c[0]) == keys and set(c[1]) == keys, "cycle traces every training epoch"
+        for key in keys:
+            # Same seeds, same run: the cycle's sum is epoch 1's squares plus exactly what last_epoch saw in epoch 2.
+            torch.testing.assert_close(c[1][key], c[0][key] + l[1][key])
+            assert (c[0][key] > 0).any() and (c[1][key] >= c[0][key]).all()
 
 
 def _segment(bits: torch.Tensor, counts: list[int], peer: int) -> torch.Tensor:

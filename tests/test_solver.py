@@ -181,3 +181,93 @@ def test_brute_force_refuses_large_problems():
     assert 4**12 > BRUTE_FORCE_LIMIT
     with pytest.raises(ValueError, match="brute_force"):
         brute_force(problem)
+
+
+def _ring_problem(rng: np.random.Generator, bits: tuple[int, ...], objective_name: str, ranks: int = 3) -> BitProblem:
+    """Channels between ``ranks`` ranks (some pairs absent), 1-2 groups each, at most 7 groups in all."""
+    pairs = [(s, d) for s in range(ranks) for d in range(ranks) if s != d]
+    chosen = rng.permutation(len(pairs))[: int(rng.integers(2, min(len(pairs), 5) + 1))]
+    channels, left = [], 7
+    for k in sorted(chosen):
+        count = int(min(rng.integers(1, 3), left))
+        left -= count
+        rows = rng.integers(1, 50, count)
+        weights = rows * rng.lognormal(0, 2, count)
+        channels.append(Channel(*pairs[k], weights, rows, a=rng.uniform(0.5, 3) * 1e-9, c=rng.uniform(0, 5e-6)))
+    return BitProblem(tuple(channels), bits, row_bytes(), float(rng.uniform()), objective_name, world_size=ranks)
+
+
+def _time_by_definition(problem: BitProblem, times: dict[tuple[int, int], float]) -> float:
+    """T of channel times written out per objective (AdaQP's ring rounds: sum over rounds of the slowest channel)."""
+    if problem.time_objective == "ring_rounds":
+        rounds = [[t for (s, d), t in times.items() if (d - s) % problem.world_size == k] for k in range(1, problem.world_size)]
+        return sum(max(r) for r in rounds if r)
+    if problem.time_objective == "sender_uplink":
+        return max(sum(t for (s, _), t in times.items() if s == src) for src in {s for s, _ in times})
+    return max(times.values())
+
+
+def _objective_by_definition(problem: BitProblem, bits: list[np.ndarray]) -> float:
+    used = [(ch, b) for ch, b in zip(problem.channels, bits) if len(ch.group_rows)]
+
+    def parts(widths_of) -> tuple[float, float, float]:
+        v = sum(float(w) / (2 ** int(x) - 1) ** 2 for ch, b in used for w, x in zip(ch.group_weights, widths_of(b)))
+        t = {(ch.src, ch.dst): ch.a * sum(int(r) * problem.row_bytes[int(x)] for r, x in zip(ch.group_rows, widths_of(b))) + ch.c
+             for ch, b in used}  # fmt: skip
+        return v, _time_by_definition(problem, t), EPS * sum(t.values()) / len(t)
+
+    lam, lo, hi = problem.variance_weight, problem.bit_choices[0], problem.bit_choices[-1]
+    (v, t, e), (v_lo, t_lo, e_lo), (v_hi, t_hi, _) = parts(lambda b: b), parts(lambda b: [lo] * len(b)), parts(lambda b: [hi] * len(b))
+    return lam * (v - v_hi) / ((v_lo - v_hi) or 1.0) + (1 - lam) * (t + e - t_lo - e_lo) / ((t_hi - t_lo) or 1.0)
+
+
+@pytest.mark.parametrize("time_objective", ["max_channel", "ring_rounds", "sender_uplink"])
+def test_every_time_objective_milp_exact_greedy_close(time_objective):
+    """Per objective: J as written out, the MILP equals brute force, the greedy never beats it and is near it."""
+    for seed in range(30):
+        problem = _ring_problem(np.random.default_rng(seed), (2, 4, 8), time_objective)
+        best = brute_force(problem)
+        exact = solve_milp(problem)
+        greedy = solve_greedy(problem)
+        assert objective(problem, best.bits) == pytest.approx(_objective_by_definition(problem, best.bits), rel=1e-9, abs=1e-12)
+        assert exact.objective == pytest.approx(best.objective, rel=1e-9, abs=1e-12), seed
+        assert exact.bound <= best.objective + 1e-9, seed
+        assert best.objective - 1e-12 <= greedy.objective <= best.objective + 0.05, seed
+
+
+def _three_rank_problem(time_objective: str) -> BitProblem:
+    """3 ranks at lam = 0.5 where the three objectives choose three different assignments.
+
+    Rank 0 sends to both peers (its uplink carries both channels); 0 -> 1 and 1 -> 2 share ring
+    round 1, 0 -> 2 and 2 -> 0 round 2, so the slowest channel, the sum of the two rounds' slowest
+    channels and the busiest sender each weigh the channels differently."""
+    pairs, scales, a = ((0, 1), (0, 2), (1, 2), (2, 0)), (2.0, 1.0, 0.3, 0.25), (1.7e-9, 1.9e-9, 1.4e-9, 1.6e-9)
+    rows, weights = np.array([200, 200]), np.array([40.0, 4.0])
+    channels = tuple(Channel(s, d, weights * w, rows, a=x, c=2e-6) for (s, d), w, x in zip(pairs, scales, a))
+    return BitProblem(channels, (2, 4, 8), row_bytes(), 0.5, time_objective, world_size=3)
+
+
+def test_time_objectives_choose_differently_milp_and_greedy():
+    chosen = {}
+    for name in ("max_channel", "ring_rounds", "sender_uplink"):
+        problem = _three_rank_problem(name)
+        best = brute_force(problem)
+        for solve in (solve_milp, solve_greedy):
+            solution = solve(problem)
+            assert solution.objective == pytest.approx(best.objective, rel=1e-9), (name, solve.__name__)
+            chosen[(name, solve.__name__)] = tuple(int(b) for bits in solution.bits for b in bits)
+    for solve in ("solve_milp", "solve_greedy"):
+        picks = {name: chosen[(name, solve)] for name in ("max_channel", "ring_rounds", "sender_uplink")}
+        assert len(set(picks.values())) == 3, (solve, picks)
+    # The objective is no dead key: each objective's optimum is worse than its own under the others.
+    for name in ("ring_rounds", "sender_uplink"):
+        problem = _three_rank_problem(name)
+        other = [np.array(chosen[("max_channel", "solve_milp")][i * 2 : i * 2 + 2]) for i in range(4)]
+        assert objective(problem, other) > brute_force(problem).objective + 1e-6
+
+
+def test_time_objective_is_validated():
+    with pytest.raises(ValueError, match=r"BitProblem.time_objective must be one of"):
+        BitProblem((), (2, 4, 8), row_bytes(), 0.5, "fastest")
+    with pytest.raises(ValueError, match=r"BitProblem.world_size must exceed every rank \(2\)"):
+        BitProblem((Channel(0, 2, [1.0], [1], a=1e-9, c=0.0),), (2, 4, 8), row_bytes(), 0.5, "ring_rounds", world_size=2)

@@ -16,6 +16,7 @@ from gnnq.adaptive.time_model import (
     fit_time_model,
     fixed_link_model,
     profile_sizes,
+    sent_sizes,
 )
 from gnnq.comm.accounting import OVERHEAD
 from gnnq.comm.channel_profile import PROFILE_DIRECTION, profile_channels
@@ -92,6 +93,16 @@ def test_profile_sizes():
         profile_sizes([1], steps=0)
 
 
+def test_sent_sizes_span_the_lowest_to_the_highest_width():
+    """AdaQP's range: evenly spaced from low/2 to high + low/2; no floor; a channel that sends nothing stays 0."""
+    rounds = sent_sizes([0, 8000, 1200], [0, 2000, 300], steps=5)
+    assert [r[1] for r in rounds] == [1000, 3000, 5000, 7000, 9000]
+    assert [r[2] for r in rounds] == [150, 450, 750, 1050, 1350]
+    assert all(r[0] == 0 for r in rounds)
+    with pytest.raises(ValueError, match="one low and one high size per peer"):
+        sent_sizes([1, 2], [1])
+
+
 def test_time_model_record_and_lookup():
     model = TimeModel({(1, 0): LinearFit(1e-9, 1e-4, 0.99, 5), (0, 1): LinearFit(2e-9, 0.0, 0.9, 5)})
     record = json.loads(json.dumps(model.to_record()))
@@ -116,9 +127,15 @@ MESSAGE_BYTES = [[0, 2 * MIB, 0], [1 * MIB, 0, 3 * MIB], [500 * KIB, 4 * MIB, 0]
 SMALL, LARGE = 64 * KIB, 64 * MIB
 
 
-def _fit_and_profile(world_size: int, repeats: int, steps: int):
+def _low_bytes(rank: int, world_size: int, sent: bool) -> list[int] | None:
+    """The messages at the lowest width (a quarter of the highest, as 2 of 8 bits) when profiling the sent range."""
+    return [n // 4 for n in MESSAGE_BYTES[rank][:world_size]] if sent else None
+
+
+def _fit_and_profile(world_size: int, repeats: int, steps: int, sent: bool = False):
     comm = Communicator()
-    model = fit_time_model(comm, MESSAGE_BYTES[comm.rank][:world_size], repeats=repeats, steps=steps)
+    low = _low_bytes(comm.rank, world_size, sent)
+    model = fit_time_model(comm, MESSAGE_BYTES[comm.rank][:world_size], repeats=repeats, steps=steps, low_bytes=low)
     fit_bytes = comm.stats.bytes[(OVERHEAD, -1, PROFILE_DIRECTION)]
     comm.stats.reset()
     rounds = [[0 if q == comm.rank else n for q in range(world_size)] for n in (SMALL, LARGE)]
@@ -126,15 +143,18 @@ def _fit_and_profile(world_size: int, repeats: int, steps: int):
     return model, fit_bytes, samples, comm.stats.bytes[(OVERHEAD, -1, PROFILE_DIRECTION)]
 
 
-def _expected_fit_bytes(rank: int, world_size: int, repeats: int, steps: int) -> int:
+def _expected_fit_bytes(rank: int, world_size: int, repeats: int, steps: int, sent: bool) -> int:
     own = [0 if q == rank else n for q, n in enumerate(MESSAGE_BYTES[rank][:world_size])]
+    if sent:
+        low = [0 if q == rank else n for q, n in enumerate(_low_bytes(rank, world_size, sent))]
+        return (repeats + 1) * sum(map(sum, sent_sizes(own, low, steps)))
     return (repeats + 1) * sum(map(sum, profile_sizes(own, steps)))  # + 1: the warm-up pass
 
 
-@pytest.mark.parametrize("world_size", [2, 3])
-def test_profile_all_channels_at_once(world_size):
+@pytest.mark.parametrize(("world_size", "sent"), [(2, False), (3, False), (3, True)])
+def test_profile_all_channels_at_once(world_size, sent):
     repeats, steps = 3, 4
-    results = run_distributed(world_size, _fit_and_profile, world_size, repeats, steps)
+    results = run_distributed(world_size, _fit_and_profile, world_size, repeats, steps, sent)
     models = [r[0] for r in results]
     expected_channels = {(s, d) for s in range(world_size) for d in range(world_size) if s != d and MESSAGE_BYTES[s][d] > 0}
     assert set(models[0].fits) == expected_channels
@@ -143,7 +163,7 @@ def test_profile_all_channels_at_once(world_size):
         assert fit.a >= 0 and fit.c >= 0 and fit.samples == steps  # one median per size
         assert fit.predict(1 * MIB) > 0
     for rank, (_, fit_bytes, samples, profile_bytes) in enumerate(results):
-        assert fit_bytes == _expected_fit_bytes(rank, world_size, repeats, steps)
+        assert fit_bytes == _expected_fit_bytes(rank, world_size, repeats, steps, sent)
         assert profile_bytes == (repeats + 1) * (world_size - 1) * (SMALL + LARGE)
         assert set(samples) == {(p, rank) for p in range(world_size) if p != rank}
         for channel_samples in samples.values():

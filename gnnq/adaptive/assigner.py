@@ -1,9 +1,10 @@
 """AdaQP's adaptive bit-widths during training: trace, solve on rank 0, broadcast, lay out.
 
-Every ``assign_cycle`` epochs the row ranges of the last training epoch's messages (traced
-in that epoch only, never in evaluation) and the row influences α give each message row a
-variance weight α² · D · range² / 6 (the stochastic-rounding variance at b bits is that
-weight / (2^b - 1)²). Each rank sorts the rows it sends to each peer by weight and cuts
+Every ``assign_cycle`` epochs the traced row ranges of the training messages (never of
+evaluation) and the row influences α give each message row a variance weight
+α² · D · Σ range² / 6 (the stochastic-rounding variance at b bits is that weight / (2^b - 1)²),
+the sum over the traced epochs: with ``trace=cycle`` (AdaQP) every training epoch since the
+last assignment, with ``trace=last_epoch`` only the last epoch of the cycle. Each rank sorts the rows it sends to each peer by weight and cuts
 them into groups of ``group_size``; rank 0 gathers the groups, solves one bit-width per
 group for every (layer, direction) message with the per-channel time model, and broadcasts
 the widths. Senders expand them to per-row widths and send those to the receivers, so
@@ -22,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from gnnq.adaptive.influence import message_influence
+from gnnq.adaptive.influence import adaqp_backward_sums, message_influence
 from gnnq.adaptive.solver import SOLVERS, BitProblem, Channel
 from gnnq.adaptive.time_model import TimeModel, fit_time_model, fixed_link_model
 from gnnq.comm.accounting import OVERHEAD
@@ -30,6 +31,7 @@ from gnnq.comm.communicator import Communicator
 from gnnq.comm.direction import Direction
 from gnnq.comm.halo import HaloExchange
 from gnnq.comm.wire_layout import WireLayout
+from gnnq.data.part import Part
 from gnnq.models.graph_ops import LocalGraph
 from gnnq.train.overheads import OverheadClock
 
@@ -38,32 +40,41 @@ DIRECTIONS = (Direction.FORWARD, Direction.BACKWARD)
 
 class AdaptiveAssigner:
     def __init__(self, qcfg, comm: Communicator, exchange: HaloExchange, graph: LocalGraph, model_name: str,
-                 dim: int, layers: int, cache_dir: Path | None = None, overheads: OverheadClock | None = None):  # fmt: skip
-        """``overheads`` times the startup profile, the α exchange and every reassignment (outside epochs)."""
+                 dim: int, layers: int, cache_dir: Path | None = None, overheads: OverheadClock | None = None,
+                 part: Part | None = None):  # fmt: skip
+        """``overheads`` times the startup profile, the α exchange and every reassignment (outside epochs);
+        ``part``: this rank's partition, needed for ``backward_influence=adaqp`` (its global out-degrees)."""
         self.overheads = overheads if overheads is not None else OverheadClock()
         self.cfg, self.comm, self.exchange, self.dim = qcfg, comm, exchange, dim
         self.quant = exchange.quant
         # Keys hold the plain direction strings: they travel pickled to rank 0 and into checkpoints.
         self.keys = [(layer, d.value) for layer in range(1, layers) for d in DIRECTIONS]
         self.layouts: dict[tuple[int, str], WireLayout] = {}  # per (layer, direction): the widths in force
-        self.ranges: dict[tuple[int, str], torch.Tensor] = {}  # per (layer, direction): row ranges traced
+        self.range_squares: dict[tuple[int, str], torch.Tensor] = {}  # per (layer, direction): Σ range² traced
         self.bit_choices = tuple(sorted(int(b) for b in qcfg.bit_choices))
         self.row_bytes = {b: self.quant.forward.at_bits(b).row_bytes(dim) for b in self.bit_choices}
         with self.overheads.measure("influence"):
-            self.influence = message_influence(comm, exchange, graph, model_name, cache_dir)
+            backward_sums = None
+            if qcfg.backward_influence == "adaqp":
+                if part is None:
+                    raise ValueError("quantizer.backward_influence=adaqp needs the partition (AdaptiveAssigner part=...)")
+                backward_sums = adaqp_backward_sums(model_name, part)
+            self.influence = message_influence(comm, exchange, graph, model_name, cache_dir, backward_sums)
         with self.overheads.measure("profile"):
             self.time_model = self._fit_time_model()
         self.assignments: list[dict] = []
         exchange.take_widths_from(self)
 
     def _fit_time_model(self) -> TimeModel:
-        """Profile around one full-precision message each way (what this rank sends to each peer)."""
-        ex = self.exchange
+        """Profile each way's messages (what this rank sends to each peer) over the sizes of profile_range."""
+        ex, c = self.exchange, self.cfg
         most_rows = [max(s, r) for s, r in zip(ex.send_counts, ex.recv_counts)]
-        if self.cfg.time_model == "fixed":
-            c = self.cfg
+        if c.time_model == "fixed":
             return fixed_link_model(self.comm, [n * self.dim * 4 for n in most_rows], c.link_gbit_per_s, c.link_latency_ms / 1e3)
-        return fit_time_model(self.comm, [n * self.dim * 4 for n in most_rows], repeats=self.cfg.profile_repeats)
+        if c.profile_range == "fp32":
+            return fit_time_model(self.comm, [n * self.dim * 4 for n in most_rows], repeats=c.profile_repeats)
+        lo, hi = self.row_bytes[self.bit_choices[0]], self.row_bytes[self.bit_choices[-1]]
+        return fit_time_model(self.comm, [n * hi for n in most_rows], repeats=c.profile_repeats, low_bytes=[n * lo for n in most_rows])
 
     def before_epoch(self, epoch: int) -> dict | None:
         """Reassign at the start of each new cycle. Returns metrics when it reassigned."""
@@ -80,11 +91,13 @@ class AdaptiveAssigner:
         return self.layouts.get((layer, direction))
 
     def traces(self, epoch: int) -> bool:
-        """Training messages are traced in the last epoch of each cycle (never in evaluation)."""
-        return epoch >= 1 and epoch % self.cfg.assign_cycle == 0
+        """Training messages are traced in every epoch (trace=cycle) or the last epoch of each cycle (never in evaluation)."""
+        return epoch >= 1 and (self.cfg.trace == "cycle" or epoch % self.cfg.assign_cycle == 0)
 
     def record_ranges(self, layer: int, direction: Direction, ranges: torch.Tensor) -> None:
-        self.ranges[(layer, Direction(direction).value)] = ranges
+        key = (layer, Direction(direction).value)
+        squares = ranges.double().square()
+        self.range_squares[key] = squares if key not in self.range_squares else self.range_squares[key].to(squares.device) + squares
 
     def reassign(self, epoch: int) -> dict:
         started = time.perf_counter()
@@ -103,7 +116,7 @@ class AdaptiveAssigner:
             raise RuntimeError(f"bit-width assignment failed on rank 0: {decided['error']}")
         for key in self.keys:
             self._install_layout(key, decided["bits"][key], orders[key])
-        self.ranges.clear()
+        self.range_squares.clear()
         entry = {
             "epoch": epoch,
             "solver": self.cfg.solver,
@@ -124,9 +137,9 @@ class AdaptiveAssigner:
         layer, direction = key
         send_counts, _ = self._counts(direction)
         alpha = self.influence[direction].double().cpu()
-        ranges = self.ranges.get(key)
-        ranges = torch.zeros_like(alpha) if ranges is None else ranges.double()
-        weight = (alpha * alpha * ranges * ranges * (self.dim / 6.0)).numpy()
+        squares = self.range_squares.get(key)
+        squares = torch.zeros_like(alpha) if squares is None else squares.double().cpu()
+        weight = (alpha * alpha * squares * (self.dim / 6.0)).numpy()
         size = int(self.cfg.group_size)
         groups, orders = {}, {}
         start = 0
@@ -153,7 +166,8 @@ class AdaptiveAssigner:
                 for dst, (weights, rows) in sorted(groups[key].items()):
                     fit = self.time_model.channel(src, dst)
                     channels.append(Channel(src, dst, weights, rows, fit.a, fit.c))
-            problem = BitProblem(tuple(channels), self.bit_choices, self.row_bytes, float(self.cfg.variance_weight))
+            problem = BitProblem(tuple(channels), self.bit_choices, self.row_bytes, float(self.cfg.variance_weight),
+                                 self.cfg.time_objective, self.comm.world_size)  # fmt: skip
             solution = solve(problem, **options)
             seconds += solution.solve_time_s
             objective[f"{key[0]}.{key[1]}"] = solution.objective
@@ -180,19 +194,19 @@ class AdaptiveAssigner:
 
     def state_dict(self) -> dict:
         """The time model (a resumed run must not profile a different one), the assignments so far,
-        the layouts in force and the ranges traced so far. Tensors and plain containers only."""
+        the layouts in force and the squared ranges traced so far. Tensors and plain containers only."""
         return {
             "time_model": self.time_model.to_record(),
             "assignments": self.assignments,
             "layouts": [{"layer": k[0], "direction": k[1], **v.state_dict()} for k, v in sorted(self.layouts.items())],
-            "ranges": [{"layer": k[0], "direction": k[1], "ranges": v} for k, v in sorted(self.ranges.items())],
+            "range_squares": [{"layer": k[0], "direction": k[1], "squares": v.cpu()} for k, v in sorted(self.range_squares.items())],
         }
 
     def load_state_dict(self, state: dict) -> None:
         self.time_model = TimeModel.from_record(state["time_model"])
         self.assignments = list(state["assignments"])
         self.layouts = {(e["layer"], e["direction"]): WireLayout.from_state_dict(e) for e in state["layouts"]}
-        self.ranges = {(e["layer"], e["direction"]): e["ranges"] for e in state["ranges"]}
+        self.range_squares = {(e["layer"], e["direction"]): e["squares"] for e in state["range_squares"]}
 
     def describe(self) -> dict:
         return {
@@ -201,6 +215,10 @@ class AdaptiveAssigner:
             "group_size": int(self.cfg.group_size),
             "variance_weight": float(self.cfg.variance_weight),
             "assign_cycle": int(self.cfg.assign_cycle),
+            "trace": self.cfg.trace,
+            "backward_influence": self.cfg.backward_influence,
+            "profile_range": self.cfg.profile_range,
+            "time_objective": self.cfg.time_objective,
             "first_cycle_bits": int(self.quant.forward.bits),
             "time_model": self.time_model.to_record(),
             "assignments": self.assignments,

@@ -5,12 +5,19 @@ gets one width b_g from ``bit_choices``. With lam = ``variance_weight``, every s
 
     V   = sum over channels and groups of w_g / (2^b_g - 1)^2
     t_c = a_c * sum_g rows_g * row_bytes[b_g] + c_c        (channels with at least one group)
-    T   = max_c t_c
+    T   = the exchange time, by ``time_objective`` (see TIME_OBJECTIVES):
+          max_channel    max_c t_c                          (gnnq's default)
+          ring_rounds    sum over rounds k = 1..P-1 of max over the channels s -> (s + k) mod P of t_c
+                         (AdaQP's published objective: P - 1 ring rounds, each as slow as its slowest channel)
+          sender_uplink  max over senders s of sum over s's channels of t_c (a sender's channels share its uplink)
     S   = T + EPS * mean_c(t_c),   EPS = 1e-4
     J   = lam * (V - V_hi) / (V_lo - V_hi) + (1 - lam) * (S - S_lo) / (T_hi - T_lo)
 
 where _hi means every group at the highest width and _lo every group at the lowest (a zero
-denominator is replaced by 1). Both terms are normalized to the range the widths can move them
+denominator is replaced by 1). T_lo is T at every group's lowest width, the least T can be; AdaQP's
+code takes, for ring_rounds, the per-round *minimum* channel at the lowest width instead (a point no
+assignment reaches, so its time term never reaches 0 and weighs less than lam says); gnnq uses the
+reachable minimum for all three objectives. Both terms are normalized to the range the widths can move them
 over, so a fixed per-message latency c does not dilute the time term and lam keeps its meaning
 on fast and slow links alike; each term runs from 0 (its best) to about 1 (its worst). The EPS
 term is a tie-break: channels that are not the slowest still prefer fewer bytes; it vanishes at
@@ -24,6 +31,10 @@ with a time limit it returns the incumbent and HiGHS's lower bound (``Solution.b
 ``solve_greedy`` is a fast heuristic: a sweep over a common per-channel time cap along each
 group's convex downgrade path, then a local fill. ``brute_force`` is an exhaustive reference for
 problems of at most BRUTE_FORCE_LIMIT combinations.
+
+Every objective is a sum over stages (ring rounds; one stage otherwise) of the slowest term of the
+stage (a term: one channel, or a sender's channels), and every group's bytes count in one term, so
+J is a sum of independent per-stage parts: the greedy solves each stage on its own.
 """
 
 from __future__ import annotations
@@ -38,6 +49,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 EPS = 1e-4
 ALLOWED_BITS = (1, 2, 4, 8)
+TIME_OBJECTIVES = ("max_channel", "ring_rounds", "sender_uplink")
 BRUTE_FORCE_LIMIT = 2**18  # 262,144: nine groups at four widths
 MIP_REL_GAP = 1e-6
 # HiGHS also stops at an absolute gap of 1e-6; J is O(1), so the costs are scaled up until only MIP_REL_GAP binds.
@@ -80,6 +92,8 @@ class BitProblem:
     bit_choices: tuple[int, ...]  # allowed widths, ascending, subset of ALLOWED_BITS
     row_bytes: dict[int, int]  # wire bytes of one row at each width
     variance_weight: float  # lam in [0, 1]
+    time_objective: str = "max_channel"  # one of TIME_OBJECTIVES
+    world_size: int | None = None  # ring_rounds: channel s -> d is in round (d - s) mod world_size; None: 1 + the highest rank
 
     def __post_init__(self) -> None:
         channels = tuple(self.channels)
@@ -94,6 +108,11 @@ class BitProblem:
         _require(all(row_bytes[b] > 0 for b in bits), "BitProblem.row_bytes", f"must be > 0, got {row_bytes}")
         lam = float(self.variance_weight)
         _require(0.0 <= lam <= 1.0, "BitProblem.variance_weight", f"must be in [0, 1], got {self.variance_weight}")
+        _require(self.time_objective in TIME_OBJECTIVES, "BitProblem.time_objective", f"must be one of {TIME_OBJECTIVES}, got {self.time_objective!r}")
+        highest = max((max(ch.src, ch.dst) for ch in channels), default=-1)
+        world = highest + 1 if self.world_size is None else int(self.world_size)
+        _require(world > highest, "BitProblem.world_size", f"must exceed every rank ({highest}), got {self.world_size}")
+        object.__setattr__(self, "world_size", world)
         object.__setattr__(self, "channels", channels)
         object.__setattr__(self, "bit_choices", bits)
         object.__setattr__(self, "row_bytes", row_bytes)
@@ -141,6 +160,9 @@ class _Model:
     a: np.ndarray  # (C,)
     c: np.ndarray  # (C,)
     sizes: np.ndarray  # group count of every channel of the problem, empty ones included
+    term: np.ndarray  # (C,) the term (a sum of channel times) each channel counts in
+    stage: np.ndarray  # (K,) the stage of each term: T = sum over stages of the stage's slowest term
+    eps_den: int = 1  # the channel count the EPS mean divides by
     vn: float = 1.0  # V_lo - V_hi
     tn: float = 1.0  # T_hi - T_lo
     v0: float = 0.0  # V_hi
@@ -160,10 +182,26 @@ class _Model:
         t = self.channel_times(idx)
         return self.lam * (v - self.v0) / self.vn + (1 - self.lam) * (self.spread(t) - self.s0) / self.tn
 
-    @staticmethod
-    def spread(t: np.ndarray) -> np.ndarray:
-        """S: the slowest channel's time plus the EPS tie-break on the mean."""
-        return t.max(axis=-1) + EPS * t.mean(axis=-1)
+    def exchange_time(self, t: np.ndarray) -> np.ndarray:
+        """T for (..., C) channel times."""
+        terms = t @ (self.term[:, None] == np.arange(len(self.stage))).astype(np.float64)
+        return sum(terms[..., self.stage == k].max(axis=-1) for k in np.unique(self.stage))
+
+    def spread(self, t: np.ndarray) -> np.ndarray:
+        """S: the exchange time plus the EPS tie-break on the mean channel time."""
+        return self.exchange_time(t) + EPS * t.sum(axis=-1) / self.eps_den
+
+
+def _structure(problem: BitProblem, used: list[Channel]) -> tuple[np.ndarray, np.ndarray]:
+    """(term of each used channel, stage of each term) for the problem's time objective."""
+    count = len(used)
+    if problem.time_objective == "sender_uplink":
+        _, term = np.unique([ch.src for ch in used], return_inverse=True)
+        return term.astype(np.int64).reshape(-1), np.zeros(int(term.max(initial=-1)) + 1, dtype=np.int64)
+    if problem.time_objective == "ring_rounds":
+        _, stage = np.unique([(ch.dst - ch.src) % problem.world_size for ch in used], return_inverse=True)
+        return np.arange(count), stage.astype(np.int64).reshape(-1)
+    return np.arange(count), np.zeros(count, dtype=np.int64)
 
 
 def _model(problem: BitProblem) -> _Model:
@@ -175,6 +213,7 @@ def _model(problem: BitProblem) -> _Model:
     weights = np.concatenate([ch.group_weights for ch in used]) if used else np.zeros(0)
     rows = np.concatenate([ch.group_rows for ch in used]).astype(np.float64) if used else np.zeros(0)
     counts = sizes[sizes > 0]
+    term, stage = _structure(problem, used)
     m = _Model(
         lam=problem.variance_weight,
         widths=widths,
@@ -187,6 +226,9 @@ def _model(problem: BitProblem) -> _Model:
         a=np.array([ch.a for ch in used]),
         c=np.array([ch.c for ch in used]),
         sizes=sizes,
+        term=term,
+        stage=stage,
+        eps_den=max(len(used), 1),
     )
     if m.num_groups:
         lowest = np.zeros(m.num_groups, dtype=np.int64)
@@ -194,9 +236,35 @@ def _model(problem: BitProblem) -> _Model:
         m.v0 = float(m.var[:, -1].sum())
         m.vn = (float(m.var[:, 0].sum()) - m.v0) or 1.0
         t_lo, t_hi = m.channel_times(lowest), m.channel_times(highest)
-        m.s0 = float(_Model.spread(t_lo))
-        m.tn = (float(t_hi.max()) - float(t_lo.max())) or 1.0
+        m.s0 = float(m.spread(t_lo))
+        m.tn = (float(m.exchange_time(t_hi)) - float(m.exchange_time(t_lo))) or 1.0
     return m
+
+
+def _stages(m: _Model):
+    """(model, groups) per stage: a max_channel model over the stage's terms and the groups (in m) it holds.
+
+    A term of several channels becomes one channel with a = 1 and its groups' bytes in seconds; vn, tn
+    and eps_den stay m's, so the stage models' J parts add up to m's J (up to constants)."""
+    if len(m.stage) == len(m.a) and not m.stage.any():
+        yield m, np.arange(m.num_groups)  # max_channel: one stage, one channel per term
+        return
+    counts = np.diff(np.append(m.starts, m.num_groups))
+    for k in np.unique(m.stage):
+        members = [np.flatnonzero(m.term == t) for t in np.flatnonzero(m.stage == k)]
+        groups = np.concatenate([np.arange(m.starts[c], m.starts[c] + counts[c]) for chans in members for c in chans])
+        per_term = np.array([counts[chans].sum() for chans in members])
+        merged = any(len(chans) > 1 for chans in members)
+        nbytes = m.nbytes[groups] * (m.a[m.chan[groups]][:, None] if merged else 1.0)
+        first = np.array([chans[0] for chans in members])
+        sub = _Model(
+            lam=m.lam, widths=m.widths, unit_bytes=m.unit_bytes, unit_var=m.unit_var, var=m.var[groups], nbytes=nbytes,
+            chan=np.repeat(np.arange(len(members)), per_term), starts=np.concatenate([[0], np.cumsum(per_term)[:-1]]),
+            a=np.ones(len(members)) if merged else m.a[first], c=np.array([m.c[chans].sum() for chans in members]),
+            sizes=per_term, term=np.arange(len(members)), stage=np.zeros(len(members), dtype=np.int64),
+            eps_den=m.eps_den, vn=m.vn, tn=m.tn,
+        )  # fmt: skip
+        yield sub, groups
 
 
 def _indices(problem: BitProblem, m: _Model, bits: list[np.ndarray]) -> np.ndarray:
@@ -247,20 +315,22 @@ def solve_milp(problem: BitProblem, time_limit_s: float | None = None) -> Soluti
     if not m.num_groups:
         return _solution(m, np.zeros(0, dtype=np.int64), "milp", started, "optimal")
     num_groups, num_widths = m.var.shape
-    num_x = num_groups * num_widths
+    num_x, num_terms, num_z = num_groups * num_widths, len(m.stage), int(m.stage.max()) + 1
     # Time in units of Tn keeps the coefficients O(1 / groups per channel).
     norm_time = (m.a[m.chan] / m.tn)[:, None] * m.nbytes
-    cost = np.append(m.lam / m.vn * m.var + (1 - m.lam) * EPS / len(m.a) * norm_time, 1 - m.lam)
+    cost = np.append(m.lam / m.vn * m.var + (1 - m.lam) * EPS / m.eps_den * norm_time, np.full(num_z, 1 - m.lam))
     one_hot = sparse.csr_array(
-        (np.ones(num_x), (np.repeat(np.arange(num_groups), num_widths), np.arange(num_x))), shape=(num_groups, num_x + 1)
+        (np.ones(num_x), (np.repeat(np.arange(num_groups), num_widths), np.arange(num_x))), shape=(num_groups, num_x + num_z)
     )
-    time_rows = np.concatenate([np.repeat(m.chan, num_widths), np.arange(len(m.a))])
-    time_cols = np.concatenate([np.arange(num_x), np.full(len(m.a), num_x)])
-    time_vals = np.concatenate([norm_time.ravel(), -np.ones(len(m.a))])
-    timing = sparse.csr_array((time_vals, (time_rows, time_cols)), shape=(len(m.a), num_x + 1))
-    constraints = [LinearConstraint(one_hot, 1, 1), LinearConstraint(timing, -np.inf, -m.c / m.tn)]
-    integrality = np.append(np.ones(num_x), 0)
-    bounds = Bounds(np.zeros(num_x + 1), np.append(np.ones(num_x), np.inf))
+    # One row per term: its channels' times <= Z of its stage.
+    time_rows = np.concatenate([np.repeat(m.term[m.chan], num_widths), np.arange(num_terms)])
+    time_cols = np.concatenate([np.arange(num_x), num_x + m.stage])
+    time_vals = np.concatenate([norm_time.ravel(), -np.ones(num_terms)])
+    timing = sparse.csr_array((time_vals, (time_rows, time_cols)), shape=(num_terms, num_x + num_z))
+    fixed = np.bincount(m.term, m.c, minlength=num_terms)
+    constraints = [LinearConstraint(one_hot, 1, 1), LinearConstraint(timing, -np.inf, -fixed / m.tn)]
+    integrality = np.append(np.ones(num_x), np.zeros(num_z))
+    bounds = Bounds(np.zeros(num_x + num_z), np.append(np.ones(num_x), np.full(num_z, np.inf)))
     options: dict[str, float] = {"mip_rel_gap": MIP_REL_GAP}
     if time_limit_s is not None:
         options["time_limit"] = float(time_limit_s)
@@ -274,7 +344,7 @@ def solve_milp(problem: BitProblem, time_limit_s: float | None = None) -> Soluti
     bound = None
     if res.mip_dual_bound is not None:
         # The MILP objective leaves out the constant part of the mean term and the normalization offsets.
-        constant = (1 - m.lam) * (EPS * m.c.sum() / len(m.a) - m.s0) / m.tn - m.lam * m.v0 / m.vn
+        constant = (1 - m.lam) * (EPS * m.c.sum() / m.eps_den - m.s0) / m.tn - m.lam * m.v0 / m.vn
         bound = float(res.mip_dual_bound / _COST_SCALE + constant)
     return _solution(m, idx, "milp", started, status, bound)
 
@@ -342,7 +412,7 @@ def _cap_sweep(m: _Model, st: _Steps) -> np.ndarray:
     prefix whose time is <= tau. J is evaluated for every breakpoint tau at once: with the steps
     sorted by the channel time they start from, V and sum(t_c) at a cap are prefix sums."""
     num_chan = len(m.a)
-    free = m.lam * st.added / m.vn < (1 - m.lam) * EPS * m.a[st.chan] * st.saved / (num_chan * m.tn)
+    free = m.lam * st.added / m.vn < (1 - m.lam) * EPS * m.a[st.chan] * st.saved / (m.eps_den * m.tn)
     capped = ~free
     free_time = m.a * (st.top_bytes - np.bincount(st.chan[free], st.saved[free], minlength=num_chan)) + m.c
     base_var = st.top_var + st.added[free].sum()
@@ -354,21 +424,20 @@ def _cap_sweep(m: _Model, st: _Steps) -> np.ndarray:
     caps = caps[caps >= st.end_time.max()]
     taken = np.searchsorted(starts, -caps, side="left")  # steps starting above the cap
     value = m.lam * (base_var + cum_var[taken]) / m.vn
-    value += (1 - m.lam) * (caps + EPS * (free_time.sum() + cum_time[taken]) / num_chan) / m.tn
+    value += (1 - m.lam) * (caps + EPS * (free_time.sum() + cum_time[taken]) / m.eps_den) / m.tn
     return free | (st.before > caps[np.argmin(value)])
 
 
 def _fill(m: _Model, path: np.ndarray, pos: np.ndarray) -> np.ndarray:
     """Undo downgrades while they lower J and fit in their channel's slack below the slowest channel."""
     pos = pos.copy()
-    num_chan = len(m.a)
     for _ in range(_FILL_ROUNDS):
         times = m.channel_times(path[pos])
         g = np.flatnonzero(pos > 0)
         up, cur, chan = path[pos[g] - 1], path[pos[g]], m.chan[g]
         extra = m.nbytes[g, up] - m.nbytes[g, cur]
         dt = m.a[chan] * extra
-        gain = m.lam * (m.var[g, cur] - m.var[g, up]) / m.vn - (1 - m.lam) * EPS * dt / (num_chan * m.tn)
+        gain = m.lam * (m.var[g, cur] - m.var[g, up]) / m.vn - (1 - m.lam) * EPS * dt / (m.eps_den * m.tn)
         slack = times.max() - times
         ok = (gain > 0) & (dt <= slack[chan])
         if not ok.any():
@@ -392,7 +461,7 @@ def _descend(m: _Model, idx: np.ndarray) -> np.ndarray:
         dt = m.a[m.chan][:, None] * (m.nbytes - m.nbytes[groups, idx][:, None])  # (G, B)
         new_max = np.maximum(times[m.chan][:, None] + dt, others_max[m.chan][:, None])
         delta = m.lam * (m.var - m.var[groups, idx][:, None]) / m.vn
-        delta += (1 - m.lam) * (new_max - top + EPS * dt / num_chan) / m.tn
+        delta += (1 - m.lam) * (new_max - top + EPS * dt / m.eps_den) / m.tn
         best = np.unravel_index(np.argmin(delta), delta.shape)
         if delta[best] >= -1e-15:
             break
@@ -409,18 +478,21 @@ def _segment_cumsum(values: np.ndarray, segment: np.ndarray) -> np.ndarray:
 
 
 def solve_greedy(problem: BitProblem) -> Solution:
-    """Fast heuristic: common time-cap sweep along convex downgrade paths, then a local fill."""
+    """Fast heuristic, per stage: common time-cap sweep along convex downgrade paths, a local fill, then descent."""
     started = time.perf_counter()
     m = _model(problem)
     if not m.num_groups:
         return _solution(m, np.zeros(0, dtype=np.int64), "greedy", started, "heuristic")
     path = _downgrade_path(m.unit_bytes, m.unit_var)
-    pos = np.zeros(m.num_groups, dtype=np.int64)
-    if len(path) > 1:
-        st = _steps(m, path)
-        pos = np.bincount(st.group[_cap_sweep(m, st)], minlength=m.num_groups)
-        pos = _fill(m, path, pos)
-    return _solution(m, _descend(m, path[pos]), "greedy", started, "heuristic")
+    idx = np.zeros(m.num_groups, dtype=np.int64)
+    for stage, groups in _stages(m):
+        pos = np.zeros(stage.num_groups, dtype=np.int64)
+        if len(path) > 1:
+            st = _steps(stage, path)
+            pos = np.bincount(st.group[_cap_sweep(stage, st)], minlength=stage.num_groups)
+            pos = _fill(stage, path, pos)
+        idx[groups] = _descend(stage, path[pos])
+    return _solution(m, idx, "greedy", started, "heuristic")
 
 
 SOLVERS: dict[str, Callable[[BitProblem], Solution]] = {"milp": solve_milp, "greedy": solve_greedy}

@@ -2,6 +2,9 @@
 
 AdaQP's public code profiled one rank pair at a time, but training posts all sends at once;
 here every channel is profiled while all of them are active (gnnq.comm.channel_profile). The
+sizes are AdaQP's (``sent_sizes``: the range of the messages adaptive widths produce, from the
+lowest to the highest width) unless ``quantizer.profile_range=fp32`` asks for gnnq's earlier range
+around the fp32 message (``profile_sizes``, at least 1 MiB), where low-width sizes are extrapolated. The
 profile uses point-to-point sends (to time each channel apart), while training moves the same
 bytes with one all_to_all; the backends implement both over the same links, but not the same code.
 """
@@ -117,17 +120,37 @@ def profile_sizes(message_bytes: list[int], steps: int = 5, floor: int = MIN_PRO
     return [[round(b * 2.0 ** (i + 2 - steps)) for b in bases] for i in range(steps)]
 
 
-def fit_time_model(comm: Communicator, message_bytes: list[int], repeats: int = 3, steps: int = 5) -> TimeModel:
+def sent_sizes(high_bytes: list[int], low_bytes: list[int], steps: int = 5) -> list[list[int]]:
+    """AdaQP's profile range: ``steps`` sizes evenly spaced from low - low/2 to high + low/2 of each message.
+
+    ``high_bytes[q]`` / ``low_bytes[q]``: the message to rank q with every row at the highest /
+    lowest width (so the sizes adaptive widths produce lie inside); a 0 stays 0 (not sent).
+    """
+    if steps < 1:
+        raise ValueError(f"steps must be at least 1, got {steps}")
+    if len(high_bytes) != len(low_bytes):
+        raise ValueError(f"sent_sizes needs one low and one high size per peer, got {len(low_bytes)} and {len(high_bytes)}")
+    spans = [(lo - lo / 2, hi + lo / 2) if hi > 0 else (0, 0) for hi, lo in zip(high_bytes, low_bytes)]
+    return [[round(float(v)) for v in column] for column in np.linspace([s[0] for s in spans], [s[1] for s in spans], steps)]
+
+
+def fit_time_model(comm: Communicator, message_bytes: list[int], repeats: int = 3, steps: int = 5,
+                   low_bytes: list[int] | None = None) -> TimeModel:  # fmt: skip
     """Profile all channels at once and fit each; every rank returns the same full TimeModel.
 
-    ``message_bytes[q]`` is what this rank sends to rank q in one real exchange at full
-    precision (its own entry is ignored). Collective: every rank calls it with the same
-    ``repeats`` and ``steps``. Each receiver fits its incoming channels on the median time
+    ``message_bytes[q]`` is what this rank sends to rank q in one real exchange (its own entry
+    is ignored): at full precision, profiled with ``profile_sizes``; or, with ``low_bytes`` (the
+    same message at the lowest width), at the highest width, profiled with ``sent_sizes``.
+    Collective: every rank calls it with the same ``repeats``, ``steps`` and kind of sizes. Each receiver fits its incoming channels on the median time
     per size (the scheduler's occasional stalls would otherwise pull a least-squares line),
     then all ranks exchange their fits. Call it again to refit.
     """
     own = [0 if q == comm.rank else int(b) for q, b in enumerate(message_bytes)]
-    samples = profile_channels(comm, profile_sizes(own, steps), repeats)
+    if low_bytes is None:
+        rounds = profile_sizes(own, steps)
+    else:
+        rounds = sent_sizes(own, [0 if q == comm.rank else int(b) for q, b in enumerate(low_bytes)], steps)
+    samples = profile_channels(comm, rounds, repeats)
     local = {channel: fit_linear(_median_per_size(s)) for channel, s in samples.items()}
     fits: dict[Channel, LinearFit] = {}
     for part in comm.all_gather_object(local, category=OVERHEAD):

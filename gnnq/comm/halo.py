@@ -180,10 +180,11 @@ class HaloExchange:
         return MixedWidthEncoder(codec, kernels, layout)
 
     def _trace(self, layer: int, direction: Direction, traffic: Traffic, src: torch.Tensor, rows: torch.Tensor) -> None:
-        """Hand the row ranges (max - min) of a training message to the row widths, in the epochs they trace."""
+        """Hand the row ranges (max - min) of a training message to the row widths, in the epochs they trace
+        (on the message's device: tracing every epoch must not wait for the device)."""
         if traffic.is_training and self.widths is not None and self.widths.traces(traffic.epoch) and rows.numel():
             mn, mx = torch.aminmax(src.detach().index_select(0, rows).float(), dim=1)
-            self.widths.record_ranges(layer, direction, (mx - mn).nan_to_num(0.0, 0.0, 0.0).cpu())
+            self.widths.record_ranges(layer, direction, (mx - mn).nan_to_num(0.0, 0.0, 0.0))
 
     def add_returned(self, grad_inner: torch.Tensor, returned: torch.Tensor, plan: HaloPlan | None = None) -> torch.Tensor:
         """Add the gradient rows peers returned for the rows this rank sent them."""

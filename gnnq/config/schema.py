@@ -127,6 +127,16 @@ class AdaptiveQuantizerConfig(UniformQuantizerConfig):
     variance_weight: float = 0.5  # lambda: 1 = minimize variance only, 0 = exchange time only
     assign_cycle: int = 50  # epochs between reassignments
     solver: str = "greedy"  # greedy (Lagrangian heuristic) | milp (exact, scipy HiGHS)
+    # exchange time the solver minimizes: max_channel (slowest channel; gnnq: all channels are posted at once) |
+    # ring_rounds (AdaQP as published: sum over its P-1 ring rounds of each round's slowest channel) |
+    # sender_uplink (slowest sender, a sender's channels summed: they share its uplink)
+    time_objective: str = "max_channel"
+    # row ranges the variances are solved from: cycle (AdaQP: summed over every training epoch of the cycle) |
+    # last_epoch (the cycle's last training epoch only)
+    trace: str = "cycle"
+    # backward (gradient) row influence: returned (gnnq: row sum of the owner's operator, exact for gnnq's returned
+    # gradients) | adaqp (AdaQP's published weight: for SAGE sum over in-edges w -> u of 1/deg_out(w); GCN: the same)
+    backward_influence: str = "returned"
     milp_time_limit_s: float = 10.0  # per message; the best assignment found so far is used after it
     # profile: fit t = a * bytes + c per channel from a startup profile (AdaQP);
     # fixed: every channel is a link of link_gbit_per_s and link_latency_ms, nothing timed (reproducible widths)
@@ -134,6 +144,9 @@ class AdaptiveQuantizerConfig(UniformQuantizerConfig):
     link_gbit_per_s: float = 1.0  # time_model=fixed only
     link_latency_ms: float = 0.1  # time_model=fixed only
     profile_repeats: int = 3  # repeats of each size in the startup time-model profile
+    # sizes the profile times: sent (AdaQP's range: from the 2-bit to the 8-bit message, with row parameters) |
+    # fp32 (1/8 to 2x the fp32 message, at least 1 MiB; gnnq before issue 18)
+    profile_range: str = "sent"
     refit_time_model: bool = False  # re-profile the channels at every reassignment
 
 

@@ -70,7 +70,7 @@ class FullGraphTrainer(Trainer):
         if cfg.quantizer.name == "adaptive":
             m = cfg.model
             self.assigner = AdaptiveAssigner(cfg.quantizer, comm, self.exchange, graph, m.name, m.hidden, m.layers, cache_dir,
-                                             self.overheads)  # fmt: skip
+                                             self.overheads, part)  # fmt: skip
         self.masks = [part.train_mask, part.val_mask, part.test_mask]
         self.num_train = comm.all_reduce(part.train_mask.sum().to(torch.float64), category=CONTROL).item()
         setup = torch.tensor([float(comm.stats.total_bytes(HALO_SETUP))], **self.f64)
