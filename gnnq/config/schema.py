@@ -162,12 +162,15 @@ class ParallelConfig:
 class StaleParallelConfig(ParallelConfig):
     name: str = "stale"
     momentum: float = 0.0  # smoothing of stale rows: stale = momentum * stale + (1 - momentum) * received
+    warmup: str = "sync"  # first epoch: sync (exchange and wait, gnnq) | zeros (zero buffers, PipeGCN's code)
+    smooth: str = "both"  # which stale buffers momentum smooths: both | features | gradients (PipeGCN's corr_feat / corr_grad)
 
 
 @dataclass
 class SamplingParallelConfig(ParallelConfig):
     name: str = "sampling"
     sampling_rate: float = 0.1  # fraction p of each peer's boundary rows exchanged per training epoch
+    sample_size: str = "at_least_one"  # rows per channel: floor (int(p*c), BNS-GCN's code) | at_least_one (max(1, round(p*c)), gnnq)
 
 
 @dataclass

@@ -16,9 +16,9 @@ STRATEGIES = {name: PARALLEL.target(name) for name in PARALLEL.names() if PARALL
 def _options(pcfg, seed: int) -> dict:
     """The strategy's own keyword arguments from its ``parallel.*`` keys."""
     if pcfg.name == "stale":
-        return {"momentum": pcfg.momentum}
+        return {"momentum": pcfg.momentum, "warmup": pcfg.warmup, "smooth": pcfg.smooth}
     if pcfg.name == "sampling":
-        return {"rate": pcfg.sampling_rate, "seed": seed}
+        return {"rate": pcfg.sampling_rate, "seed": seed, "sample_size": pcfg.sample_size}
     return {}
 
 
