@@ -174,6 +174,13 @@ class SamplingParallelConfig(ParallelConfig):
 
 
 @dataclass
+class SancusParallelConfig(ParallelConfig):
+    name: str = "sancus"
+    threshold: float = 0.1  # an owner re-sends a layer's rows when their relative change since its last send is >= this
+    max_staleness: int = 4  # or when its last send is more than this many epochs old (SANCUS's epoch bound)
+
+
+@dataclass
 class MinibatchParallelConfig(ParallelConfig):
     name: str = "minibatch"
     fanouts: List[int] = field(default_factory=lambda: [10])  # neighbours per layer, input layer first; one value: every layer; -1: all
