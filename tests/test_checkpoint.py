@@ -65,11 +65,13 @@ CASES = {
     "stale-adaptive": ["parallel=stale", "parallel.momentum=0.5", "quantizer=adaptive", "quantizer.time_model=fixed",
                        "quantizer.assign_cycle=3"],  # fmt: skip
     "sampling": ["parallel=sampling", "parallel.sampling_rate=0.5", "quantizer=uniform"],
+    # SANCUS: both ends' caches and the epoch of each owner's last send (a resend is due after the resume).
+    "sancus": ["parallel=sancus", "parallel.threshold=1e9", "parallel.max_staleness=2"],
     # pdADMM-G-Q: every layer's p, W, b, z, q, u, the ghosts of the neighbour blocks and the rho schedule.
     "admm-grid": ["model=gamlp", "model.layers=4", "model.hidden=16", "parallel=admm", "parallel.warmup_iterations=5",
                   "parallel.rho_schedule=grow", "quantizer=grid", "model.dropout=0.0"],  # fmt: skip
 }
-SLOW_CASES = {"sampling", "sync-uniform-sage"}  # no state beyond model/optimizer/RNG, which the others carry too
+SLOW_CASES = {"sampling", "sync-uniform-sage", "sancus"}  # no state beyond model/optimizer/RNG, which the others carry too
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c in SLOW_CASES else c for c in sorted(CASES)])

@@ -9,23 +9,25 @@ from tests.cli_helpers import read_metrics, read_record, run_dirs, run_gnnq
 SMALL = ["logger=none", "dataset.num_nodes=1500", "model.hidden=32", "model.layers=3", "trainer.epochs=4", "cluster.nproc=3"]
 
 
-def test_stale_and_sampling_runs_next_to_sync(tmp_path):
-    res = run_gnnq(["-m", *SMALL, "parallel=sync,stale,sampling"], tmp_path, tmp_path / "data")
+def test_stale_sampling_and_sancus_runs_next_to_sync(tmp_path):
+    res = run_gnnq(["-m", *SMALL, "parallel=sync,stale,sampling,sancus"], tmp_path, tmp_path / "data")
     assert res.returncode == 0, res.stderr
     records = {}
     for run_dir in run_dirs(tmp_path):
         rec = read_record(run_dir)
         assert rec["status"] == "ok", rec.get("error")
         records[rec["config"]["parallel"]["name"]] = (rec, read_metrics(run_dir))
-    assert set(records) == {"sync", "stale", "sampling"}
-    sync, stale, sampling = (records[k][0] for k in ("sync", "stale", "sampling"))
+    assert set(records) == {"sync", "stale", "sampling", "sancus"}
+    sync, stale, sampling, sancus = (records[k][0] for k in ("sync", "stale", "sampling", "sancus"))
     # Same rows move in stale as in sync, one epoch later; the same evaluation messages.
     assert stale["comm_bytes_per_epoch"] == sync["comm_bytes_per_epoch"] > 0
     assert all(r["eval_comm_bytes"] == records["sync"][1][0]["eval_comm_bytes"] for r in records["stale"][1])
     # parallel=sampling's 10% of every peer's boundary rows per epoch (rounded per channel); evaluation on the full graph.
     assert sampling["comm_bytes_per_epoch"] / sync["comm_bytes_per_epoch"] == pytest.approx(0.1, abs=0.03)
     assert records["sampling"][1][-1]["eval_comm_bytes"] == records["sync"][1][-1]["eval_comm_bytes"]
-    for rec in (stale, sampling):
+    # parallel=sancus: at most sync's rows, plus one flag byte per peer, hidden layer and rank (3 ranks, 2 hidden layers).
+    assert 0 < sancus["comm_bytes_per_epoch"] <= sync["comm_bytes_per_epoch"] + 3 * 2 * 2
+    for rec in (stale, sampling, sancus):
         assert rec["test"] is not None and rec["config"]["partitioner"] == sync["config"]["partitioner"]
 
 

@@ -57,7 +57,7 @@ def test_every_choice_dispatches_to_something_importable():
         assert callable(PARALLEL.trainer(name)), name
     from gnnq.parallel import STRATEGIES, SamplingStrategy
 
-    assert STRATEGIES["sampling"] is SamplingStrategy and set(STRATEGIES) == {"sync", "overlap", "stale", "sampling"}
+    assert STRATEGIES["sampling"] is SamplingStrategy and set(STRATEGIES) == {"sync", "overlap", "stale", "sampling", "sancus"}
 
 
 # --- a key of another option: one line naming the option and its keys ---------------------------------
@@ -69,7 +69,7 @@ OTHER_OPTION = {
                                "dataset.num_nodes: no such key for dataset=cora; allowed keys: name, root, download, to_undirected"),
     "sampling key with sync": (["parallel.sampling_rate=0.5"], "parallel.sampling_rate: no such key for parallel=sync; allowed keys: name"),
     "stale key with sampling": (["parallel=sampling", "parallel.momentum=0.5"],
-                                "parallel.momentum: no such key for parallel=sampling; allowed keys: name, sampling_rate"),
+                                "parallel.momentum: no such key for parallel=sampling; allowed keys: name, sampling_rate, sample_size"),
     "adaptive key with uniform": (["quantizer=uniform", "quantizer.assign_cycle=5"],
                                   "quantizer.assign_cycle: no such key for quantizer=uniform; allowed keys: name, bits, grad_bits, "
                                   "param_dtype, quantize_input, nonfinite"),
@@ -97,7 +97,7 @@ def test_a_name_alone_does_not_switch_the_option():
 def test_a_composed_group_holds_only_its_options_keys():
     cfg = compose_config(["dataset=cora", "experiment=bnsgcn"])
     assert set(cfg.dataset) == {"name", "root", "download", "to_undirected"}
-    assert dict(cfg.parallel) == {"name": "sampling", "sampling_rate": 0.1}
+    assert dict(cfg.parallel) == {"name": "sampling", "sampling_rate": 0.1, "sample_size": "floor"}
     assert set(cfg.quantizer) == {"name"}
     gamlp = compose_config(["model=gamlp"]).model
     assert (gamlp.layers, gamlp.hidden, gamlp.dropout, gamlp.norm, gamlp.hops) == (10, 500, 0.0, "none", 4)  # the dataclass's
@@ -136,3 +136,26 @@ def test_the_command_line_refuses_a_key_of_another_option_with_exit_code_2(tmp_p
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert lines == ["gnnq: error: dataset.num_nodes: no such key for dataset=cora; allowed keys: name, root, download, to_undirected"]
     assert not list((tmp_path / "runs").rglob("record.json"))
+
+
+def test_peer_options_reach_their_strategies():
+    """Each peer option of the config is the strategy's (make_strategy passes it on; one rank, no peers)."""
+    import torch
+
+    from gnnq.comm import Communicator, HaloExchange
+    from gnnq.comm.direction import Direction
+    from gnnq.models.graph_ops import LocalGraph
+    from gnnq.parallel import make_strategy
+
+    def built(overrides):
+        cfg = compose_config(overrides)
+        exchange = HaloExchange(Communicator(), torch.zeros(0, dtype=torch.int64), [0], [0])
+        graph = LocalGraph(torch.tensor([0, 1, 2]), torch.tensor([0, 1]), torch.ones(2), 2)
+        return make_strategy(cfg.parallel, exchange, graph, torch.zeros(2, 3), seed=0)
+
+    stale = built(["parallel=stale", "parallel.warmup=zeros", "parallel.momentum=0.5", "parallel.smooth=gradients"])
+    assert (stale.warmup, stale.momentum, stale.smoothed) == ("zeros", 0.5, (Direction.BACKWARD,))
+    assert built(["parallel=sampling", "parallel.sample_size=floor"]).sample_size == "floor"
+    sancus = built(["parallel=sancus", "parallel.threshold=0.25", "parallel.max_staleness=7"])
+    assert (sancus.threshold, sancus.max_staleness) == (0.25, 7)
+    assert built(["experiment=pipegcn"]).warmup == "zeros" and built(["experiment=bnsgcn"]).sample_size == "floor"

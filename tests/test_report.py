@@ -174,7 +174,8 @@ def test_pareto_front():
 def _group(overrides: list[str], parallel: str, quantizer: str, **quantizer_keys):
     from gnnq.report.aggregate import Group
 
-    config = {"parallel": {"name": parallel, "momentum": 0.95 if "parallel.momentum=0.95" in overrides else 0.0},
+    config = {"parallel": {"name": parallel, "momentum": 0.95 if "parallel.momentum=0.95" in overrides else 0.0,
+                           "warmup": "zeros" if "parallel.warmup=zeros" in overrides else "sync"},
               "quantizer": {"name": quantizer, **quantizer_keys}, "trainer": {"seed": 0}}  # fmt: skip
     return Group("cora", overrides, [(Path("run"), {"status": "ok", "config": config})])
 
@@ -194,7 +195,9 @@ def test_labels_name_methods_by_spec_preset_or_strategy():
         "PipeGCN", "PipeGCN parallel.momentum=0.95", "Vanilla", "uniform quantizer.bits=4", "uniform quantizer.bits=2", "pipeqs"]
     # with the peers table spec: its row labels
     spec = load_spec(SWEEPS_DIR / "peers.table.yaml")
-    assert method_labels([stale, smoothed, vanilla, pipeqs], [spec]) == ["PipeGCN", "PipeGCN, smoothed", "Vanilla", "PipeQS (stale + 8-bit)"]
+    published = _group(["dataset=cora", "parallel=stale", "parallel.warmup=zeros"], "stale", "fp32")
+    assert method_labels([published, stale, smoothed, vanilla, pipeqs], [spec]) == [
+        "PipeGCN", "PipeGCN, sync warm-up (gnnq)", "PipeGCN, smoothed", "Vanilla", "PipeQS (stale + 8-bit)"]
     bits = load_spec(SWEEPS_DIR / "bitwidths.table.yaml")
     assert method_labels([u4, u2, vanilla], [bits]) == ["uniform 4-bit", "uniform 2-bit", "fp32"]
 

@@ -80,6 +80,20 @@ def test_sample_sizes_and_shared_draws():
     assert not torch.equal(a, sampled_positions(1000, 0.1, 5, 4, 0, 1))  # a new subset every epoch
 
 
+@pytest.mark.parametrize(("count", "rate", "at_least_one", "floor"), [(3, 0.01, 1, 0), (9, 0.1, 1, 0), (27, 0.1, 3, 2), (29, 0.1, 3, 2), (100, 0.1, 10, 10)])
+def test_sample_size_rules(count, rate, at_least_one, floor):
+    """floor: int(rate * c) as BNS-GCN's code (a small channel sends nothing); at_least_one: max(1, round(rate * c))."""
+    assert sampled_positions(count, rate, 0, 1, 0, 1, "at_least_one").numel() == at_least_one
+    assert sampled_positions(count, rate, 0, 1, 0, 1, "floor").numel() == floor
+
+
+def test_floor_sample_size_through_the_strategy():
+    """sample_size=floor reaches the strategy: fewer bytes than at_least_one at a rate where channels round differently."""
+    floor = sum(r["bytes"] for rank in run_distributed(3, _train, 3, "sampling", "gcn", {"rate": 0.05, "sample_size": "floor"}) for r in rank)
+    ones = sum(r["bytes"] for rank in run_distributed(3, _train, 3, "sampling", "gcn", {"rate": 0.05}) for r in rank)
+    assert floor / ones == pytest.approx(14 / 18)  # this graph's six channels (54-61 rows): 2+2+... vs 3+3+...
+
+
 def _aggregates(world_size: int, rate: float, draws: int):
     """Per rank: the received rows vs the true halo rows, and the mean sampled aggregate vs the full one."""
     comm, graph, part, local = _setup(world_size)

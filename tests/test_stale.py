@@ -190,3 +190,87 @@ def test_evaluation_waits_for_the_epochs_messages_inside_the_epoch():
     # Epoch 1 is the warm-up (nothing stale yet: waited at once); from epoch 2 on every step leaves its messages in flight.
     assert after_step[1] == 0 and all(after_step[e] == 2 * (LAYERS - 1) for e in range(2, 7)), after_step
     assert all(r["comm_time_s"] <= r["epoch_time_s"] for r in rows)
+
+
+def _wait_order(world_size: int, options: dict):
+    """Per training epoch, in order: each hidden layer's aggregation ("agg", layer) and each wait for a
+    message posted in an earlier epoch ("wait", direction, layer)."""
+    comm = Communicator()
+    graph = random_graph(num_nodes=150, num_edges=900, seed=2)
+    part = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, world_size, "metis", 1), world_size)[comm.rank]
+    cfg = _cfg("gcn", 0.05)
+    torch.manual_seed(0)
+    model = build_model(cfg, part)
+    exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts)
+    strategy = STRATEGIES["stale"](exchange, local_graph_for("gcn", part), part.x, **options)
+    log, epoch_now = [], [0]
+    start, aggregate = exchange.start, strategy.aggregate_hidden
+
+    class Logged:
+        def __init__(self, pending, direction, layer, posted_in):
+            self.pending, self.entry, self.posted_in = pending, ("wait", str(direction), layer), posted_in
+
+        def wait(self):
+            if self.posted_in < epoch_now[0]:
+                log[-1].append(self.entry)
+            return self.pending.wait()
+
+    exchange.start = lambda src, layer, direction, traffic, plan=None: Logged(start(src, layer, direction, traffic, plan), direction, layer, epoch_now[0])
+
+    def logged_aggregate(layer, h_inner):
+        log[-1].append(("agg", layer))
+        return aggregate(layer, h_inner)
+
+    strategy.aggregate_hidden = logged_aggregate
+    for epoch in range(1, EPOCHS + 1):
+        epoch_now[0] = epoch
+        log.append([])
+        strategy.begin_training_epoch(epoch)
+        forward_backward(model, part, strategy, float(graph.train_mask.sum()), comm)
+    strategy.close()
+    return log
+
+
+@pytest.mark.parametrize("warmup", ["sync", "zeros"])
+def test_each_layer_waits_just_before_its_stale_buffer_is_used(warmup):
+    """PipeGCN's per-layer waits: layer 2's forward message is waited for after layer 1 has aggregated, the
+    backward messages during backward (layer 2 first); never all of them when the epoch starts."""
+    log = run_distributed(2, _wait_order, 2, {"warmup": warmup})[0]
+    first = 2 if warmup == "sync" else 1  # epochs with nothing in flight from an earlier one (a sync warm-up waits at once)
+    assert all(epoch == [("agg", 1), ("agg", 2)] for epoch in log[:first]), log
+    per_layer = [("agg", 1), ("wait", "fwd", 1), ("agg", 2), ("wait", "fwd", 2), ("wait", "bwd", 2), ("wait", "bwd", 1)]
+    assert all(epoch == per_layer for epoch in log[first:]), log
+
+
+def test_warmup_zeros_starts_from_zero_buffers():
+    """warmup=zeros (PipeGCN's code): epoch 1 uses zero halo rows and zero returned gradients, epoch 2 epoch 1's."""
+    results = run_distributed(2, _train, 2, "stale", "gcn", 0.05, {"warmup": "zeros"})
+    for rank, res in enumerate(results):
+        for layer in range(1, LAYERS):
+            assert not res["seen"][0][layer][1].any() and not res["grads"][0][layer][1].any()
+            assert torch.equal(res["grads"][1][layer][1], _returned_from(results, 0, layer, rank))
+            whole = torch.zeros(res["num_nodes"], HIDDEN)
+            for r in results:
+                whole[r["inner_ids"]] = r["seen"][0][layer][0]
+            assert res["seen"][1][layer][1].abs().sum() > 0 and torch.equal(res["seen"][1][layer][1], whole[res["halo_ids"]])
+
+
+@pytest.mark.parametrize("smooth", ["features", "gradients"])
+def test_smooth_picks_the_buffers_momentum_smooths(smooth):
+    """smooth=features: halo rows smoothed, returned gradients plain (last epoch's); smooth=gradients: the reverse.
+    With zero buffers the average starts from zero, as in PipeGCN: epoch 2 uses (1 - γ)·(epoch 1's values)."""
+    gamma = 0.5
+    results = run_distributed(2, _train, 2, "stale", "gcn", 0.05, {"momentum": gamma, "warmup": "zeros", "smooth": smooth})
+    n = results[0]["num_nodes"]
+    for rank, res in enumerate(results):
+        for layer in range(1, LAYERS):
+            whole = torch.zeros(n, HIDDEN)
+            for r in results:
+                whole[r["inner_ids"]] = r["seen"][0][layer][0]
+            rows_1, grads_1 = whole[res["halo_ids"]], _returned_from(results, 0, layer, rank)
+            used_rows, used_grads = res["seen"][1][layer][1], res["grads"][1][layer][1]
+            smoothed, plain = (used_rows, used_grads) if smooth == "features" else (used_grads, used_rows)
+            smoothed_src, plain_src = (rows_1, grads_1) if smooth == "features" else (grads_1, rows_1)
+            assert torch.equal(plain, plain_src)
+            torch.testing.assert_close(smoothed, (1 - gamma) * smoothed_src, rtol=1e-6, atol=1e-7)
+            assert smoothed_src.abs().sum() > 0

@@ -186,6 +186,15 @@ class HaloExchange:
             mn, mx = torch.aminmax(src.detach().index_select(0, rows).float(), dim=1)
             self.widths.record_ranges(layer, direction, (mx - mn).nan_to_num(0.0, 0.0, 0.0))
 
+    def share_flags(self, flag: bool, layer: int, traffic: Traffic) -> list[bool]:
+        """Tell every peer one yes/no of this rank's and hear theirs (entry q: rank q's; this rank's own
+        at its index). One byte per peer, counted with ``layer``'s forward bytes of ``traffic``."""
+        world = self.comm.world_size
+        send = torch.full((world, 1), int(bool(flag)), dtype=torch.uint8, device=self.send_idx.device)
+        got = self.comm.all_to_all(send, [1] * world, [1] * world, category=traffic.category, layer=layer,
+                                   direction=Direction.FORWARD.accounting)  # fmt: skip
+        return [bool(v) for v in got.flatten().tolist()]
+
     def add_returned(self, grad_inner: torch.Tensor, returned: torch.Tensor, plan: HaloPlan | None = None) -> torch.Tensor:
         """Add the gradient rows peers returned for the rows this rank sent them."""
         return grad_inner.index_add_(0, (plan or self.plan).send_idx, returned)
@@ -243,9 +252,14 @@ class _HaloFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_halo):
-        exchange = ctx.exchange
-        grad_inner = inner_gradient(
-            exchange, grad_halo, lambda: grad_halo.new_zeros((ctx.num_inner,) + tuple(grad_halo.shape[1:])),
-            lambda g: exchange.start(g, ctx.layer, Direction.BACKWARD, ctx.traffic, ctx.plan), ctx.plan,
-        )  # fmt: skip
-        return grad_inner, None, None, None, None
+        return gradients_to_owners(ctx.exchange, grad_halo, ctx.layer, ctx.traffic, ctx.num_inner, ctx.plan), None, None, None, None
+
+
+def gradients_to_owners(exchange: HaloExchange, grad_halo: torch.Tensor, layer: int, traffic: Traffic, num_inner: int,
+                        plan: HaloPlan | None = None) -> torch.Tensor:  # fmt: skip
+    """The gradient of this rank's inner rows from the halo rows' gradients ``grad_halo``: each goes
+    back to its owner, and what the peers return for the rows this rank sent them is added up."""
+    return inner_gradient(
+        exchange, grad_halo, lambda: grad_halo.new_zeros((num_inner,) + tuple(grad_halo.shape[1:])),
+        lambda g: exchange.start(g, layer, Direction.BACKWARD, traffic, plan), plan,
+    )  # fmt: skip

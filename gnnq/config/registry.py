@@ -93,6 +93,8 @@ PARALLEL = Registry("parallel", [
            "PipeGCN: halo rows and gradients from the previous epoch", _FULL_GRAPH),
     Choice("sampling", s.SamplingParallelConfig, "gnnq.parallel.sampling:SamplingStrategy",
            "BNS-GCN: a random fraction of boundary rows per epoch", _FULL_GRAPH),
+    Choice("sancus", s.SancusParallelConfig, "gnnq.parallel.sancus:SancusStrategy",
+           "SANCUS: an owner re-sends a layer's rows only when they changed enough", _FULL_GRAPH),
     Choice("minibatch", s.MinibatchParallelConfig, None, "single-process neighbour-sampling reference",
            "gnnq.train.minibatch:train_minibatch"),
     Choice("admm", s.AdmmParallelConfig, None, "pdADMM-G: layer-parallel ADMM (model=gamlp)", "gnnq.admm.train:train_admm"),

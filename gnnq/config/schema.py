@@ -175,12 +175,22 @@ class ParallelConfig:
 class StaleParallelConfig(ParallelConfig):
     name: str = "stale"
     momentum: float = 0.0  # smoothing of stale rows: stale = momentum * stale + (1 - momentum) * received
+    warmup: str = "sync"  # first epoch: sync (exchange and wait, gnnq) | zeros (zero buffers, PipeGCN's code)
+    smooth: str = "both"  # which stale buffers momentum smooths: both | features | gradients (PipeGCN's corr_feat / corr_grad)
 
 
 @dataclass
 class SamplingParallelConfig(ParallelConfig):
     name: str = "sampling"
     sampling_rate: float = 0.1  # fraction p of each peer's boundary rows exchanged per training epoch
+    sample_size: str = "at_least_one"  # rows per channel: floor (int(p*c), BNS-GCN's code) | at_least_one (max(1, round(p*c)), gnnq)
+
+
+@dataclass
+class SancusParallelConfig(ParallelConfig):
+    name: str = "sancus"
+    threshold: float = 0.1  # an owner re-sends a layer's rows when their relative change since its last send is >= this
+    max_staleness: int = 4  # or when its last send is more than this many epochs old (SANCUS's epoch bound)
 
 
 @dataclass

@@ -21,6 +21,9 @@ ALLOWED = {
     "quantizer.nonfinite": ("error", "zero"),
     "parallel.rho_schedule": ("none", "grow"),
     "parallel.hidden_init": ("he", "identity"),
+    "parallel.warmup": ("sync", "zeros"),
+    "parallel.smooth": ("both", "features", "gradients"),
+    "parallel.sample_size": ("floor", "at_least_one"),
     "cluster.link": ("1gbit", "10gbit", "25gbit", "custom"),
     "cluster.pin_cores": ("auto", "on", "off"),
     "cluster.backend": ("auto", "gloo", "nccl"),
@@ -59,6 +62,8 @@ LOWER_BOUNDS = {
     "parallel.momentum": (0.0, False),
     "parallel.sampling_rate": (0.0, True),
     "parallel.batch_size": (1, False),
+    "parallel.threshold": (0.0, False),
+    "parallel.max_staleness": (0, False),
     "parallel.rho": (0.0, True),
     "parallel.nu": (0.0, True),
     "parallel.rho_max": (0.0, True),
@@ -232,9 +237,9 @@ def _check_parallel(cfg: DictConfig) -> None:
             f"trainer.checkpoint_every={cfg.trainer.checkpoint_every} is not supported with parallel=minibatch "
             "(a single-process reference); set trainer.checkpoint_every=0 here"
         )
-    if p.name == "sampling" and cfg.quantizer.name == "adaptive":
+    if p.name in ("sampling", "sancus") and cfg.quantizer.name == "adaptive":
         raise ConfigError(
-            "parallel=sampling is not allowed with quantizer=adaptive (per-row widths need every boundary row "
+            f"parallel={p.name} is not allowed with quantizer=adaptive (per-row widths need every boundary row "
             "each epoch); use quantizer=fp32 or uniform"
         )
     if p.name != "minibatch":

@@ -21,11 +21,11 @@ from gnnq.errors import ConfigError
 BASE_MIB = 450.0  # python, torch, gloo and gnnq in one rank process, with an empty part (RSS)
 AGENT_MIB = 250.0  # each host's torchrun agent (RSS)
 INNER_COPIES = 10  # per inner node, layer and hidden unit: outputs, aggregates, norm, dropout, gradients
-EXTRA_COPIES = 2  # each: model=sage (two weight paths); halo buffers kept across epochs or in flight (overlap, stale, sampling, adaptive)
+EXTRA_COPIES = 2  # each: model=sage (two weight paths); halo buffers kept across epochs or in flight (overlap, stale, sampling, sancus, adaptive)
 EDGE_BYTES = 64  # per in-edge: the part's CSR, the model's operator and its transpose
 FORMULA = (f"per rank {BASE_MIB:.0f} MiB + (4 B x (k x inner x hidden x layers + (inner + halo) x (features + hidden x layers)) "
            f"+ {EDGE_BYTES} B x edges), inner/halo nodes and in-edges of its part, k = {INNER_COPIES} "
-           f"(+{EXTRA_COPIES} for model=sage, +{EXTRA_COPIES} for parallel=overlap|stale|sampling or quantizer=adaptive)")  # fmt: skip
+           f"(+{EXTRA_COPIES} for model=sage, +{EXTRA_COPIES} for parallel=overlap|stale|sampling|sancus or quantizer=adaptive)")  # fmt: skip
 OVERSUBSCRIBE = 4  # warn above this many ranks per core
 
 
@@ -54,7 +54,7 @@ def model_shape(cfg, features: int) -> Shape:
         return Shape(features, cfg.model.hidden, math.ceil(layers / ranks), inner_copies=5)
     if cfg.parallel.name == "minibatch":
         return Shape(features, cfg.model.hidden, 1, inner_copies=3)
-    extra = (cfg.model.name == "sage") + (cfg.parallel.name in ("overlap", "stale", "sampling") or cfg.quantizer.name == "adaptive")
+    extra = (cfg.model.name == "sage") + (cfg.parallel.name in ("overlap", "stale", "sampling", "sancus") or cfg.quantizer.name == "adaptive")
     return Shape(features, cfg.model.hidden, layers, INNER_COPIES + EXTRA_COPIES * extra)
 
 

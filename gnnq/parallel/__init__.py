@@ -6,6 +6,7 @@ Which strategy ``parallel.name`` names is gnnq.config.registry.PARALLEL's to say
 from gnnq.config.registry import PARALLEL
 from gnnq.parallel.overlap import OverlapStrategy
 from gnnq.parallel.sampling import SamplingStrategy
+from gnnq.parallel.sancus import SancusStrategy
 from gnnq.parallel.stale import StaleStrategy
 from gnnq.parallel.sync import SyncStrategy
 
@@ -16,9 +17,11 @@ STRATEGIES = {name: PARALLEL.target(name) for name in PARALLEL.names() if PARALL
 def _options(pcfg, seed: int) -> dict:
     """The strategy's own keyword arguments from its ``parallel.*`` keys."""
     if pcfg.name == "stale":
-        return {"momentum": pcfg.momentum}
+        return {"momentum": pcfg.momentum, "warmup": pcfg.warmup, "smooth": pcfg.smooth}
     if pcfg.name == "sampling":
-        return {"rate": pcfg.sampling_rate, "seed": seed}
+        return {"rate": pcfg.sampling_rate, "seed": seed, "sample_size": pcfg.sample_size}
+    if pcfg.name == "sancus":
+        return {"threshold": pcfg.threshold, "max_staleness": pcfg.max_staleness}
     return {}
 
 
@@ -27,4 +30,4 @@ def make_strategy(pcfg, exchange, graph, x_inner, seed: int):
     return PARALLEL.target(pcfg.name)(exchange, graph, x_inner, **_options(pcfg, seed))
 
 
-__all__ = ["STRATEGIES", "OverlapStrategy", "SamplingStrategy", "StaleStrategy", "SyncStrategy", "make_strategy"]
+__all__ = ["STRATEGIES", "OverlapStrategy", "SamplingStrategy", "SancusStrategy", "StaleStrategy", "SyncStrategy", "make_strategy"]

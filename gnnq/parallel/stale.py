@@ -1,10 +1,18 @@
 """PipeGCN: every layer uses the halo rows (forward) and halo gradients (backward) of the previous epoch.
 
-The exchange posted in epoch t carries epoch t's values and is only waited for when epoch t+1
-starts, so it runs entirely behind epoch t's computation. Before an evaluation the driver settles
-it instead (``settle``), inside epoch t's timer: the wait is epoch t's, not hidden in evaluation.
-The first training epoch has nothing stale yet and runs like ``sync`` (warm-up). With ``momentum``
-γ > 0 the stale values are smoothed, stale = γ·stale + (1 − γ)·received, as in PipeGCN's smoothed variant. Evaluation is exact.
+The exchange posted in epoch t carries epoch t's values. As in PipeGCN, each message is waited for
+in epoch t+1 just before its buffer is used (forward: when its layer aggregates; backward: when its
+layer's gradients are added), and the new message is posted right after, so a layer's wait hides
+behind all the computation since the previous epoch's post. Before an evaluation the driver settles
+every message instead (``settle``), inside epoch t's timer: the wait is epoch t's, not hidden in
+evaluation. Evaluation is exact.
+
+The first training epoch has nothing stale yet: ``warmup="sync"`` (gnnq's default) exchanges and
+waits at once, like ``sync``; ``warmup="zeros"`` (PipeGCN's code) uses zero buffers and only posts.
+With ``momentum`` γ > 0 the stale values are smoothed as they arrive, stale = γ·stale + (1 − γ)·received
+(PipeGCN's smoothed variant); ``smooth`` says which buffers: ``both``, ``features`` (forward halo
+rows) or ``gradients`` (returned gradients). With zero buffers the average starts from zero, as in
+PipeGCN; after a sync warm-up it starts from the warm-up's rows.
 """
 
 from __future__ import annotations
@@ -16,29 +24,41 @@ from gnnq.comm.halo import Arrived, HaloExchange, inner_gradient
 from gnnq.models.graph_ops import LocalGraph
 from gnnq.parallel.sync import SyncStrategy
 
+WARMUPS = ("sync", "zeros")
+SMOOTHED = {"both": (Direction.FORWARD, Direction.BACKWARD), "features": (Direction.FORWARD,), "gradients": (Direction.BACKWARD,)}
+
 
 class StaleStrategy(SyncStrategy):
-    def __init__(self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, momentum: float = 0.0):
+    def __init__(self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, momentum: float = 0.0,
+                 warmup: str = "sync", smooth: str = "both"):  # fmt: skip
         super().__init__(exchange, graph, x_inner)
-        self.momentum = float(momentum)
+        if warmup not in WARMUPS or smooth not in SMOOTHED:
+            raise ValueError(f"warmup={warmup!r} / smooth={smooth!r}: allowed {WARMUPS} / {tuple(SMOOTHED)}")
+        self.momentum, self.warmup = float(momentum), warmup
+        self.smoothed = SMOOTHED[smooth] if self.momentum > 0 else ()
         exchange.use_side_stream()  # on GPU: encode, send and decode off the compute stream (no effect on CPU)
         exchange.use_own_group()  # the gradient all-reduce must not wait behind this epoch's halo messages
         self.halo = {}  # layer -> stale halo rows (forward)
         self.returned = {}  # layer -> stale gradient rows peers returned for this rank's sent rows
-        self.in_flight = []  # (direction, layer, PendingHalo) posted this epoch
+        self.in_flight = {}  # (direction, layer) -> PendingHalo posted in the last training epoch
 
-    def begin_training_epoch(self, epoch: int) -> None:
-        self.settle()
-        super().begin_training_epoch(epoch)
+    def _store(self, direction: Direction) -> dict:
+        return self.returned if direction.returns_gradients else self.halo
+
+    def _fold(self, direction: Direction, layer: int) -> None:
+        """Wait for the message of (direction, layer) still in flight, if any, and fold it into its buffer."""
+        pending = self.in_flight.pop((direction, layer), None)
+        if pending is None:
+            return
+        store, new = self._store(direction), pending.wait()
+        old = store.get(layer)
+        smooth = old is not None and direction in self.smoothed
+        store[layer] = old.mul(self.momentum).add_(new, alpha=1 - self.momentum) if smooth else new
 
     def settle(self) -> None:
-        """Wait for last epoch's messages and fold them into the stale buffers."""
-        for direction, layer, pending in self.in_flight:
-            store = self.returned if direction.returns_gradients else self.halo
-            new = pending.wait()
-            old = store.get(layer)
-            store[layer] = new if old is None or self.momentum == 0 else old.mul(self.momentum).add_(new, alpha=1 - self.momentum)
-        self.in_flight = []
+        """Wait for every message still in flight and fold it into the stale buffers."""
+        for direction, layer in list(self.in_flight):
+            self._fold(direction, layer)
 
     def aggregate_hidden(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
         if not self.traffic.is_training:
@@ -46,23 +66,28 @@ class StaleStrategy(SyncStrategy):
         return _StaleAggregate.apply(h_inner, self, layer)
 
     def exchange_rows(self, direction: Direction, layer: int, rows: torch.Tensor) -> torch.Tensor:
-        """The stale rows for ``direction`` at ``layer``; posts this epoch's rows for the next epoch.
-
-        Warm-up (nothing stale yet): exchange now, and use and keep what arrives.
-        """
-        store = self.returned if direction.returns_gradients else self.halo
+        """The stale rows for ``direction`` at ``layer`` (last epoch's message, waited for now); posts
+        this epoch's rows for the next epoch. Warm-up (nothing stale yet): see the module's doc."""
+        store = self._store(direction)
+        self._fold(direction, layer)
         pending = self.exchange.start(rows, layer, direction, self.traffic)
-        if layer not in store:
+        if layer not in store and self.warmup == "sync":
             store[layer] = pending.wait()
-        else:
-            self.in_flight.append((direction, layer, pending))
+            return store[layer]
+        if layer not in store:
+            store[layer] = rows.new_zeros((self._buffer_rows(direction), rows.shape[1]))
+        self.in_flight[(direction, layer)] = pending
         return store[layer]
+
+    def _buffer_rows(self, direction: Direction) -> int:
+        """Rows of a stale buffer: one per halo row (forward), one per row this rank sends (returned gradients)."""
+        return sum(self.exchange.send_counts) if direction.returns_gradients else self.exchange.num_halo
 
     def close(self) -> None:
         self.settle()
 
     def state_dict(self) -> dict:
-        """The stale buffers, with this epoch's messages folded in (as the next epoch's start would)."""
+        """The stale buffers, with this epoch's messages folded in (as the next epoch's waits would)."""
         self.settle()
         return {kind: [{"layer": layer, "rows": rows} for layer, rows in sorted(store.items())]
                 for kind, store in (("halo", self.halo), ("returned", self.returned))}  # fmt: skip
@@ -86,6 +111,6 @@ class _StaleAggregate(torch.autograd.Function):
         grad_full = strategy.graph.matrix_t @ grad_out.contiguous()
         grad_inner = inner_gradient(
             strategy.exchange, grad_full[n:], lambda: grad_full[:n].contiguous(),
-            lambda g: Arrived(strategy.exchange_rows(Direction.BACKWARD, ctx.layer, g)),  # last epoch's, or (warm-up) this one's
+            lambda g: Arrived(strategy.exchange_rows(Direction.BACKWARD, ctx.layer, g)),  # last epoch's, or the warm-up's
         )  # fmt: skip
         return grad_inner, None, None

@@ -13,6 +13,7 @@ METHOD_NAMES = {
     ("sync", "fp32"): "Vanilla", ("sync", "adaptive"): "AdaQP-q", ("overlap", "fp32"): "AdaQP-p",
     ("overlap", "adaptive"): "AdaQP", ("stale", "fp32"): "PipeGCN", ("stale", "uniform"): "PipeQS",
     ("sampling", "fp32"): "BNS-GCN", ("sampling", "uniform"): "BNS-GCN + uniform", ("minibatch", "fp32"): "Mini-batch",
+    ("sancus", "fp32"): "SANCUS",
     ("sync", "uniform"): "uniform", ("overlap", "uniform"): "AdaQP-p + uniform",
     ("admm", "fp32"): "pdADMM-G", ("admm", "grid"): "pdADMM-G-Q",
 }  # fmt: skip
