@@ -103,7 +103,7 @@ def initial_layers(x: torch.Tensor, dims: list[int], seed: int, hidden_init: str
 
 
 def initial_block(x: torch.Tensor, y: torch.Tensor, dims: list[int], seed: int, keep: range, hidden_init: str = "he",
-                  first: tuple[torch.Tensor, torch.Tensor] | None = None, grid=None, quantize_q: bool = False,
+                  first: tuple[torch.Tensor, torch.Tensor] | None = None, p_grid=None, q_grid=None,
                   network: list[Layer] | None = None, steps: StepRule = StepRule()) -> "LayerBlock":  # fmt: skip
     """The block of layers ``keep`` of ``initial_layers`` (or of ``network``, every layer of a
     given start) with its neighbour values; the other layers' variables are dropped as the
@@ -118,7 +118,7 @@ def initial_block(x: torch.Tensor, y: torch.Tensor, dims: list[int], seed: int, 
         elif layer.index == keep.stop:
             p_above = layer.p
             break
-    block = LayerBlock(kept, num_layers, x, y, grid, quantize_q, steps)
+    block = LayerBlock(kept, num_layers, x, y, p_grid, q_grid, steps)
     block.q_below, block.u_below, block.p_above = q_below, u_below, p_above
     return block
 
@@ -133,11 +133,11 @@ class Penalties:
 class LayerBlock:
     """One rank's layers and the neighbour values it reads (ghosts)."""
 
-    def __init__(self, layers: list[Layer], num_layers: int, x: torch.Tensor, y: torch.Tensor, grid=None, quantize_q=False,
+    def __init__(self, layers: list[Layer], num_layers: int, x: torch.Tensor, y: torch.Tensor, p_grid=None, q_grid=None,
                  steps: StepRule = StepRule()):  # fmt: skip
         self.layers, self.L, self.x, self.y, self.steps = layers, num_layers, x, y, steps
-        self.project_p = grid.project if grid is not None else None
-        self.project_q = grid.project if grid is not None and quantize_q else None
+        self.project_p = p_grid.project if p_grid is not None else None
+        self.project_q = q_grid.project if q_grid is not None else None
         first, last = layers[0].index, layers[-1].index
         self.first, self.last = first, last
         # Ghosts: q_{first-1} and a replica of u_{first-1} (both ends update it identically),

@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 from gnnq.admm.block import Layer, LayerBlock, Penalties, StepRule, initial_block, layer_blocks, warm_start
 from gnnq.admm.chain import chain_network, chain_stages
 from gnnq.admm.schedule import RhoSchedule
-from gnnq.admm.links import NeighbourLinks
+from gnnq.admm.links import NeighbourLinks, fp32_baselines
 from gnnq.comm import Communicator
 from gnnq.comm.accounting import ADMM_EVAL, ADMM_TRAIN, CONTROL
 from gnnq.comm.grid_codec import Grid
@@ -29,11 +29,11 @@ from gnnq.train.driver import NUM_COUNTS, EpochCallback, RowCategories, Trainer,
 from gnnq.train.metrics import split_counts
 
 def admm_grids(qcfg) -> tuple[Grid | None, Grid | None]:
-    """(grid for p, grid for q): both None for pdADMM-G (quantizer=fp32)."""
+    """(grid for p, grid for q): both None for pdADMM-G (quantizer=fp32), either None where not quantized."""
     if qcfg.name != "grid":
         return None, None
     grid = Grid(float(qcfg.grid_min), float(qcfg.grid_max), int(qcfg.grid_levels))
-    return grid, (grid if qcfg.quantize_q else None)
+    return (grid if qcfg.quantize_p else None), (grid if qcfg.quantize_q else None)
 
 
 class AdmmTrainer(Trainer):
@@ -113,6 +113,7 @@ class AdmmTrainer(Trainer):
 
     def finish(self, history: list[dict]) -> dict:
         p_grid, q_grid = self.p_grid, self.q_grid
+        grid = p_grid or q_grid
         own = sum(layer.W.numel() + layer.b.numel() for layer in self.block.layers)  # this rank's block of layers
         num_params = self.comm.all_reduce(torch.tensor([float(own)], dtype=torch.float64, device=self.device), category=CONTROL)
         final = history[-1]
@@ -121,11 +122,12 @@ class AdmmTrainer(Trainer):
             "final_objective": history[-1]["objective"],
             "final_residual": history[-1]["residual"],
             "final_rho": self.schedule.rho,
+            "fp32_baseline_bytes_per_iteration": fp32_baselines(self.dims, self.layer_blocks, int(self.num_train)),
             "init": self.cfg.parallel.init,
             "warmup_iterations": self.cfg.parallel.warmup_iterations if self.warmed_up else 0,
             "warmup_time_s": self.warmup_time,
-            "grid": None if p_grid is None else {"lo": p_grid.lo, "hi": p_grid.hi, "levels": p_grid.levels, "bits": p_grid.bits,
-                                                 "quantize_q": q_grid is not None},
+            "grid": None if grid is None else {"lo": grid.lo, "hi": grid.hi, "levels": grid.levels, "bits": grid.bits,
+                                               "quantize_p": p_grid is not None, "quantize_q": q_grid is not None},
         }}  # fmt: skip
 
 
@@ -142,7 +144,7 @@ def build_block(comm: Communicator, x: torch.Tensor, y: torch.Tensor, dims: list
     """This rank's block of the initial network (identical for any number of ranks) and its links."""
     num_layers = len(dims) - 1
     mine = layer_blocks(num_layers, comm.world_size)[comm.rank]
-    block = initial_block(x, y, dims, seed, mine, hidden_init, first, p_grid, q_grid is not None, network, steps)
+    block = initial_block(x, y, dims, seed, mine, hidden_init, first, p_grid, q_grid, network, steps)
     _project_start(block, p_grid, q_grid)
     below_width = dims[mine.start - 1]  # p of the first layer and q of the layer below
     above_width = dims[mine.stop - 1]  # q of the last layer and p of the layer above

@@ -145,7 +145,8 @@ class GridQuantizerConfig(QuantizerConfig):
     grid_min: float = -1.0
     grid_max: float = 20.0
     grid_levels: int = 22  # the paper's integers -1..20; sent as ceil(log2(levels)) bits each
-    quantize_q: bool = True  # also put q (sent forward) on the grid; p (sent backward) always is
+    quantize_p: bool = True  # put p (sent backward) on the grid (the paper); false: p is sent in fp32
+    quantize_q: bool = True  # put q (sent forward) on the grid; the public code quantizes q only
 
 
 # --- parallel --------------------------------------------------------------------------------

@@ -159,6 +159,9 @@ def _check_quantizer(q: DictConfig) -> None:
             raise ConfigError(f"quantizer.grid_levels={q.grid_levels} is not allowed; it must be in 2..65536")
         if not q.grid_max > q.grid_min:
             raise ConfigError(f"quantizer.grid_max={q.grid_max} is not allowed; it must be > quantizer.grid_min={q.grid_min}")
+        if not (q.quantize_p or q.quantize_q):
+            raise ConfigError("quantizer.quantize_p=false with quantizer.quantize_q=false is not allowed: quantizer=grid needs "
+                              "one of them; for fp32 messages use quantizer=fp32")  # fmt: skip
         return
     if q.name == "fp32":
         return
