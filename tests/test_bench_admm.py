@@ -35,3 +35,14 @@ def test_byte_rows_save_against_both_baselines_and_skip_failed_runs():
     assert fp32["test (best val)"] == "0.7680" and fp32["test (final)"] == "0.7750"
     assert paper["runs"] == 1 and paper["saved vs gnnq fp32 (2 msgs)"] == "84.4%" and paper["saved vs public code fp32 (3 msgs)"] == "89.6%"
     assert code["saved vs gnnq fp32 (2 msgs)"] == "34.4%" and code["saved vs public code fp32 (3 msgs)"] == "56.2%"
+
+
+def test_coverage_says_no_data_where_the_files_are_absent(tmp_path):
+    from gnnq.bench.admm import TABLE4_FILES, coverage_rows
+
+    (tmp_path / TABLE4_FILES["cora"]).parent.mkdir(parents=True)
+    (tmp_path / TABLE4_FILES["cora"]).write_bytes(b"")
+    records = [_record(FP32, 0, 1, 0.7, 0.7), _record(FP32, 1, 1, 0.7, 0.7, status="failed")]
+    rows = {r["dataset"]: r["runs"] for r in coverage_rows(tmp_path, records)}
+    assert len(rows) == 9 and rows["cora"] == 1
+    assert rows["citeseer"] == rows["coauthor-physics"] == rows["ogbn-arxiv"] == "no data"
