@@ -29,7 +29,7 @@ EPOCHS, EVAL_EVERY = 7, 2  # the last epoch is evaluated although 7 % 2 != 0
 TRAINER_ROW_FIELDS = {"full": set(), "admm": {"objective", "residual", "rho"}, "minibatch": {"batches"}}
 TRAINER_SUMMARY_KEYS = {  # every trainer counts its model's parameters (num_params)
     "full": {"num_params", "comm_bytes_per_epoch_by_layer", "quantization", "codec_backend", "nonfinite_values_zeroed"},
-    "admm": {"num_params", "admm"},
+    "admm": {"num_params", "admm", "final_val", "final_test"},
     "minibatch": {"num_params", "comm_bytes_per_epoch_by_layer", "quantization", "codec_backend", "nonfinite_values_zeroed",
                   "minibatch"},
 }
