@@ -245,6 +245,8 @@ BAD = {
     "admm chain lengths": (["experiment=pdadmm_g_paper", "parallel.chain_mu=[1]"], ["parallel.chain_mu", "[2, 2, 2, 1]", "one value per chain stage"]),
     "admm chain depths": (["experiment=pdadmm_g_paper", "parallel.chain_layers=[2,10]"], ["parallel.chain_layers=[2, 10]", "model.layers=10"]),
     "admm chain rho": (["experiment=pdadmm_g_paper", "parallel.chain_rho=[0,1]"], ["parallel.chain_rho", "> 0"]),
+    "grid quantizes nothing": (["parallel=admm", "model=gamlp", "quantizer=grid", "quantizer.quantize_p=false", "quantizer.quantize_q=false"],
+                               ["quantizer.quantize_p=false", "quantizer=fp32"]),
     "admm step start": (["parallel=admm", "model=gamlp", "parallel.step_start=0"], ["parallel.step_start", "> 0"]),
     "grid without admm": (["quantizer=grid"], ["quantizer=grid", "parallel=sync", "admm"]),
     "grid levels": (["parallel=admm", "model=gamlp", "quantizer=grid", "quantizer.grid_levels=1"], ["quantizer.grid_levels=1", "2..65536"]),
