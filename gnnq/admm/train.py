@@ -116,8 +116,7 @@ class AdmmTrainer(Trainer):
         grid = p_grid or q_grid
         own = sum(layer.W.numel() + layer.b.numel() for layer in self.block.layers)  # this rank's block of layers
         num_params = self.comm.all_reduce(torch.tensor([float(own)], dtype=torch.float64, device=self.device), category=CONTROL)
-        final = history[-1]
-        return {"num_params": int(num_params.item()), "final_val": final["val"], "final_test": final["test"], "admm": {
+        return {"num_params": int(num_params.item()), "admm": {
             "layer_blocks": [[r.start, r.stop - 1] for r in self.layer_blocks],
             "final_objective": history[-1]["objective"],
             "final_residual": history[-1]["residual"],
