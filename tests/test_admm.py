@@ -7,7 +7,9 @@ import math
 import pytest
 import torch
 
-from gnnq.admm.block import Penalties, initial_layers, layer_blocks, warm_start
+from gnnq.admm.block import Penalties, StepRule, initial_layers, layer_blocks, warm_start
+from gnnq.admm.chain import INIT_STD, Stage, chain_network, grown_network, run_stage
+from gnnq.admm.schedule import RhoSchedule
 from gnnq.admm.train import build_block, iterate
 from gnnq.comm.accounting import ADMM_TRAIN
 from gnnq.comm.communicator import Communicator
@@ -87,11 +89,11 @@ def _data():
 GRIDS = {"fp32": None, "grid": Grid(-1.0, 4.0, 256)}  # the grid spans this data's activations, so p and q move on it
 
 
-def _run_blocks(variant: str, deep_start: bool = False):
+def _run_blocks(variant: str, deep_start: str = ""):
     """Every rank: ITERS iterations of its block with one intra-op thread (so the arithmetic is the
     same in every process); returns its layers' variables, its neighbour values and its bytes sent.
-    ``variant``: fp32, grid (p and q coded) or grid_p (only p). ``deep_start``: identity hidden
-    layers and a warm-started first layer (the paper preset's start)."""
+    ``variant``: fp32, grid (p and q coded) or grid_p (only p). ``deep_start``: "warmup2" (identity
+    hidden layers and a warm-started first layer) or "chain" (the authors' chain start and steps)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -99,9 +101,11 @@ def _run_blocks(variant: str, deep_start: bool = False):
         x, y = _data()
         grid = GRIDS["grid" if variant.startswith("grid") else "fp32"]
         dims = [F] + [H] * (LAYERS - 1) + [C]
-        first = warm_start(x, y, dims, 3, PEN, iterations=4) if deep_start else None
+        first = warm_start(x, y, dims, 3, PEN, iterations=4) if deep_start == "warmup2" else None
+        steps = StepRule(20.0, 11) if deep_start == "chain" else StepRule()
+        network = chain_network(x, y, dims, 3, STAGES, 1.0, steps) if deep_start == "chain" else None
         block, links = build_block(comm, x, y, dims, seed=3, p_grid=grid, q_grid=grid if variant == "grid" else None,
-                                   hidden_init="identity" if deep_start else "he", first=first)  # fmt: skip
+                                   hidden_init="identity" if deep_start else "he", first=first, network=network, steps=steps)  # fmt: skip
         start = {layer.index: layer.p for layer in block.layers if layer.p is not None}
         comm.stats.reset()
         for _ in range(ITERS):
@@ -124,8 +128,8 @@ def _merged(results) -> dict:
 
 @pytest.mark.parametrize(
     "variant,deep_start",
-    [("fp32", False), ("grid", False), ("grid_p", False), ("fp32", True)],
-    ids=["pdADMM-G", "pdADMM-G-Q", "pdADMM-G-Q-p-only", "deep-start"],
+    [("fp32", ""), ("grid", ""), ("grid_p", ""), ("fp32", "warmup2"), ("fp32", "chain")],
+    ids=["pdADMM-G", "pdADMM-G-Q", "pdADMM-G-Q-p-only", "deep-start", "chain-start"],
 )
 def test_any_number_of_ranks_computes_the_serial_iterates(variant, deep_start):
     serial = _merged([_run_blocks(variant, deep_start)])  # one process: no group, the whole network in one block
@@ -190,11 +194,7 @@ def test_identity_hidden_layers_and_warm_first_layer():
 
 
 def test_rho_grows_tenfold_after_two_stalled_iterations_up_to_the_cap():
-    from types import SimpleNamespace
-
-    from gnnq.admm.train import RhoSchedule
-
-    schedule = RhoSchedule(SimpleNamespace(rho=0.1, rho_schedule="grow", rho_max=5.0))
+    schedule = RhoSchedule(0.1, "grow", 5.0)
     for loss in (1.0, 0.5, 0.2):  # falling: no change
         schedule.after(loss)
     assert schedule.rho == 0.1
@@ -208,10 +208,62 @@ def test_rho_grows_tenfold_after_two_stalled_iterations_up_to_the_cap():
     assert schedule.rho == pytest.approx(1.0)
     schedule.after(0.1995)
     assert schedule.rho == 5.0  # two more stalled iterations: x10, capped
-    fixed = RhoSchedule(SimpleNamespace(rho=0.1, rho_schedule="none", rho_max=5.0))
+    fixed = RhoSchedule(0.1, "none", 5.0)
     for loss in (1.0, 1.0, 1.0, 1.0):
         fixed.after(loss)
     assert fixed.rho == 0.1
+
+
+def test_paper_schedule_grows_from_the_fourth_iteration_every_stalled_one_up_to_one():
+    """The authors' rule: after iteration i > 2 (0-based), x10 when loss_i and loss_{i-1} each fell by < 1e-3."""
+    schedule = RhoSchedule(1e-4, "paper", 1.0)
+    rhos = []
+    for loss in (1.0, 1.0, 1.0):  # stalled from the start, but no growth before the fourth iteration
+        schedule.after(loss)
+        rhos.append(schedule.rho)
+    assert rhos == [1e-4] * 3
+    for loss in (1.0, 0.9995, 0.9991):  # stalled: x10 after each, no waiting after a growth
+        schedule.after(loss)
+        rhos.append(schedule.rho)
+    assert rhos[3:] == pytest.approx([1e-3, 1e-2, 1e-1])
+    schedule.after(0.5)  # a real fall: no growth
+    schedule.after(0.4999)  # one stalled iteration after a fall: still none
+    assert schedule.rho == pytest.approx(1e-1)
+    for loss in (0.4999, 0.4999, 0.4999):
+        schedule.after(loss)
+    assert schedule.rho == 1.0  # capped at rho_max
+    with pytest.raises(ValueError, match="none, grow, paper"):
+        RhoSchedule(1.0, "fast")
+
+
+STAGES = [Stage(2, 3, 1e-2, 1.0), Stage(4, 2, 1e-2, 0.1)]
+
+
+def test_chain_start_keeps_the_trained_layers_and_starts_the_output_at_the_labels():
+    x, y = _data()
+    dims = [F] + [H] * (LAYERS - 1) + [C]
+    gen = torch.Generator().manual_seed(3)
+    two = grown_network(x, y, H, C, 2, [], False, gen)
+    assert two[0].W.std().item() == pytest.approx(INIT_STD, rel=0.2) and torch.equal(two[1].z, torch.zeros(N, C))
+    start_w1 = two[0].W.clone()
+    two = run_stage(x, y, two, STAGES[0], 1.0)
+    assert not torch.equal(two[0].W, start_w1)  # the 2-layer network trained
+    four = run_stage(x, y, grown_network(x, y, H, C, 4, two[:-1], False, gen), STAGES[1], 1.0)
+    full = chain_network(x, y, dims, 3, STAGES, 1.0)
+    assert len(full) == LAYERS
+    for kept in range(3):  # layers 1..3 of the 4-layer network with their p, z, q; u starts again at 0
+        for name in ("W", "b", "z", "q", "p"):
+            value = getattr(four[kept], name)
+            assert (value is None and getattr(full[kept], name) is None) or torch.equal(getattr(full[kept], name), value), (kept, name)
+        assert torch.equal(full[kept].u, torch.zeros_like(full[kept].q))
+    assert torch.equal(full[1].p, four[1].p) and not torch.equal(full[1].p, full[0].q)  # a trained p, not the forward pass
+    assert torch.equal(full[3].p, full[2].q)  # the new layers start on the kept network's last q
+    for layer in full[3:-1]:
+        assert torch.equal(layer.W, torch.eye(H)) and torch.equal(layer.b, torch.zeros(H))
+        assert torch.equal(layer.q, torch.relu(layer.z)) and torch.equal(full[layer.index].p, layer.q)
+    top = full[-1]
+    assert torch.equal(top.W, torch.eye(H, C)) and torch.equal(top.b, torch.zeros(C))
+    assert torch.equal(top.z, torch.where(torch.nn.functional.one_hot(y, C) == 1, 1.0, -1.0))
 
 
 def test_nan_cannot_be_grid_coded():

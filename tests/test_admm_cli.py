@@ -15,11 +15,13 @@ CORA_TRAIN = 140
 
 @pytest.fixture(scope="module")
 def admm_runs(tmp_path_factory, planetoid_root):
-    """pdADMM-G on 2 ranks and pdADMM-G-Q (8-bit grid) on 3 ranks, and the Adagrad baseline on 2."""
+    """pdADMM-G on 2 ranks, pdADMM-G-Q (8-bit grid) on 3 ranks, the public code's pdADMM-G-Q (chain
+    start, q only on 1000 levels) on 2, and the Adagrad baseline on 2."""
     root = tmp_path_factory.mktemp("admm")
     runs = {
         "g": ["experiment=pdadmm_g", "cluster.nproc=2", *ADMM],
-        "q": ["experiment=pdadmm_g_q", "cluster.nproc=3", *ADMM],
+        "q": ["experiment=pdadmm_g_q_gnnq", "cluster.nproc=3", *ADMM],
+        "code": ["experiment=pdadmm_g_q_code", "cluster.nproc=2", "parallel.chain_layers=[2,3]", "parallel.chain_iterations=[2,1]"],
         "adagrad": ["experiment=gamlp_adagrad", "cluster.nproc=2"],
     }
     out = {}
@@ -47,11 +49,24 @@ def test_admm_bytes_are_one_p_down_and_one_q_up_per_boundary(admm_runs):
     fp32_message = CORA_TRAIN * 32 * 4
     assert g["comm_bytes_per_epoch"] == 1 * 2 * fp32_message  # 2 ranks: one boundary
     grid = q["summary"]["admm"]["grid"]
-    assert grid == {"lo": -0.05, "hi": 1.0, "levels": 256, "bits": 8, "quantize_q": True}
+    assert grid == {"lo": -0.05, "hi": 1.0, "levels": 256, "bits": 8, "quantize_p": True, "quantize_q": True}
     coded_message = math.ceil(CORA_TRAIN * 32 * grid["bits"] / 8)
     assert q["comm_bytes_per_epoch"] == 2 * 2 * coded_message  # 3 ranks: two boundaries
     per_boundary = (q["comm_bytes_per_epoch"] / 2) / (g["comm_bytes_per_epoch"] / 1)
     assert per_boundary == 0.25
+    # The fp32 baselines in the summary count the same boundaries: 2 messages each (gnnq), 3 (the public code).
+    assert g["summary"]["admm"]["fp32_baseline_bytes_per_iteration"] == {"gnnq_fp32": g["comm_bytes_per_epoch"],
+                                                                         "public_code_fp32": 3 * fp32_message}  # fmt: skip
+    assert q["summary"]["admm"]["fp32_baseline_bytes_per_iteration"] == {"gnnq_fp32": 2 * 2 * fp32_message, "public_code_fp32": 2 * 3 * fp32_message}
+
+
+def test_public_code_preset_sends_q_coded_and_p_in_fp32_after_a_chain_start(admm_runs):
+    record, rows = admm_runs["code"]
+    admm = record["summary"]["admm"]
+    assert admm["init"] == "chain" and admm["grid"] == {"lo": -1.0, "hi": 2.0, "levels": 1000, "bits": 10, "quantize_p": False, "quantize_q": True}
+    assert record["comm_bytes_per_epoch"] == CORA_TRAIN * 32 * 4 + math.ceil(CORA_TRAIN * 32 * 10 / 8)  # p fp32 down, q 10-bit up
+    assert [r["rho"] for r in rows] == sorted(r["rho"] for r in rows) and rows[0]["rho"] == 1e-4  # the paper schedule only grows
+    assert record["summary"]["final_test"] == rows[-1]["test"] and record["summary"]["final_val"] == rows[-1]["val"]
 
 
 def test_gamlp_baseline_runs_data_parallel_without_halo_bytes(admm_runs):

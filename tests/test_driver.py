@@ -112,6 +112,7 @@ def test_rows_and_summary_have_one_schema(runs, name):
     assert summary["epoch_time_s"] == statistics.median(r["epoch_time_s"] for r in rows)
     assert summary["comm_bytes_per_epoch"] == sum(r["comm_bytes"] for r in rows) // EPOCHS
     assert summary["final_loss"] == rows[-1]["loss"] and summary["checkpoints"]["written"] == 0
+    assert summary["final_test"] == rows[-1]["test"] is not None and summary["final_val"] == rows[-1]["val"]
     # Overheads: the rows' by kind, summed (no checkpoints here, so nothing after the last row).
     assert summary["overhead_by_kind"] == {k: sum(r["overhead_by_kind"][k] for r in rows) for k in OVERHEAD_KINDS}
     assert summary["overhead_time_s"] == pytest.approx(sum(r["overhead_time_s"] for r in rows), rel=1e-12)

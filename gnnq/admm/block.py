@@ -40,6 +40,20 @@ def layer_blocks(layers: int, ranks: int) -> list[range]:
     return blocks
 
 
+@dataclass(frozen=True)
+class StepRule:
+    """Backtracking of the linearized p- and W-steps: where the search for t starts and how long it
+    may grow. gnnq's default starts at half the last accepted t (so steps follow the curvature);
+    the authors' code starts every search at t = 20 and gives up after 11 tries
+    (``parallel.step_start=20 parallel.max_backtracks=11``)."""
+
+    t_start: float | None = None  # None: half the last accepted t
+    max_backtracks: int = 30
+
+    def start(self, last: float) -> float:
+        return last / 2 if self.t_start is None else self.t_start
+
+
 @dataclass
 class Layer:
     index: int  # 1-based
@@ -89,12 +103,14 @@ def initial_layers(x: torch.Tensor, dims: list[int], seed: int, hidden_init: str
 
 
 def initial_block(x: torch.Tensor, y: torch.Tensor, dims: list[int], seed: int, keep: range, hidden_init: str = "he",
-                  first: tuple[torch.Tensor, torch.Tensor] | None = None, grid=None, quantize_q: bool = False) -> "LayerBlock":  # fmt: skip
-    """The block of layers ``keep`` of ``initial_layers`` with its neighbour values; the other
-    layers' variables are dropped as the forward pass goes, so a rank never holds them all."""
+                  first: tuple[torch.Tensor, torch.Tensor] | None = None, p_grid=None, q_grid=None,
+                  network: list[Layer] | None = None, steps: StepRule = StepRule()) -> "LayerBlock":  # fmt: skip
+    """The block of layers ``keep`` of ``initial_layers`` (or of ``network``, every layer of a
+    given start) with its neighbour values; the other layers' variables are dropped as the
+    forward pass goes, so a rank never holds them all."""
     num_layers = len(dims) - 1
     kept, q_below, u_below, p_above = [], None, None, None
-    for layer in _initial_network(x, dims, seed, hidden_init, first):
+    for layer in network if network is not None else _initial_network(x, dims, seed, hidden_init, first):
         if layer.index in keep:
             kept.append(layer)
         elif layer.index == keep.start - 1:
@@ -102,7 +118,7 @@ def initial_block(x: torch.Tensor, y: torch.Tensor, dims: list[int], seed: int, 
         elif layer.index == keep.stop:
             p_above = layer.p
             break
-    block = LayerBlock(kept, num_layers, x, y, grid, quantize_q)
+    block = LayerBlock(kept, num_layers, x, y, p_grid, q_grid, steps)
     block.q_below, block.u_below, block.p_above = q_below, u_below, p_above
     return block
 
@@ -117,10 +133,11 @@ class Penalties:
 class LayerBlock:
     """One rank's layers and the neighbour values it reads (ghosts)."""
 
-    def __init__(self, layers: list[Layer], num_layers: int, x: torch.Tensor, y: torch.Tensor, grid=None, quantize_q=False):
-        self.layers, self.L, self.x, self.y = layers, num_layers, x, y
-        self.project_p = grid.project if grid is not None else None
-        self.project_q = grid.project if grid is not None and quantize_q else None
+    def __init__(self, layers: list[Layer], num_layers: int, x: torch.Tensor, y: torch.Tensor, p_grid=None, q_grid=None,
+                 steps: StepRule = StepRule()):  # fmt: skip
+        self.layers, self.L, self.x, self.y, self.steps = layers, num_layers, x, y, steps
+        self.project_p = p_grid.project if p_grid is not None else None
+        self.project_q = q_grid.project if q_grid is not None else None
         first, last = layers[0].index, layers[-1].index
         self.first, self.last = first, last
         # Ghosts: q_{first-1} and a replica of u_{first-1} (both ends update it identically),
@@ -165,13 +182,16 @@ class LayerBlock:
                 continue
             q_prev, u_prev = self.below(layer)
             layer.p, layer.t_p = updates.update_p(
-                layer.p, layer.W, layer.b, layer.z, q_prev, u_prev, pen.rho, pen.nu, t0=layer.t_p / 2, project=self.project_p
+                layer.p, layer.W, layer.b, layer.z, q_prev, u_prev, pen.rho, pen.nu, t0=self.steps.start(layer.t_p),
+                max_backtracks=self.steps.max_backtracks, project=self.project_p,
             )
 
     def step_wbz(self, pen: Penalties) -> None:
         for layer in self.layers:
             p = self.input_of(layer)
-            layer.W, layer.t_w = updates.update_W(p, layer.W, layer.b, layer.z, pen.nu, pen.mu, t0=layer.t_w / 2)
+            layer.W, layer.t_w = updates.update_W(
+                p, layer.W, layer.b, layer.z, pen.nu, pen.mu, t0=self.steps.start(layer.t_w), max_backtracks=self.steps.max_backtracks
+            )
             layer.b = updates.update_b(p, layer.W, layer.z)
             a = p @ layer.W + layer.b
             if layer.index < self.L:

@@ -78,3 +78,12 @@ class NeighbourLinks:
             self.comm.send_start(h, self.above, category=ADMM_EVAL, layer=self.last, direction="fwd").wait()
             return None
         return h
+
+
+def fp32_baselines(dims: list[int], blocks: list[range], rows: int) -> dict[str, int]:
+    """Bytes per iteration of the fp32 ways of crossing the same block boundaries: gnnq's pdADMM-G
+    (2 messages per boundary: p down, q up; u recomputed at both ends) and the public code's
+    (3 messages: q and u up, p down), each an fp32 (rows x width) tensor, width = dims[last layer
+    of the lower block]."""
+    per_message = sum(rows * dims[block.stop - 1] * 4 for block in blocks[:-1])
+    return {"gnnq_fp32": 2 * per_message, "public_code_fp32": 3 * per_message}

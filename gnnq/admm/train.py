@@ -16,8 +16,10 @@ import torch
 import torch.nn.functional as F
 from omegaconf import DictConfig
 
-from gnnq.admm.block import LayerBlock, Penalties, initial_block, layer_blocks, warm_start
-from gnnq.admm.links import NeighbourLinks
+from gnnq.admm.block import Layer, LayerBlock, Penalties, StepRule, initial_block, layer_blocks, warm_start
+from gnnq.admm.chain import chain_network, chain_stages
+from gnnq.admm.schedule import RhoSchedule
+from gnnq.admm.links import NeighbourLinks, fp32_baselines
 from gnnq.comm import Communicator
 from gnnq.comm.accounting import ADMM_EVAL, ADMM_TRAIN, CONTROL
 from gnnq.comm.grid_codec import Grid
@@ -26,37 +28,12 @@ from gnnq.errors import ConfigError, GnnqError
 from gnnq.train.driver import NUM_COUNTS, EpochCallback, RowCategories, Trainer, run_epochs
 from gnnq.train.metrics import split_counts
 
-STALL_TOLERANCE = 1e-3  # rho_schedule=grow: a loss that falls by less than this has stalled
-
-
 def admm_grids(qcfg) -> tuple[Grid | None, Grid | None]:
-    """(grid for p, grid for q): both None for pdADMM-G (quantizer=fp32)."""
+    """(grid for p, grid for q): both None for pdADMM-G (quantizer=fp32), either None where not quantized."""
     if qcfg.name != "grid":
         return None, None
     grid = Grid(float(qcfg.grid_min), float(qcfg.grid_max), int(qcfg.grid_levels))
-    return grid, (grid if qcfg.quantize_q else None)
-
-
-class RhoSchedule:
-    """rho_schedule=grow: rho x10 (capped) once the training loss has stalled two iterations running."""
-
-    def __init__(self, pcfg):
-        self.rho, self.grow, self.cap = float(pcfg.rho), pcfg.rho_schedule == "grow", float(pcfg.rho_max)
-        self.losses: list[float] = []
-
-    def state_dict(self) -> dict:
-        return {"rho": self.rho, "losses": list(self.losses)}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.rho, self.losses = float(state["rho"]), list(state["losses"])
-
-    def after(self, loss: float) -> None:
-        """Called with every iteration's training loss (rho_schedule=grow needs trainer.eval_every=1)."""
-        self.losses.append(loss)
-        last = self.losses[-3:]
-        if self.grow and len(last) == 3 and last[2] > last[1] - STALL_TOLERANCE and last[1] > last[0] - STALL_TOLERANCE:
-            self.rho = min(10.0 * self.rho, self.cap)
-            self.losses.clear()  # the next growth needs two more stalled iterations
+    return (grid if qcfg.quantize_p else None), (grid if qcfg.quantize_q else None)
 
 
 class AdmmTrainer(Trainer):
@@ -79,20 +56,26 @@ class AdmmTrainer(Trainer):
         self.masks = [part.train_mask[eval_rows], part.val_mask[eval_rows], part.test_mask[eval_rows]]
 
         self.p_grid, self.q_grid = admm_grids(cfg.quantizer)
-        self.schedule = RhoSchedule(pcfg)
+        self.schedule = RhoSchedule(pcfg.rho, pcfg.rho_schedule, pcfg.rho_max)
         t0 = time.perf_counter()
-        first_layer = None
-        if pcfg.warmup_iterations > 0 and m.layers > 2:
+        first_layer, network = None, None
+        steps = StepRule(None if pcfg.step_start is None else float(pcfg.step_start), int(pcfg.max_backtracks))
+        if pcfg.init == "chain":
+            network = chain_network(x, y, self.dims, seed, chain_stages(pcfg), float(pcfg.rho_max), steps)
+        elif pcfg.warmup_iterations > 0 and m.layers > 2:
             first_layer = warm_start(x, y, self.dims, seed, self.penalties(), pcfg.warmup_iterations)
         self.warmup_time = time.perf_counter() - t0
         self.warmed_up = first_layer is not None
-        self.block, self.links = build_block(comm, x, y, self.dims, seed, self.p_grid, self.q_grid, pcfg.hidden_init, first_layer)
+        self.block, self.links = build_block(comm, x, y, self.dims, seed, self.p_grid, self.q_grid, pcfg.hidden_init, first_layer, network,
+                                             steps)
         self.layer_blocks = layer_blocks(m.layers, comm.world_size)
         self.pen = self.penalties()
         self.eval_loss = 0.0
 
     def penalties(self) -> Penalties:
-        return Penalties(self.schedule.rho, float(self.cfg.parallel.nu), float(self.cfg.trainer.weight_decay))
+        """nu: parallel.nu, or rho at every iteration where parallel.nu is null (the authors' code)."""
+        nu = self.cfg.parallel.nu
+        return Penalties(self.schedule.rho, self.schedule.rho if nu is None else float(nu), float(self.cfg.trainer.weight_decay))
 
     def stateful(self) -> dict:
         return {"block": self.block, "schedule": self.schedule}
@@ -130,6 +113,7 @@ class AdmmTrainer(Trainer):
 
     def finish(self, history: list[dict]) -> dict:
         p_grid, q_grid = self.p_grid, self.q_grid
+        grid = p_grid or q_grid
         own = sum(layer.W.numel() + layer.b.numel() for layer in self.block.layers)  # this rank's block of layers
         num_params = self.comm.all_reduce(torch.tensor([float(own)], dtype=torch.float64, device=self.device), category=CONTROL)
         return {"num_params": int(num_params.item()), "admm": {
@@ -137,10 +121,12 @@ class AdmmTrainer(Trainer):
             "final_objective": history[-1]["objective"],
             "final_residual": history[-1]["residual"],
             "final_rho": self.schedule.rho,
+            "fp32_baseline_bytes_per_iteration": fp32_baselines(self.dims, self.layer_blocks, int(self.num_train)),
+            "init": self.cfg.parallel.init,
             "warmup_iterations": self.cfg.parallel.warmup_iterations if self.warmed_up else 0,
             "warmup_time_s": self.warmup_time,
-            "grid": None if p_grid is None else {"lo": p_grid.lo, "hi": p_grid.hi, "levels": p_grid.levels, "bits": p_grid.bits,
-                                                 "quantize_q": q_grid is not None},
+            "grid": None if grid is None else {"lo": grid.lo, "hi": grid.hi, "levels": grid.levels, "bits": grid.bits,
+                                               "quantize_p": p_grid is not None, "quantize_q": q_grid is not None},
         }}  # fmt: skip
 
 
@@ -152,11 +138,12 @@ def train_admm(cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochC
 
 def build_block(comm: Communicator, x: torch.Tensor, y: torch.Tensor, dims: list[int], seed: int,
                 p_grid: Grid | None, q_grid: Grid | None, hidden_init: str = "he",
-                first: tuple[torch.Tensor, torch.Tensor] | None = None) -> tuple[LayerBlock, NeighbourLinks]:  # fmt: skip
+                first: tuple[torch.Tensor, torch.Tensor] | None = None,
+                network: list[Layer] | None = None, steps: StepRule = StepRule()) -> tuple[LayerBlock, NeighbourLinks]:  # fmt: skip
     """This rank's block of the initial network (identical for any number of ranks) and its links."""
     num_layers = len(dims) - 1
     mine = layer_blocks(num_layers, comm.world_size)[comm.rank]
-    block = initial_block(x, y, dims, seed, mine, hidden_init, first, p_grid, q_grid is not None)
+    block = initial_block(x, y, dims, seed, mine, hidden_init, first, p_grid, q_grid, network, steps)
     _project_start(block, p_grid, q_grid)
     below_width = dims[mine.start - 1]  # p of the first layer and q of the layer below
     above_width = dims[mine.stop - 1]  # q of the last layer and p of the layer above

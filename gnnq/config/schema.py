@@ -158,7 +158,8 @@ class GridQuantizerConfig(QuantizerConfig):
     grid_min: float = -1.0
     grid_max: float = 20.0
     grid_levels: int = 22  # the paper's integers -1..20; sent as ceil(log2(levels)) bits each
-    quantize_q: bool = True  # also put q (sent forward) on the grid; p (sent backward) always is
+    quantize_p: bool = True  # put p (sent backward) on the grid (the paper); false: p is sent in fp32
+    quantize_q: bool = True  # put q (sent forward) on the grid; the public code quantizes q only
 
 
 # --- parallel --------------------------------------------------------------------------------
@@ -206,11 +207,22 @@ class AdmmParallelConfig(ParallelConfig):
 
     name: str = "admm"
     rho: float = 1.0  # penalty on p_{l+1} = q_l (and the dual step)
-    nu: float = 1.0  # penalty on z_l = W_l p_l + b_l and q_l = relu(z_l)
-    hidden_init: str = "identity"  # he | identity: square hidden-to-hidden layers start at the identity
-    warmup_iterations: int = 50  # > 0: layer 1 starts from a 2-layer network trained this many iterations
-    rho_schedule: str = "none"  # none | grow: rho x10 (up to rho_max) when the training loss stalls 2 iterations
-    rho_max: float = 100.0
+    nu: Optional[float] = 1.0  # penalty on z_l = W_l p_l + b_l and q_l = relu(z_l); null: nu = rho every iteration
+    # warmup2: layer 1 from a 2-layer network (warmup_iterations), hidden layers per hidden_init, output random;
+    # chain: the authors' chain of shallower networks (chain_*), gnnq/admm/chain.py
+    init: str = "warmup2"
+    hidden_init: str = "identity"  # init=warmup2: he | identity: square hidden-to-hidden layers start at the identity
+    warmup_iterations: int = 50  # init=warmup2, > 0: layer 1 starts from a 2-layer network trained this many iterations
+    chain_layers: List[int] = field(default_factory=lambda: [2, 5])  # init=chain: depths of the networks before the full one
+    chain_iterations: List[int] = field(default_factory=lambda: [200, 10])  # init=chain: ADMM iterations of each
+    chain_rho: List[float] = field(default_factory=lambda: [1e-5, 1e-5])  # init=chain: each stage's start of rho = nu
+    chain_mu: List[float] = field(default_factory=lambda: [10.0, 1.0])  # init=chain: each stage's weight decay on ||W||^2
+    # none | grow: rho x10 (up to rho_max) when the training loss stalls 2 iterations, then wait 2 more |
+    # paper: the authors' rule, from iteration 4 on x10 after every iteration ending 2 stalled ones (gnnq/admm/schedule.py)
+    rho_schedule: str = "none"
+    step_start: Optional[float] = None  # p/W steps: where the search for t starts; null: half the last accepted t; the authors': 20
+    max_backtracks: int = 30  # p/W steps: tries of t (x2 each) before the step is skipped; the authors': 11
+    rho_max: float = 100.0  # cap of rho_schedule=grow|paper and of the chain stages' schedules
 
 
 # --- cluster ---------------------------------------------------------------------------------

@@ -19,7 +19,8 @@ ALLOWED = {
     "quantizer.backward_influence": ("returned", "adaqp"),
     "quantizer.param_dtype": ("fp16", "fp32"),
     "quantizer.nonfinite": ("error", "zero"),
-    "parallel.rho_schedule": ("none", "grow"),
+    "parallel.rho_schedule": ("none", "grow", "paper"),
+    "parallel.init": ("warmup2", "chain"),
     "parallel.hidden_init": ("he", "identity"),
     "parallel.warmup": ("sync", "zeros"),
     "parallel.smooth": ("both", "features", "gradients"),
@@ -68,6 +69,8 @@ LOWER_BOUNDS = {
     "parallel.nu": (0.0, True),
     "parallel.rho_max": (0.0, True),
     "parallel.warmup_iterations": (0, False),
+    "parallel.step_start": (0.0, True),
+    "parallel.max_backtracks": (1, False),
     "model.hops": (0, False),
     "dataset.num_nodes": (2, False),
     "dataset.avg_degree": (0.0, True),
@@ -166,6 +169,9 @@ def _check_quantizer(q: DictConfig) -> None:
             raise ConfigError(f"quantizer.grid_levels={q.grid_levels} is not allowed; it must be in 2..65536")
         if not q.grid_max > q.grid_min:
             raise ConfigError(f"quantizer.grid_max={q.grid_max} is not allowed; it must be > quantizer.grid_min={q.grid_min}")
+        if not (q.quantize_p or q.quantize_q):
+            raise ConfigError("quantizer.quantize_p=false with quantizer.quantize_q=false is not allowed: quantizer=grid needs "
+                              "one of them; for fp32 messages use quantizer=fp32")  # fmt: skip
         return
     if q.name == "fp32":
         return
@@ -194,6 +200,22 @@ def _check_adaptive(q: DictConfig) -> None:
         raise ConfigError(f"quantizer.variance_weight={q.variance_weight} is not allowed; it must be in [0, 1]")
 
 
+def _check_chain(p: DictConfig, layers: int) -> None:
+    """parallel.init=chain: one value per stage in every chain_* list, depths rising from 2 to below model.layers."""
+    keys = ("chain_layers", "chain_iterations", "chain_rho", "chain_mu")
+    lengths = {len(p[k]) for k in keys}
+    if len(lengths) != 1 or not p.chain_layers:
+        raise ConfigError(f"parallel.{', parallel.'.join(keys)} are not allowed with lengths "
+                          f"{[len(p[k]) for k in keys]}; give one value per chain stage in each (at least one stage)")  # fmt: skip
+    depths = list(p.chain_layers)
+    if depths[0] < 2 or any(b <= a for a, b in zip(depths, depths[1:])) or depths[-1] >= layers:
+        raise ConfigError(f"parallel.chain_layers={depths} is not allowed with model.layers={layers}; "
+                          f"give rising depths from >= 2 to < {layers}")  # fmt: skip
+    for key, strict in (("chain_iterations", False), ("chain_rho", True), ("chain_mu", False)):
+        if not all(math.isfinite(v) and (v > 0 if strict else v >= 0) for v in p[key]):
+            raise ConfigError(f"parallel.{key}={list(p[key])} is not allowed; every value must be finite and {'>' if strict else '>='} 0")
+
+
 def _check_gamlp(cfg: DictConfig) -> None:
     """GA-MLP runs: ADMM (pdADMM-G, -Q) or gradient baselines; grid quantization only under ADMM."""
     p, q, m = cfg.parallel, cfg.quantizer, cfg.model
@@ -209,12 +231,14 @@ def _check_gamlp(cfg: DictConfig) -> None:
                 f"model.dropout={m.dropout}, model.norm={m.norm} are not allowed with parallel=admm (it trains a plain "
                 "ReLU MLP); use model.dropout=0 model.norm=none"
             )
-        if p.rho_schedule == "grow" and cfg.trainer.eval_every != 1:
+        if p.rho_schedule != "none" and cfg.trainer.eval_every != 1:
             raise ConfigError(
-                f"trainer.eval_every={cfg.trainer.eval_every} is not allowed with parallel.rho_schedule=grow: the schedule "
-                "reads every iteration's training loss; use trainer.eval_every=1"
+                f"trainer.eval_every={cfg.trainer.eval_every} is not allowed with parallel.rho_schedule={p.rho_schedule}: the "
+                "schedule reads every iteration's training loss; use trainer.eval_every=1"
             )
-        if p.rho_schedule == "grow" and p.rho > p.rho_max:
+        if p.init == "chain":
+            _check_chain(p, m.layers)
+        if p.rho_schedule != "none" and p.rho > p.rho_max:
             raise ConfigError(f"parallel.rho={p.rho} is not allowed with parallel.rho_max={p.rho_max}; it must be <= rho_max")
         ranks = cfg.cluster.nproc * cfg.cluster.hosts
         if ranks > m.layers:
@@ -326,7 +350,7 @@ def validate(cfg: DictConfig) -> None:
             raise ConfigError(f"{key}={value!r} is not allowed; allowed: {', '.join(allowed)}")
     for key, (low, exclusive) in LOWER_BOUNDS.items():
         value = _get(cfg, key)
-        if value is not _ABSENT and (value < low or (exclusive and value == low)):
+        if value is not _ABSENT and value is not None and (value < low or (exclusive and value == low)):
             raise ConfigError(f"{key}={value} is not allowed; it must be {'>' if exclusive else '>='} {low}")
     for key, (high, exclusive) in UPPER_BOUNDS.items():
         value = _get(cfg, key)

@@ -13,6 +13,7 @@ from gnnq.data.graph import Graph
 from gnnq.data.integrity import warn
 from gnnq.data.loaders import canonical_edges, one_line
 from gnnq.data.loaders import files as files_loader
+from gnnq.data.loaders import npz as npz_loader
 from gnnq.data.loaders import ogb as ogb_loader
 from gnnq.data.loaders import pyg as pyg_loader
 from gnnq.data.loaders import synthetic as synthetic_loader
@@ -34,6 +35,10 @@ def _pyg_entry(name: str) -> _Entry:
 def _ogb_entry(name: str) -> _Entry:
     n = ogb_loader.NUM_NODES[name]
     return _Entry(lambda cfg: ogb_loader.load_ogb(name, data_root(cfg), cfg.download), lambda cfg: n)
+
+
+def _npz_entry(name: str) -> _Entry:
+    return _Entry(lambda cfg: npz_loader.load_npz(name, data_root(cfg)), lambda cfg: None)  # a test file may be smaller
 
 
 def _load_files(cfg) -> Graph:
@@ -59,6 +64,8 @@ DATASETS = Registry("dataset", [
     *(Choice(name, DatasetConfig, _pyg_entry(name), f"PyG {spec.cls_name}: {spec.num_nodes} nodes")
       for name, spec in pyg_loader.SPECS.items()),
     *(Choice(name, DatasetConfig, _ogb_entry(name), f"OGB: {n} nodes") for name, n in ogb_loader.NUM_NODES.items()),
+    *(Choice(name, DatasetConfig, _npz_entry(name), f"PyG {npz_loader.NPZ_FILES[name][0]} npz: {n} nodes; the pdADMM-G authors' split")
+      for name, n in npz_loader.NUM_NODES.items()),
     Choice("files", FilesDatasetConfig, _Entry(_load_files, lambda cfg: None), "your own graph from a directory (docs/datasets.md)"),
     Choice("synthetic", SyntheticDatasetConfig, _Entry(_load_synthetic, lambda cfg: int(cfg.num_nodes)),
            "stochastic block model with class-correlated features; no download"),

@@ -36,7 +36,7 @@ ROW_KEYS = ("epoch", "loss", *SPLITS, "epoch_time_s", "comm_time_s", "compute_ti
             "halo_comm_time_s", "comm_bytes", "grad_sync_bytes", "eval_comm_bytes", "overhead_time_s", "overhead_by_kind",
             "overhead_bytes")  # fmt: skip
 # Every run summary has these keys; a trainer adds its own.
-SUMMARY_KEYS = ("metric", "epochs", "best_val", "test", "best_epoch", "final_loss", "final_train", "epoch_time_s",
+SUMMARY_KEYS = ("metric", "epochs", "best_val", "test", "best_epoch", "final_loss", "final_train", "final_val", "final_test", "epoch_time_s",
                 "comm_time_s", "compute_time_s", "transfer_time_s", "codec_time_s", "halo_comm_time_s", "comm_bytes_per_epoch",
                 "grad_sync_bytes_per_epoch", "setup_comm_bytes", "overhead_time_s", "overhead_by_kind", "overhead_bytes",
                 "training_time_s", "throughput_epochs_per_s", "peak_memory_mib_per_rank", "world_size", "device",
@@ -292,6 +292,8 @@ def summarize(history: list[dict], best: dict, setup_bytes: float, peak_mib: lis
         "best_epoch": best["epoch"],
         "final_loss": last.get("loss"),
         "final_train": last.get("train"),
+        "final_val": last.get("val"),  # the last epoch's: what pdADMM-G's authors report (test above: at the best val)
+        "final_test": last.get("test"),
         "epoch_time_s": median("epoch_time_s"),
         "comm_time_s": median("comm_time_s"),
         "compute_time_s": median("compute_time_s"),
