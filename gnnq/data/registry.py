@@ -38,7 +38,8 @@ def _ogb_entry(name: str) -> _Entry:
 
 
 def _npz_entry(name: str) -> _Entry:
-    return _Entry(lambda cfg: npz_loader.load_npz(name, data_root(cfg)), lambda cfg: None)  # a test file may be smaller
+    # the published node count (checks before loading: no more ranks than nodes); the loaded file is checked again
+    return _Entry(lambda cfg: npz_loader.load_npz(name, data_root(cfg)), lambda cfg: npz_loader.NUM_NODES[name])
 
 
 def _load_files(cfg) -> Graph:
