@@ -40,7 +40,7 @@ SUMMARY_KEYS = ("metric", "epochs", "best_val", "test", "best_epoch", "final_los
                 "comm_time_s", "compute_time_s", "transfer_time_s", "codec_time_s", "halo_comm_time_s", "comm_bytes_per_epoch",
                 "grad_sync_bytes_per_epoch", "setup_comm_bytes", "overhead_time_s", "overhead_by_kind", "overhead_bytes",
                 "training_time_s", "throughput_epochs_per_s", "peak_memory_mib_per_rank", "world_size", "device",
-                "checkpoints")  # fmt: skip
+                "checkpoints", "cpus_per_rank", "threads_per_rank")  # fmt: skip
 NUM_COUNTS = 3 * len(SPLITS)  # split_counts: three per split
 
 
