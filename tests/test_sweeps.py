@@ -4,13 +4,16 @@ summary, job directory names, the per-job cli.log, --help and --version, and a r
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
+from gnnq.config.compose import SWEEPS_DIR
 from gnnq.launch.job_names import MAX_NAME, job_dir_name, shared_keys
 from tests.cli_helpers import gnnq_env, read_record, run_gnnq
 
@@ -105,7 +108,9 @@ def test_dry_run_and_cfg_with_multirun_list_points_and_a_bad_point_is_named(tmp_
     assert "  #1  model=sage  time unknown" in cfg.stdout and "--cfg job" in cfg.stdout.splitlines()[-1]
     named = run_gnnq(["sweep=peers", "--dry-run", "dataset=cora"], tmp_path, tmp_path, timeout=120)
     assert named.returncode == 0, named.stderr
-    assert "7 point(s), each with dataset=cora" in named.stdout and "  #1  experiment=pipegcn  " in named.stdout
+    methods = OmegaConf.load(SWEEPS_DIR / "peers.yaml").hydra.sweeper.params.experiment.split(",")
+    assert f"{len(methods)} point(s), each with dataset=cora" in named.stdout
+    assert all(re.search(rf"^  #{i} +experiment={m}  ", named.stdout, re.M) for i, m in enumerate(methods)), named.stdout
     bad = run_gnnq(["-m", *TINY, "trainer.lr=0.01,-1"], tmp_path, tmp_path, timeout=120)
     assert bad.returncode == 2 and not list(tmp_path.rglob("record.json"))
     assert bad.stderr.strip().startswith("gnnq: error: sweep point #1 of 2 (") and "trainer.lr=-1" in bad.stderr
