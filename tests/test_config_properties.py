@@ -200,7 +200,7 @@ def conflicts(choice: dict) -> set[str]:
         bad |= {"parallel", "model"}
     if m == "gamlp" and p == "sync" and q != "fp32":
         bad |= {"quantizer", "model"}
-    if p == "sampling" and q == "adaptive":
+    if p in ("sampling", "sancus") and q == "adaptive":
         bad |= {"parallel", "quantizer"}
     if p == "minibatch" and ranks != 1:
         bad |= {"parallel", "cluster.nproc"}

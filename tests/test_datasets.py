@@ -44,7 +44,8 @@ def symmetric(edge_index: np.ndarray, n: int) -> bool:
 def test_names_and_dataset_configs():
     names = dataset_names()
     assert names == ["cora", "citeseer", "pubmed", "reddit", "flickr", "yelp", "amazon-products",
-                     "ogbn-arxiv", "ogbn-products", "files", "synthetic"]
+                     "ogbn-arxiv", "ogbn-products", "amazon-computers", "amazon-photo", "coauthor-cs", "coauthor-physics",
+                     "files", "synthetic"]  # fmt: skip
     for name in names:
         assert option_config("dataset", name).name == name
     large = option_config("dataset", "synthetic-large")
