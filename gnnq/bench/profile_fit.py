@@ -62,7 +62,7 @@ def _rank(rank: int, world_size: int, port: int, parts: list, dim: int, rounds: 
             held = profile_channels(comm, held_rounds, repeats)
             result.append({"fits": fits, "held": {f"{s}->{d}": v for (s, d), v in held.items()}})
         torch.save(result, os.path.join(out_dir, f"rank{rank}.pt"))
-        dist.barrier()
+        comm.barrier()
     finally:
         dist.destroy_process_group()
     sys.stdout.flush()
