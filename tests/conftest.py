@@ -56,7 +56,7 @@ def pytest_runtest_setup(item):
 # ---- `pytest -m quick`: the inner loop, every test that starts no process and takes seconds at most ----
 # A test is `multiprocess` when its function or one of its fixtures, or a function or class of tests/ that
 # they use (followed transitively), names one of these: the helpers that run gnnq or torchrun in a subprocess
-# or gloo ranks with mp.spawn, or a module that starts processes. Every other test not slow nor HEAVY is `quick`.
+# or gloo ranks (run_distributed), or a module that starts processes. Every other test not slow nor HEAVY is `quick`.
 # The slowest single-process tests (seconds per case even on an idle 2-core machine: model training,
 # hypothesis searches, every sweep point or allowed combination composed, Triton's interpreter, iterative
 # solvers) are left out of `quick` too, by id (a prefix: a parametrized test's every case). The rest of their
