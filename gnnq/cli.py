@@ -73,6 +73,7 @@ def main() -> None:
     except GnnqError as exc:
         _refuse(exc)
     argv = sys.argv[1:] = _with_resolved_config_dir(argv)
+    _refuse_mixed_modes(argv)
     if any(arg.startswith("resume=") for arg in argv):
         _resume(argv)
     overrides, multirun, config_name, config_dir = _split_args(argv)
@@ -106,6 +107,18 @@ def main() -> None:
 def _refuse(exc: Exception) -> None:
     print(f"gnnq: error: {exc}", file=sys.stderr)
     sys.exit(2)
+
+
+# Hydra's modes: it takes one (a traceback otherwise); gnnq itself serves -m with --cfg (the sweep's points).
+_MODES = {"-m": "-m", "--multirun": "-m", "-r": "--run", "--run": "--run", "-c": "--cfg", "--cfg": "--cfg",
+          "-i": "--info", "--info": "--info", "-sc": "--shell-completion", "--shell-completion": "--shell-completion"}  # fmt: skip
+
+
+def _refuse_mixed_modes(argv: list[str]) -> None:
+    given = sorted({_MODES[a.split("=", 1)[0]] for a in argv if a.split("=", 1)[0] in _MODES})
+    if len(given) > 1 and given != ["--cfg", "-m"]:
+        _refuse(GnnqError(f"{' and '.join(given)} cannot be given together: give one of -m, --run, --cfg, --info, "
+                          "--shell-completion (a sweep's points: gnnq -m ... --dry-run)"))  # fmt: skip
 
 
 def _help_or_version(argv: list[str]) -> bool:

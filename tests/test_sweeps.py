@@ -116,6 +116,10 @@ def test_dry_run_and_cfg_with_multirun_list_points_and_a_bad_point_is_named(tmp_
     assert bad.stderr.strip().startswith("gnnq: error: sweep point #1 of 2 (") and "trainer.lr=-1" in bad.stderr
     unknown = run_gnnq(["sweep=nosuch"], tmp_path, tmp_path, timeout=120)
     assert unknown.returncode == 2 and "sweep 'nosuch'" in unknown.stderr and "peers" in unknown.stderr
+    mixed = run_gnnq(["-m", "--info", *TINY], tmp_path, tmp_path, timeout=120)  # Hydra takes one mode: one line, not its traceback
+    assert mixed.returncode == 2 and mixed.stderr.strip() == (
+        "gnnq: error: --info and -m cannot be given together: give one of -m, --run, --cfg, --info, "
+        "--shell-completion (a sweep's points: gnnq -m ... --dry-run)")  # fmt: skip
 
 
 def test_help_and_version_are_gnnqs(tmp_path):
