@@ -10,8 +10,8 @@ import torch
 
 from gnnq.admm.block import Penalties, StepRule, initial_layers, warm_start
 from gnnq.admm.chain import INIT_STD, Stage, chain_network, grown_network, run_stage
-from gnnq.admm.schedule import RhoSchedule
 from gnnq.admm.partition import cost_blocks, layer_blocks, layer_costs, split_layers
+from gnnq.admm.schedule import RhoSchedule
 from gnnq.admm.train import build_block, iterate, settle_q
 from gnnq.comm.accounting import ADMM_TRAIN
 from gnnq.comm.communicator import Communicator

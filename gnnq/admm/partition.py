@@ -40,10 +40,10 @@ def layer_costs(dims: list[int]) -> list[int]:
     """Estimated FLOPs per training row of each layer's updates in one iteration (module docstring)."""
     top = len(dims) - 1
     costs = []
-    for l in range(1, top + 1):
-        d_in, d_out = dims[l - 1], dims[l]
-        matmuls = (22 if l >= 2 else 14) * d_in * d_out
-        costs.append(matmuls + (OUTPUT_ELEMENTWISE if l == top else HIDDEN_ELEMENTWISE) * d_out)
+    for index in range(1, top + 1):
+        d_in, d_out = dims[index - 1], dims[index]
+        matmuls = (22 if index >= 2 else 14) * d_in * d_out
+        costs.append(matmuls + (OUTPUT_ELEMENTWISE if index == top else HIDDEN_ELEMENTWISE) * d_out)
     return costs
 
 

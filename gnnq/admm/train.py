@@ -19,9 +19,9 @@ from omegaconf import DictConfig
 
 from gnnq.admm.block import Layer, LayerBlock, Penalties, StepRule, initial_block, warm_start
 from gnnq.admm.chain import chain_network, chain_stages
-from gnnq.admm.schedule import RhoSchedule
 from gnnq.admm.links import NeighbourLinks, fp32_baselines
 from gnnq.admm.partition import split_layers
+from gnnq.admm.schedule import RhoSchedule
 from gnnq.comm import Communicator
 from gnnq.comm.accounting import ADMM_EVAL, ADMM_TRAIN, CONTROL
 from gnnq.comm.grid_codec import Grid
@@ -29,6 +29,7 @@ from gnnq.data.part import Part
 from gnnq.errors import ConfigError, GnnqError
 from gnnq.train.driver import NUM_COUNTS, EpochCallback, RowCategories, Trainer, run_epochs
 from gnnq.train.metrics import split_counts
+
 
 def admm_grids(qcfg) -> tuple[Grid | None, Grid | None]:
     """(grid for p, grid for q): both None for pdADMM-G (quantizer=fp32), either None where not quantized."""
