@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
 import torch
 
-from gnnq.admm.block import Penalties, StepRule, initial_layers, layer_blocks, warm_start
+from gnnq.admm.block import Penalties, StepRule, initial_layers, warm_start
 from gnnq.admm.chain import INIT_STD, Stage, chain_network, grown_network, run_stage
+from gnnq.admm.partition import cost_blocks, layer_blocks, layer_costs, split_layers
 from gnnq.admm.schedule import RhoSchedule
-from gnnq.admm.train import build_block, iterate
+from gnnq.admm.train import build_block, iterate, settle_q
 from gnnq.comm.accounting import ADMM_TRAIN
 from gnnq.comm.communicator import Communicator
 from gnnq.comm.grid_codec import Grid, pack_bits, unpack_bits
@@ -75,9 +77,39 @@ def test_layer_blocks_are_contiguous_and_balanced():
         layer_blocks(2, 3)
 
 
+CORA_DIMS = [7165] + [500] * 9 + [7]  # the paper's GA-MLP on Cora: 4 hops of 1,433 features, 10 layers of 500
+
+
+def test_cost_blocks_give_the_wide_first_layer_a_rank_of_its_own():
+    costs = layer_costs(CORA_DIMS)
+    assert costs[0] == 14 * 7165 * 500 + 30 * 500 and costs[1] == 22 * 500 * 500 + 30 * 500 and costs[-1] == 22 * 500 * 7 + 500 * 7
+    assert split_layers(CORA_DIMS, 2, "cost") == [range(1, 2), range(2, 11)]
+    # The largest block is layer 1 alone either way; the other ranks split the rest evenly.
+    assert split_layers(CORA_DIMS, 4, "cost") == [range(1, 2), range(2, 5), range(5, 8), range(8, 11)]
+    assert split_layers(CORA_DIMS, 4, "layers") == layer_blocks(10, 4)
+    with pytest.raises(ValueError, match="parallel.blocks='even' is not allowed; allowed: cost, layers"):
+        split_layers(CORA_DIMS, 2, "even")
+
+
+def test_cost_blocks_minimize_the_largest_block_then_its_spread():
+    """Against every contiguous split of small random costs."""
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(200):
+        n = int(torch.randint(1, 8, (1,), generator=gen))
+        ranks = int(torch.randint(1, n + 1, (1,), generator=gen))
+        costs = torch.randint(1, 20, (n,), generator=gen).tolist()
+        key = lambda blocks: (max(s := [sum(costs[i - 1] for i in b) for b in blocks]), sum(v * v for v in s))  # noqa: E731
+        got = cost_blocks(costs, ranks)
+        assert len(got) == ranks and all(len(b) for b in got) and [i for b in got for i in b] == list(range(1, n + 1))
+        every = [[range(e[i] + 1, e[i + 1] + 1) for i in range(ranks)] for cuts in itertools.combinations(range(1, n), ranks - 1)
+                 for e in [(0, *cuts, n)]]  # fmt: skip
+        assert key(got) == min(map(key, every)), (costs, ranks, got)
+
+
 # --- parallel equals serial (real gloo groups) ---
 
-N, F, H, C, LAYERS, ITERS = 60, 24, 16, 5, 6, 6
+N, F, H, C, LAYERS, ITERS = 60, 60, 16, 5, 6, 6
+DIMS = [F] + [H] * (LAYERS - 1) + [C]  # F wide enough that cost blocks differ from equal counts on 2 and 4 ranks
 PEN = Penalties(rho=0.5, nu=1.0, mu=0.01)
 
 
@@ -89,27 +121,33 @@ def _data():
 GRIDS = {"fp32": None, "grid": Grid(-1.0, 4.0, 256)}  # the grid spans this data's activations, so p and q move on it
 
 
-def _run_blocks(variant: str, deep_start: str = ""):
+def _run_blocks(variant: str, deep_start: str = "", blocks: str = "cost", overlap_q: bool = True):
     """Every rank: ITERS iterations of its block with one intra-op thread (so the arithmetic is the
     same in every process); returns its layers' variables, its neighbour values and its bytes sent.
     ``variant``: fp32, grid (p and q coded) or grid_p (only p). ``deep_start``: "warmup2" (identity
-    hidden layers and a warm-started first layer) or "chain" (the authors' chain start and steps)."""
+    hidden layers and a warm-started first layer) or "chain" (the authors' chain start and steps).
+    ``blocks``: parallel.blocks; ``overlap_q``: each q exchange left in flight into the next iteration."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         comm = Communicator()
         x, y = _data()
         grid = GRIDS["grid" if variant.startswith("grid") else "fp32"]
-        dims = [F] + [H] * (LAYERS - 1) + [C]
+        dims = DIMS
         first = warm_start(x, y, dims, 3, PEN, iterations=4) if deep_start == "warmup2" else None
         steps = StepRule(20.0, 11) if deep_start == "chain" else StepRule()
         network = chain_network(x, y, dims, 3, STAGES, 1.0, steps) if deep_start == "chain" else None
         block, links = build_block(comm, x, y, dims, seed=3, p_grid=grid, q_grid=grid if variant == "grid" else None,
-                                   hidden_init="identity" if deep_start else "he", first=first, network=network, steps=steps)  # fmt: skip
+                                   hidden_init="identity" if deep_start else "he", first=first, network=network, steps=steps,
+                                   blocks=blocks)  # fmt: skip
         start = {layer.index: layer.p for layer in block.layers if layer.p is not None}
         comm.stats.reset()
+        pending = None
         for _ in range(ITERS):
-            iterate(block, links, PEN)
+            pending = iterate(block, links, PEN, pending, overlap_q)
+            assert (pending is not None) == overlap_q
+        if pending is not None:
+            settle_q(block, links, pending)
         names = ("W", "b", "z", "p", "q", "u")
         state = {layer.index: {k: getattr(layer, k).clone() for k in names if getattr(layer, k) is not None} for layer in block.layers}
         ghosts = {"q_below": block.q_below, "u_below": block.u_below, "p_above": block.p_above}
@@ -127,16 +165,19 @@ def _merged(results) -> dict:
 
 
 @pytest.mark.parametrize(
-    "variant,deep_start",
-    [("fp32", ""), ("grid", ""), ("grid_p", ""), ("fp32", "warmup2"), ("fp32", "chain")],
-    ids=["pdADMM-G", "pdADMM-G-Q", "pdADMM-G-Q-p-only", "deep-start", "chain-start"],
-)
-def test_any_number_of_ranks_computes_the_serial_iterates(variant, deep_start):
-    serial = _merged([_run_blocks(variant, deep_start)])  # one process: no group, the whole network in one block
+    "variant,deep_start,blocks,overlap_q",
+    [("fp32", "", "cost", True), ("grid", "", "cost", True), ("grid_p", "", "cost", True), ("fp32", "warmup2", "cost", True),
+     ("fp32", "chain", "cost", True), ("fp32", "", "layers", False)],
+    ids=["pdADMM-G", "pdADMM-G-Q", "pdADMM-G-Q-p-only", "deep-start", "chain-start", "equal-counts-blocking-q"],
+)  # fmt: skip
+def test_any_number_of_ranks_computes_the_serial_iterates(variant, deep_start, blocks, overlap_q):
+    for world_size in (2, 4):  # or the cost split would test nothing the equal counts do not
+        assert split_layers(DIMS, world_size, "cost") != layer_blocks(LAYERS, world_size)
+    serial = _merged([_run_blocks(variant, deep_start, blocks, overlap_q)])  # one process: no group, the whole network in one block
     assert sorted(serial) == list(range(1, LAYERS + 1))
     grid = GRIDS["grid" if variant.startswith("grid") else "fp32"]
     for world_size in (2, 4):
-        results = run_distributed(world_size, _run_blocks, variant, deep_start)
+        results = run_distributed(world_size, _run_blocks, variant, deep_start, blocks, overlap_q)
         parallel = _merged(results)
         assert sorted(parallel) == sorted(serial)
         for index, variables in serial.items():
@@ -144,12 +185,12 @@ def test_any_number_of_ranks_computes_the_serial_iterates(variant, deep_start):
                 assert torch.equal(parallel[index][name], value), (world_size, index, name, (parallel[index][name] - value).abs().max())
         for rank, (_, _, ghosts, moved) in enumerate(results):
             assert moved, f"rank {rank}: p did not move"
-            blocks = layer_blocks(LAYERS, world_size)[rank]
-            if blocks.start > 1:  # q and the replica of u of the layer below equal its owner's
-                assert torch.equal(ghosts["q_below"], serial[blocks.start - 1]["q"])
-                assert torch.equal(ghosts["u_below"], serial[blocks.start - 1]["u"])
-            if blocks.stop <= LAYERS:
-                assert torch.equal(ghosts["p_above"], serial[blocks.stop]["p"])
+            mine = split_layers(DIMS, world_size, blocks)[rank]
+            if mine.start > 1:  # q and the replica of u of the layer below equal its owner's
+                assert torch.equal(ghosts["q_below"], serial[mine.start - 1]["q"])
+                assert torch.equal(ghosts["u_below"], serial[mine.start - 1]["u"])
+            if mine.stop <= LAYERS:
+                assert torch.equal(ghosts["p_above"], serial[mine.stop]["p"])
         # Bytes: each of the world_size - 1 boundaries carries one p down and one q up per iteration.
         fp32_message = N * H * 4
         coded = fp32_message if grid is None else math.ceil(N * H * grid.bits / 8)
@@ -168,7 +209,7 @@ def test_iterations_move_the_network():
     """A guard against a parallel == serial test passing because nothing changes."""
     comm = Communicator()
     x, y = _data()
-    block, links = build_block(comm, x, y, [F] + [H] * (LAYERS - 1) + [C], seed=3, p_grid=None, q_grid=None)
+    block, links = build_block(comm, x, y, DIMS, seed=3, p_grid=None, q_grid=None)
     before = [layer.W.clone() for layer in block.layers]
     loss_before = torch.nn.functional.cross_entropy(block.forward(x), y)
     for _ in range(ITERS):
@@ -180,7 +221,7 @@ def test_iterations_move_the_network():
 
 def test_identity_hidden_layers_and_warm_first_layer():
     x, y = _data()
-    dims = [F] + [H] * (LAYERS - 1) + [C]
+    dims = DIMS
     first = warm_start(x, y, dims, 3, PEN, iterations=4)
     he = initial_layers(x, dims, 3)
     assert not torch.equal(first[0], he[0].W)  # the warm-up moved layer 1
@@ -241,7 +282,7 @@ STAGES = [Stage(2, 3, 1e-2, 1.0), Stage(4, 2, 1e-2, 0.1)]
 
 def test_chain_start_keeps_the_trained_layers_and_starts_the_output_at_the_labels():
     x, y = _data()
-    dims = [F] + [H] * (LAYERS - 1) + [C]
+    dims = DIMS
     gen = torch.Generator().manual_seed(3)
     two = grown_network(x, y, H, C, 2, [], False, gen)
     assert two[0].W.std().item() == pytest.approx(INIT_STD, rel=0.2) and torch.equal(two[1].z, torch.zeros(N, C))

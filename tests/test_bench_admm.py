@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gnnq.admm.block import layer_blocks
 from gnnq.admm.links import fp32_baselines
+from gnnq.admm.partition import layer_blocks
 from gnnq.bench.admm import byte_rows
 
 ROWS, DIMS = 140, [7165] + [500] * 9 + [7]

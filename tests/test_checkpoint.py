@@ -67,7 +67,8 @@ CASES = {
     "sampling": ["parallel=sampling", "parallel.sampling_rate=0.5", "quantizer=uniform"],
     # SANCUS: both ends' caches and the epoch of each owner's last send (a resend is due after the resume).
     "sancus": ["parallel=sancus", "parallel.threshold=1e9", "parallel.max_staleness=2"],
-    # pdADMM-G-Q: every layer's p, W, b, z, q, u, the ghosts of the neighbour blocks and the rho schedule.
+    # pdADMM-G-Q: every layer's p, W, b, z, q, u, the ghosts of the neighbour blocks and the rho schedule; blocks
+    # by cost and q left in flight across the (evaluated) epochs between checkpoints, settled at each checkpoint.
     "admm-grid": ["model=gamlp", "model.layers=4", "model.hidden=16", "parallel=admm", "parallel.warmup_iterations=5",
                   "parallel.rho_schedule=grow", "quantizer=grid", "model.dropout=0.0"],  # fmt: skip
 }
@@ -93,6 +94,9 @@ def test_resumed_run_equals_uninterrupted_run(tmp_path, data_root, case):
     for key in ("best_val", "test", "comm_bytes_per_epoch"):
         assert resumed[key] == uninterrupted[key], key
     assert _comparable_summary(resumed) == _comparable_summary(uninterrupted)
+    if "admm" in resumed["summary"]:  # blocks by cost, not equal layer counts ([1, 2], [3, 4]), q overlapped
+        admm = resumed["summary"]["admm"]
+        assert admm["layer_blocks"] == [[1, 1], [2, 4]] and admm["overlap_q"] is True
     checkpoints = resumed["summary"]["checkpoints"]
     assert [e["epoch"] for e in checkpoints["log"]] == [2, 4, 6, 8] and checkpoints["resumed_from_epoch"] == 4
     assert list((run_dir / CHECKPOINT_DIR).glob("epoch-*")) == [run_dir / CHECKPOINT_DIR / "epoch-000008"]

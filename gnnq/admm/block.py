@@ -1,6 +1,6 @@
 """The layers one rank owns in pdADMM-G, their variables, and one ADMM iteration over them.
 
-Layers 1..L are split into contiguous blocks, one per rank. Layer l holds W_l, b_l, z_l, its
+Layers 1..L are split into contiguous blocks, one per rank (``gnnq.admm.partition``). Layer l holds W_l, b_l, z_l, its
 input p_l (layer 1's input is the data) and, below the top, its output q_l and the dual u_l
 of p_{l+1} = q_l. Per layer the iteration is (k -> k+1), every step closed form or one
 linearized proximal step (``gnnq.admm.updates``):
@@ -25,19 +25,6 @@ import torch
 import torch.nn.functional as F
 
 from gnnq.admm import updates
-
-
-def layer_blocks(layers: int, ranks: int) -> list[range]:
-    """Contiguous 1-based layer ranges, sizes differing by at most one, larger blocks first."""
-    if not 1 <= ranks <= layers:
-        raise ValueError(f"cannot split {layers} layers over {ranks} ranks (need 1 <= ranks <= layers)")
-    base, extra = divmod(layers, ranks)
-    blocks, start = [], 1
-    for r in range(ranks):
-        size = base + (1 if r < extra else 0)
-        blocks.append(range(start, start + size))
-        start += size
-    return blocks
 
 
 @dataclass(frozen=True)
@@ -176,8 +163,10 @@ class LayerBlock:
             return self.p_above
         return self.layers[layer.index + 1 - self.first].p
 
-    def step_p(self, pen: Penalties) -> None:
-        for layer in self.layers:
+    def step_p(self, pen: Penalties, layers: list[Layer] | None = None) -> None:
+        """The p-steps of ``layers`` (default: all of this block's; each reads only its own layer and
+        the one below, so any order or subset computes the same values)."""
+        for layer in self.layers if layers is None else layers:
             if layer.p is None:
                 continue
             q_prev, u_prev = self.below(layer)

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from omegaconf import DictConfig
 
-from gnnq.admm.block import Layer, LayerBlock, Penalties, StepRule, initial_block, layer_blocks, warm_start
+from gnnq.admm.block import Layer, LayerBlock, Penalties, StepRule, initial_block, warm_start
 from gnnq.admm.chain import chain_network, chain_stages
-from gnnq.admm.schedule import RhoSchedule
 from gnnq.admm.links import NeighbourLinks, fp32_baselines
+from gnnq.admm.partition import split_layers
+from gnnq.admm.schedule import RhoSchedule
 from gnnq.comm import Communicator
 from gnnq.comm.accounting import ADMM_EVAL, ADMM_TRAIN, CONTROL
 from gnnq.comm.grid_codec import Grid
@@ -27,6 +29,7 @@ from gnnq.data.part import Part
 from gnnq.errors import ConfigError, GnnqError
 from gnnq.train.driver import NUM_COUNTS, EpochCallback, RowCategories, Trainer, run_epochs
 from gnnq.train.metrics import split_counts
+
 
 def admm_grids(qcfg) -> tuple[Grid | None, Grid | None]:
     """(grid for p, grid for q): both None for pdADMM-G (quantizer=fp32), either None where not quantized."""
@@ -40,6 +43,7 @@ class AdmmTrainer(Trainer):
     """pdADMM-G(-Q): every rank iterates its block of layers; an epoch is one iteration."""
 
     row_categories = RowCategories(train=(ADMM_TRAIN,), eval=(ADMM_EVAL,))
+    settles_for_evaluation = False
 
     def __init__(self, cfg: DictConfig, part: Part, comm: Communicator, device=torch.device("cpu")):
         if part.multilabel:
@@ -66,9 +70,14 @@ class AdmmTrainer(Trainer):
             first_layer = warm_start(x, y, self.dims, seed, self.penalties(), pcfg.warmup_iterations)
         self.warmup_time = time.perf_counter() - t0
         self.warmed_up = first_layer is not None
+        # A q left in flight past an epoch travels on a group of its own (the evaluation pipeline and
+        # the row's all-reduce use comm's); with_own_group is collective: every rank takes this branch alike.
+        self.overlap_q = bool(pcfg.overlap_q)
+        train_comm = comm.with_own_group() if self.overlap_q else comm
         self.block, self.links = build_block(comm, x, y, self.dims, seed, self.p_grid, self.q_grid, pcfg.hidden_init, first_layer, network,
-                                             steps)
-        self.layer_blocks = layer_blocks(m.layers, comm.world_size)
+                                             steps, pcfg.blocks, train_comm)
+        self.layer_blocks = split_layers(self.dims, comm.world_size, pcfg.blocks)
+        self.pending: PendingQ | None = None
         self.pen = self.penalties()
         self.eval_loss = 0.0
 
@@ -85,7 +94,14 @@ class AdmmTrainer(Trainer):
         self.eval_loss = 0.0
 
     def train_step(self, epoch: int) -> None:
-        iterate(self.block, self.links, self.pen)
+        self.pending = iterate(self.block, self.links, self.pen, self.pending, self.overlap_q)
+
+    def settle_training(self) -> None:
+        """Before a checkpoint (it holds the block's ghosts) and at the end; evaluation need not wait
+        (``settles_for_evaluation``): it reads no ghost, and its messages go on another group."""
+        if self.pending is not None:
+            settle_q(self.block, self.links, self.pending)
+            self.pending = None
 
     def evaluate(self) -> torch.Tensor:
         """The evaluation rows up the block pipeline; the top block counts (the others give zeros)."""
@@ -112,12 +128,15 @@ class AdmmTrainer(Trainer):
         return {"loss": loss, "objective": sums["objective"], "residual": sums["residual"], "rho": self.pen.rho}
 
     def finish(self, history: list[dict]) -> dict:
+        self.settle_training()
         p_grid, q_grid = self.p_grid, self.q_grid
         grid = p_grid or q_grid
         own = sum(layer.W.numel() + layer.b.numel() for layer in self.block.layers)  # this rank's block of layers
         num_params = self.comm.all_reduce(torch.tensor([float(own)], dtype=torch.float64, device=self.device), category=CONTROL)
         return {"num_params": int(num_params.item()), "admm": {
             "layer_blocks": [[r.start, r.stop - 1] for r in self.layer_blocks],
+            "blocks": self.cfg.parallel.blocks,
+            "overlap_q": self.overlap_q,
             "final_objective": history[-1]["objective"],
             "final_residual": history[-1]["residual"],
             "final_rho": self.schedule.rho,
@@ -139,30 +158,61 @@ def train_admm(cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochC
 def build_block(comm: Communicator, x: torch.Tensor, y: torch.Tensor, dims: list[int], seed: int,
                 p_grid: Grid | None, q_grid: Grid | None, hidden_init: str = "he",
                 first: tuple[torch.Tensor, torch.Tensor] | None = None,
-                network: list[Layer] | None = None, steps: StepRule = StepRule()) -> tuple[LayerBlock, NeighbourLinks]:  # fmt: skip
-    """This rank's block of the initial network (identical for any number of ranks) and its links."""
+                network: list[Layer] | None = None, steps: StepRule = StepRule(), blocks: str = "layers",
+                train_comm: Communicator | None = None) -> tuple[LayerBlock, NeighbourLinks]:  # fmt: skip
+    """This rank's block (split by ``blocks``: ``gnnq.admm.partition``) of the initial network
+    (identical for any number of ranks) and its links (p and q on ``train_comm``, default ``comm``)."""
     num_layers = len(dims) - 1
-    mine = layer_blocks(num_layers, comm.world_size)[comm.rank]
+    mine = split_layers(dims, comm.world_size, blocks)[comm.rank]
     block = initial_block(x, y, dims, seed, mine, hidden_init, first, p_grid, q_grid, network, steps)
     _project_start(block, p_grid, q_grid)
     below_width = dims[mine.start - 1]  # p of the first layer and q of the layer below
     above_width = dims[mine.stop - 1]  # q of the last layer and p of the layer above
-    links = NeighbourLinks(comm, mine.start, mine.stop - 1, num_layers, x.shape[0], below_width, above_width, p_grid, q_grid)
+    links = NeighbourLinks(comm, mine.start, mine.stop - 1, num_layers, x.shape[0], below_width, above_width, p_grid, q_grid, train_comm)
     return block, links
 
 
-def iterate(block: LayerBlock, links: NeighbourLinks, pen: Penalties) -> None:
-    """One pdADMM-G iteration of this rank's block; p in flight while W, b and z update."""
-    block.step_p(pen)
+@dataclass
+class PendingQ:
+    """A q exchange left in flight past its iteration, with the penalties of that iteration (the
+    replica of u below is updated with them when the q arrives)."""
+
+    handle: tuple
+    pen: Penalties
+
+
+def iterate(block: LayerBlock, links: NeighbourLinks, pen: Penalties, pending: PendingQ | None = None,
+            overlap_q: bool = False) -> PendingQ | None:  # fmt: skip
+    """One pdADMM-G iteration of this rank's block; p in flight while W, b and z update.
+
+    ``overlap_q``: the q exchange that ends the iteration is returned in flight instead of waited
+    for; pass it as ``pending`` to the next iteration, which runs the p-steps of every layer but
+    the block's first (they do not read q from below) before it waits for it. The iterates are
+    the same either way; ``settle_q`` completes one left in flight at the end."""
+    if pending is None:
+        block.step_p(pen)
+    else:
+        block.step_p(pen, block.layers[1:])
+        settle_q(block, links, pending)
+        block.step_p(pen, block.layers[:1])
     handle = links.exchange_p_start(block.layers[0].p, block.x.device)
     block.step_wbz(pen)
     received = links.finish(handle)
     if received is not None:
         block.p_above = received
     block.step_qu(pen)
-    received = links.finish(links.exchange_q_start(block.layers[-1].q, block.x.device))
+    posted = PendingQ(links.exchange_q_start(block.layers[-1].q, block.x.device), pen)
+    if overlap_q:
+        return posted
+    settle_q(block, links, posted)
+    return None
+
+
+def settle_q(block: LayerBlock, links: NeighbourLinks, pending: PendingQ) -> None:
+    """Wait for a q exchange; take q_{first-1}^{k+1} from below (and update the replica of u there)."""
+    received = links.finish(pending.handle)
     if received is not None:
-        block.receive_q_below(received, pen)
+        block.receive_q_below(received, pending.pen)
 
 
 def _project_start(block: LayerBlock, p_grid: Grid | None, q_grid: Grid | None) -> None:

@@ -223,6 +223,10 @@ class AdmmParallelConfig(ParallelConfig):
     step_start: Optional[float] = None  # p/W steps: where the search for t starts; null: half the last accepted t; the authors': 20
     max_backtracks: int = 30  # p/W steps: tries of t (x2 each) before the step is skipped; the authors': 11
     rho_max: float = 100.0  # cap of rho_schedule=grow|paper and of the chain stages' schedules
+    # which layers each rank owns (gnnq/admm/partition.py): cost: contiguous blocks minimizing the largest
+    # block's estimated FLOPs (gnnq) | layers: equal layer counts (the paper's and the public code's split)
+    blocks: str = "cost"
+    overlap_q: bool = True  # true: the q exchange stays in flight into the next iteration's p-steps (same iterates)
 
 
 # --- cluster ---------------------------------------------------------------------------------

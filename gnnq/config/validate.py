@@ -22,6 +22,7 @@ ALLOWED = {
     "parallel.rho_schedule": ("none", "grow", "paper"),
     "parallel.init": ("warmup2", "chain"),
     "parallel.hidden_init": ("he", "identity"),
+    "parallel.blocks": ("cost", "layers"),
     "parallel.warmup": ("sync", "zeros"),
     "parallel.smooth": ("both", "features", "gradients"),
     "parallel.sample_size": ("floor", "at_least_one"),

@@ -64,13 +64,15 @@ class Trainer:
     such as AdaQP's reassignment, is measured on ``overheads`` and its messages go under the
     ``OVERHEAD`` category), then ``train_step`` (timed) and, on evaluation epochs,
     ``settle_training`` (timed: training messages still in flight are waited for and charged to
-    the epoch) and ``evaluate``; then ``epoch_sums`` (this rank's summands, summed over ranks by
-    the driver) and ``row_fields`` (the row's loss and the trainer's own fields, from those sums).
+    the epoch; before a checkpoint too, and a trainer whose evaluation reads nothing in flight sets
+    ``settles_for_evaluation = False`` to keep them in flight across evaluation) and ``evaluate``;
+    then ``epoch_sums`` (this rank's summands, summed over ranks by the driver) and ``row_fields`` (the row's loss and the trainer's own fields, from those sums).
     ``finish`` ends training and adds summary keys.
     """
 
     metric: str = "accuracy"  # accuracy | micro_f1: how evaluation counts become scores
     row_categories = RowCategories()
+    settles_for_evaluation: bool = True  # settle_training before every evaluation (False: only before checkpoints)
     setup_comm_bytes: float = 0.0  # one-off setup messages, all ranks
 
     def stateful(self) -> dict:
@@ -138,8 +140,8 @@ def run_epochs(trainer: Trainer, tcfg, comm: Communicator, on_epoch: EpochCallba
     for epoch in range(first_epoch, tcfg.epochs + 1):
         fault.check(epoch)
         evaluated = epoch % tcfg.eval_every == 0 or epoch == tcfg.epochs
-        # Messages in flight are settled inside the epoch before an evaluation or a checkpoint (which holds them).
-        row = run_epoch(trainer, epoch, evaluated, comm, device, settle=evaluated or checkpoints.due(epoch))
+        # Messages in flight are settled inside the epoch before a checkpoint (which holds them) and an evaluation.
+        row = run_epoch(trainer, epoch, evaluated, comm, device, settle=checkpoints.due(epoch))
         best = update_best(best, row)
         history.append(row)
         if on_epoch is not None:
@@ -168,7 +170,8 @@ def run_epoch(trainer: Trainer, epoch: int, evaluated: bool, comm: Communicator,
               settle: bool = False) -> dict:  # fmt: skip
     """One epoch's step, evaluation and row; the row's sums and maxes are reduced over ranks.
 
-    ``settle`` (implied by ``evaluated``): wait for the epoch's training messages still in flight inside its timer.
+    ``settle`` (implied by ``evaluated`` unless the trainer's ``settles_for_evaluation`` is False): wait for
+    the epoch's training messages still in flight inside its timer.
     """
     f64 = {"dtype": torch.float64, "device": device}
     trainer.before_epoch(epoch)
@@ -176,7 +179,7 @@ def run_epoch(trainer: Trainer, epoch: int, evaluated: bool, comm: Communicator,
     comm.stats.reset()
     t0 = time.perf_counter()
     trainer.train_step(epoch)
-    if evaluated or settle:
+    if settle or (evaluated and trainer.settles_for_evaluation):
         trainer.settle_training()  # a message of this epoch still in flight is this epoch's wait, not evaluation's
     if device.type == "cuda":
         torch.cuda.synchronize(device)
