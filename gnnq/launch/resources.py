@@ -128,22 +128,34 @@ def check_launch_resources(cfg, meta: dict, features: int) -> list[float]:
     c = cfg.cluster
     estimates = per_rank_estimates(cfg, meta, features)
     here = ranks_here(cfg, estimates)
-    cores = cores_here()
-    if len(here) > OVERSUBSCRIBE * cores and not c.allow_oversubscribe:
-        warn(
-            f"{len(here)} ranks on {cores} core(s) of this host ({len(here) / cores:.0f} per core, more than {OVERSUBSCRIBE}): "
-            "they mostly wait for a CPU and epoch times measure that; set cluster.allow_oversubscribe=true to silence this"
-        )
-    agents = c.hosts if c.name == "emulated" else 1
-    need = sum(here) + AGENT_MIB * agents
+    warn_if_oversubscribed(cfg, len(here))
     if c.name == "slurm" and c.memory_limit_gib is None:
         return [round(m, 1) for m in estimates]  # the ranks run on compute nodes, not on this (submit) host
+    refuse_ranks_that_do_not_fit(cfg, here)
+    return [round(m, 1) for m in estimates]
+
+
+def warn_if_oversubscribed(cfg, ranks: int) -> None:
+    """One warning line when ``ranks`` on this host far outnumber its cores (unless cluster.allow_oversubscribe)."""
+    cores = cores_here()
+    if ranks > OVERSUBSCRIBE * cores and not cfg.cluster.allow_oversubscribe:
+        warn(
+            f"{ranks} ranks on {cores} core(s) of this host ({ranks / cores:.0f} per core, more than {OVERSUBSCRIBE}): "
+            "they mostly wait for a CPU and epoch times measure that; set cluster.allow_oversubscribe=true to silence this"
+        )
+
+
+def refuse_ranks_that_do_not_fit(cfg, here: list[float], note: str = "") -> None:
+    """ConfigError with one line when the ranks ``here`` (their estimates, MiB) and this host's torchrun agents
+    need more than is available; ``note`` says what the estimates assume."""
+    c = cfg.cluster
+    agents = c.hosts if c.name == "emulated" else 1
+    need = sum(here) + AGENT_MIB * agents
     avail, source = available_mib(c.memory_limit_gib)
     if avail is not None and need > avail:
         raise ConfigError(
             f"not enough memory: the {len(here)} rank(s) on this host need about {need / 1024:.1f} GiB "
-            f"(largest rank {max(here):,.0f} MiB) but {avail / 1024:.1f} GiB is available ({source}); "
+            f"(largest rank {max(here):,.0f} MiB{note}) but {avail / 1024:.1f} GiB is available ({source}); "
             f"estimate: {FORMULA}, plus {AGENT_MIB:.0f} MiB per torchrun; use fewer ranks per host (cluster.nproc), "
             "a smaller model, or set cluster.memory_limit_gib to override the check"
         )
-    return [round(m, 1) for m in estimates]
