@@ -52,11 +52,9 @@ def check_before_partitioning(cfg, graph, nparts: int) -> dict:
     n, e = graph.num_nodes, graph.num_edges
     avail, source = available_mib(cfg.cluster.memory_limit_gib)
     gmib = graph_mib(graph)
-    entries = 2 * e  # symmetrizing can double the edges; a graph that already holds both directions is used as it is
+    # METIS gets the graph as it is when it holds both directions, else a symmetrized copy of up to twice the edges
+    entries = e if metis and is_symmetric_canonical(*graph.edge_index, n) else 2 * e
     launcher = launcher_memory_mib(gmib, n, entries, e, nparts, metis)
-    if metis and avail is not None and launcher > avail and is_symmetric_canonical(*graph.edge_index, n):
-        entries = e
-        launcher = launcher_memory_mib(gmib, n, entries, e, nparts, metis)
     sizes = f"{n:,} nodes, {e:,} edges, {graph.num_features} features, {nparts} parts"
     if avail is not None and launcher > avail:
         raise ConfigError(
