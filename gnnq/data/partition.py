@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gnnq.data.loaders import edge_keys, edges_from_keys
-
 from gnnq.config.registry import PARTITIONERS as PARTITIONER_REGISTRY
+from gnnq.data.loaders import edge_keys, edges_from_keys
 from gnnq.errors import PartitionError
 
 PARTITIONERS = PARTITIONER_REGISTRY.names()

@@ -15,8 +15,14 @@ from __future__ import annotations
 import math
 
 from gnnq.errors import ConfigError
-from gnnq.launch.resources import (available_mib, model_shape, rank_memory_mib, ranks_here, refuse_ranks_that_do_not_fit,
-                                   warn_if_oversubscribed)
+from gnnq.launch.resources import (
+    available_mib,
+    model_shape,
+    rank_memory_mib,
+    ranks_here,
+    refuse_ranks_that_do_not_fit,
+    warn_if_oversubscribed,
+)
 
 LAUNCHER_BASE_MIB = 300.0  # python, torch, hydra and gnnq in the launcher (RSS), before the graph
 METIS_EDGE_BYTES = 120  # per entry of the symmetric adjacency (measured 92-106 B, 2M-30M entries)
@@ -71,7 +77,9 @@ def check_before_partitioning(cfg, graph, nparts: int) -> dict:
     if not (cfg.cluster.name == "slurm" and cfg.cluster.memory_limit_gib is None):  # slurm: the ranks run elsewhere
         here = ranks_here(cfg, [floor] * ranks)
         try:
-            refuse_ranks_that_do_not_fit(cfg, here, f", with {inner:,} inner nodes and no halo node yet: {sizes}; refused before partitioning")
+            refuse_ranks_that_do_not_fit(
+                cfg, here, f", with {inner:,} inner nodes and no halo node yet: {sizes}; refused before partitioning"
+            )
         except ConfigError:
             warn_if_oversubscribed(cfg, len(here))  # what the check after partitioning would have said first
             raise
