@@ -124,7 +124,7 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
     from gnnq.data.part_cache import prepare_parts
     from gnnq.data.registry import data_root, data_root_key, load_dataset
     from gnnq.errors import CacheError, ConfigError
-    from gnnq.launch.partition_memory import check_before_partitioning
+    from gnnq.launch.partition_memory import check_before_partitioning, graph_mib
     from gnnq.launch.resources import check_launch_resources
 
     t0 = time.perf_counter()
@@ -159,7 +159,7 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
         check_writable(parts_root, key)  # names a file in the way, or a root where nothing can be created
         raise CacheError(f"{key}: cannot write the partition cache under {parts_root} ({describe_os_error(exc)}); "
                          f"set {key} to a writable directory (complete data and parts are read without writing)") from None  # fmt: skip
-    meta = {**meta, "memory_estimate_mib_per_rank": check_launch_resources(cfg, meta, graph.num_features)}
+    meta = {**meta, "memory_estimate_mib_per_rank": check_launch_resources(cfg, meta, graph.num_features, graph_mib(graph))}
     if before:
         meta["memory_estimate_launcher_mib"] = before["launcher_mib"]
     if cfg.parallel.name == "admm":

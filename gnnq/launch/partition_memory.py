@@ -21,7 +21,9 @@ from gnnq.launch.resources import (
     rank_memory_mib,
     ranks_here,
     refuse_ranks_that_do_not_fit,
+    rss_mib,
     warn_if_oversubscribed,
+    with_held,
 )
 
 LAUNCHER_BASE_MIB = 300.0  # python, torch, hydra and gnnq in the launcher (RSS), before the graph
@@ -56,8 +58,9 @@ def check_before_partitioning(cfg, graph, nparts: int) -> dict:
 
     metis = cfg.partitioner.name == "metis"
     n, e = graph.num_nodes, graph.num_edges
-    avail, source = available_mib(cfg.cluster.memory_limit_gib)
     gmib = graph_mib(graph)
+    limit = cfg.cluster.memory_limit_gib
+    avail, source = with_held(available_mib(limit), limit, rss_mib(), "this launcher, counted in the estimate")
     # METIS gets the graph as it is when it holds both directions, else a symmetrized copy of up to twice the edges
     entries = e if metis and is_symmetric_canonical(*graph.edge_index, n) else 2 * e
     launcher = launcher_memory_mib(gmib, n, entries, e, nparts, metis)
@@ -78,7 +81,7 @@ def check_before_partitioning(cfg, graph, nparts: int) -> dict:
         here = ranks_here(cfg, [floor] * ranks)
         try:
             refuse_ranks_that_do_not_fit(
-                cfg, here, f", with {inner:,} inner nodes and no halo node yet: {sizes}; refused before partitioning"
+                cfg, here, f", with {inner:,} inner nodes and no halo node yet: {sizes}; refused before partitioning", gmib
             )
         except ConfigError:
             warn_if_oversubscribed(cfg, len(here))  # what the check after partitioning would have said first
