@@ -27,7 +27,7 @@ from gnnq.launch.resources import (
 )
 
 LAUNCHER_BASE_MIB = 300.0  # python, torch, hydra and gnnq in the launcher (RSS), before the graph
-METIS_EDGE_BYTES = 120  # per entry of the symmetric adjacency (measured 92-106 B, 2M-30M entries)
+METIS_EDGE_BYTES = 140  # per entry of the symmetric adjacency (measured 92-125 B from 2M to 122M entries: it grows)
 METIS_NODE_BYTES = 128  # per node (measured about 110 B)
 BUILD_EDGE_BYTES = 48  # building the parts: owners (1 B/edge), a part's mask, edges, order and columns
 LAUNCHER_FORMULA = (f"launcher {LAUNCHER_BASE_MIB:.0f} MiB + the graph in memory (edges, features, labels, masks) "
