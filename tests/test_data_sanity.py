@@ -131,3 +131,22 @@ def test_memory_limit_must_be_positive(value):
     with pytest.raises(ConfigError) as e:
         compose_config([f"cluster.memory_limit_gib={value}"])
     assert str(e.value) == f"cluster.memory_limit_gib={float(value)} is not allowed; it must be null or > 0 (GiB)"
+
+
+def test_partitioning_or_ranks_that_cannot_fit_are_refused_before_partitioning(tmp_path):
+    big = ["dataset.num_nodes=20000", "dataset.avg_degree=20"]
+    # The launcher alone (python and the graph, then METIS's ~140 B per adjacency entry) needs more than 0.25 GiB.
+    res = run_gnnq([*FAST, *big, "cluster.memory_limit_gib=0.25"], tmp_path / "runs", tmp_path / "data")
+    line = _failed_with_one_line(
+        res, tmp_path / "runs", "not enough memory to partition: 20,000 nodes,", "64 features, 2 parts need about",
+        "in the launcher (graph 0.0 GiB) but 0.2 GiB is available (cluster.memory_limit_gib=0.25)", "METIS: 140 B x adjacency entries",
+    )  # fmt: skip
+    assert float(line.split("need about ")[1].split(" GiB")[0]) > 0.25
+    # The launcher fits in 1 GiB, 4 ranks do not even without a halo node (450 MiB each): refused before METIS runs.
+    res = run_gnnq([*FAST, *big, "cluster.nproc=4", "cluster.memory_limit_gib=1"], tmp_path / "runs2", tmp_path / "data")
+    _failed_with_one_line(
+        res, tmp_path / "runs2", "the 4 rank(s) on this host need about", "with 5,000 inner nodes and no halo node yet: 20,000 nodes",
+        "refused before partitioning", "but 1.0 GiB is available (cluster.memory_limit_gib=1.0)", "per rank 450 MiB + (4 B x",
+    )  # fmt: skip
+    parts = tmp_path / "data" / "parts"
+    assert not parts.exists() or not any(parts.iterdir())  # nothing was partitioned

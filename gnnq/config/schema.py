@@ -243,7 +243,7 @@ class ClusterConfig:
     timeout_s: int = 300  # collective timeout
     threads_per_rank: int = 0  # torch intra-op threads per rank; 0: cores / ranks
     allow_oversubscribe: bool = False  # true: no warning when ranks on a host exceed 4x its cores
-    # GiB the ranks of one host may use (checked before launch against an estimate, docs/runs.md#resources);
+    # GiB the launcher (while partitioning) and then the ranks of one host may use (checked against estimates, docs/runs.md#resources);
     # null: what the host has available now (MemAvailable, within its cgroup's limit)
     memory_limit_gib: Optional[float] = None
 

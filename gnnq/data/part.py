@@ -9,6 +9,7 @@ the buffer an all-to-all delivers (concatenated by source rank) is the halo bloc
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Iterator
 
 import numpy as np
 import torch
@@ -63,43 +64,53 @@ class Part:
 
 def build_parts(graph: Graph, parts: np.ndarray, nparts: int) -> list[Part]:
     """Build every rank's Part from the global graph and a node → part assignment."""
+    return list(iter_parts(graph, parts, nparts))
+
+
+def iter_parts(graph: Graph, parts: np.ndarray, nparts: int) -> Iterator[Part]:
+    """Rank 0's Part, then rank 1's, ...: one at a time, so a caller that writes each and drops it never holds
+    more than one part besides the graph (what a products-size graph needs: docs/runs.md#resources)."""
     n = graph.num_nodes
     src, dst = graph.edge_index
+    owner = parts.astype(part_dtype(nparts))
+    dst_owner = owner[dst]  # one byte per edge below 128 parts: the only whole-graph array built here
     in_deg = np.bincount(dst, minlength=n).astype(np.float32)
     out_deg = np.bincount(src, minlength=n).astype(np.float32)
-    # Sort edges by (destination part, destination, source) once; slice per part after.
-    order = np.lexsort((src, dst, parts[dst]))
-    src, dst = src[order], dst[order]
-    edge_bounds = np.searchsorted(parts[dst], np.arange(nparts + 1))
 
     local_of = np.empty(n, dtype=np.int64)  # global id -> local index within its own part
     inner_by_part = []
     for r in range(nparts):
-        inner = np.flatnonzero(parts == r)
+        inner = np.flatnonzero(owner == r)
         local_of[inner] = np.arange(inner.size)
         inner_by_part.append(inner)
 
     halo_by_part = []  # per part r: (halo global ids ordered by owner, then id; counts per owner)
+    seen = np.zeros(n, dtype=bool)
     for r in range(nparts):
-        e_src = src[edge_bounds[r]:edge_bounds[r + 1]]
-        remote = np.unique(e_src[parts[e_src] != r])
-        remote = remote[np.argsort(parts[remote], kind="stable")]  # unique() sorted ids; stable keeps that within owner
-        halo_by_part.append((remote, np.bincount(parts[remote], minlength=nparts)))
+        seen[src[dst_owner == r]] = True
+        seen[inner_by_part[r]] = False
+        remote = np.flatnonzero(seen)  # sorted ids
+        seen[remote] = False
+        remote = remote[np.argsort(owner[remote], kind="stable")]  # stable keeps the id order within an owner
+        halo_by_part.append((remote, np.bincount(owner[remote], minlength=nparts)))
 
-    result = []
+    local_here = np.empty(n, dtype=np.int64)  # global id -> local index in part r (inner, then halo)
     for r in range(nparts):
         inner = inner_by_part[r]
         halo, halo_counts = halo_by_part[r]
-        e_src = src[edge_bounds[r]:edge_bounds[r + 1]]
-        e_dst = dst[edge_bounds[r]:edge_bounds[r + 1]]
-        halo_local = np.empty(0, dtype=np.int64)
-        col = local_of[e_src].copy()
-        is_remote = parts[e_src] != r
-        if halo.size:
-            halo_local = inner.size + np.searchsorted(_sorted_key(halo, parts), _sorted_key(e_src[is_remote], parts))
-        col[is_remote] = halo_local
+        sel = np.flatnonzero(dst_owner == r)
+        e_src, e_dst = src[sel], dst[sel]
+        del sel
+        order = np.lexsort((e_src, e_dst))  # by destination, then source
+        e_src, e_dst = e_src[order], e_dst[order]
+        del order
+        local_here[inner] = np.arange(inner.size)
+        local_here[halo] = inner.size + np.arange(halo.size)
+        col = local_here[e_src]
+        del e_src
         indptr = np.zeros(inner.size + 1, dtype=np.int64)
         np.cumsum(np.bincount(local_of[e_dst], minlength=inner.size), out=indptr[1:])
+        del e_dst
         # Rows r sends to q: q's halo rows owned by r, in q's order.
         send_rows, send_counts = [], np.zeros(nparts, dtype=np.int64)
         for q in range(nparts):
@@ -109,33 +120,31 @@ def build_parts(graph: Graph, parts: np.ndarray, nparts: int) -> list[Part]:
             send_rows.append(local_of[rows])
             send_counts[q] = rows.size
         node_ids = np.concatenate([inner, halo])
-        result.append(
-            Part(
-                rank=r,
-                nparts=nparts,
-                num_global_nodes=n,
-                num_classes=graph.num_classes,
-                multilabel=graph.multilabel,
-                metric=graph.metric,
-                inner_ids=torch.from_numpy(inner),
-                halo_ids=torch.from_numpy(halo),
-                halo_counts=torch.from_numpy(halo_counts.astype(np.int64)),
-                indptr=torch.from_numpy(indptr),
-                indices=torch.from_numpy(col),
-                in_degree=torch.from_numpy(in_deg[inner]),
-                out_degree=torch.from_numpy(out_deg[node_ids]),
-                send_idx=torch.from_numpy(np.concatenate(send_rows).astype(np.int64)),
-                send_counts=torch.from_numpy(send_counts),
-                x=torch.from_numpy(np.ascontiguousarray(graph.x[inner])),
-                y=torch.from_numpy(np.ascontiguousarray(graph.y[inner])),
-                train_mask=torch.from_numpy(graph.train_mask[inner]),
-                val_mask=torch.from_numpy(graph.val_mask[inner]),
-                test_mask=torch.from_numpy(graph.test_mask[inner]),
-            )
+        yield Part(
+            rank=r,
+            nparts=nparts,
+            num_global_nodes=n,
+            num_classes=graph.num_classes,
+            multilabel=graph.multilabel,
+            metric=graph.metric,
+            inner_ids=torch.from_numpy(inner),
+            halo_ids=torch.from_numpy(halo),
+            halo_counts=torch.from_numpy(halo_counts.astype(np.int64)),
+            indptr=torch.from_numpy(indptr),
+            indices=torch.from_numpy(col),
+            in_degree=torch.from_numpy(in_deg[inner]),
+            out_degree=torch.from_numpy(out_deg[node_ids]),
+            send_idx=torch.from_numpy(np.concatenate(send_rows).astype(np.int64)),
+            send_counts=torch.from_numpy(send_counts),
+            x=torch.from_numpy(np.ascontiguousarray(graph.x[inner])),
+            y=torch.from_numpy(np.ascontiguousarray(graph.y[inner])),
+            train_mask=torch.from_numpy(graph.train_mask[inner]),
+            val_mask=torch.from_numpy(graph.val_mask[inner]),
+            test_mask=torch.from_numpy(graph.test_mask[inner]),
         )
-    return result
+        del col, indptr, node_ids, send_rows  # the caller has written this part: nothing of it stays here
 
 
-def _sorted_key(ids: np.ndarray, parts: np.ndarray) -> np.ndarray:
-    """A key that sorts nodes by (owner part, global id), matching the halo order."""
-    return parts[ids] * (int(parts.size) + 1) + ids
+def part_dtype(nparts: int) -> type:
+    """The smallest signed integer type that holds part ids 0..nparts-1."""
+    return np.int8 if nparts <= 127 else np.int16 if nparts <= 32767 else np.int32

@@ -21,13 +21,14 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
 
 from gnnq.data.graph import Graph
 from gnnq.data.integrity import check_sha256, file_sha256, warn
-from gnnq.data.part import Part, build_parts
+from gnnq.data.part import Part, iter_parts, part_dtype
 from gnnq.data.partition import partition_nodes
 from gnnq.errors import CacheError
 
@@ -42,8 +43,11 @@ def cache_key(dataset_fingerprint: str, partitioner: str, seed: int, nparts: int
     return hashlib.sha256(ident.encode()).hexdigest()[:24]
 
 
-def prepare_parts(graph: Graph, partitioner: str, seed: int, nparts: int, cache_root: Path) -> tuple[Path, dict]:
-    """Return the cache directory holding the parts (building it if needed) and its metadata."""
+def prepare_parts(graph: Graph, partitioner: str, seed: int, nparts: int, cache_root: Path,
+                  before_partition: Callable[[], None] | None = None) -> tuple[Path, dict]:  # fmt: skip
+    """Return the cache directory holding the parts (building it if needed) and its metadata.
+
+    ``before_partition`` runs only when the parts must be built, before the partitioner (a memory check)."""
     key = cache_key(graph.fingerprint(), partitioner, seed, nparts)
     entry = Path(cache_root) / key
     if entry.exists():
@@ -52,10 +56,11 @@ def prepare_parts(graph: Graph, partitioner: str, seed: int, nparts: int, cache_
         except CacheError as exc:
             warn(f"rebuilding the partition cache entry {entry}: {exc}")
 
+    if before_partition is not None:
+        before_partition()
     t0 = time.perf_counter()
     assignment = partition_nodes(graph.edge_index, graph.num_nodes, nparts, partitioner, seed)
     t_partition = time.perf_counter() - t0
-    parts = build_parts(graph, assignment, nparts)
     meta = {
         "key": key,
         "format": FORMAT_VERSION,
@@ -65,17 +70,22 @@ def prepare_parts(graph: Graph, partitioner: str, seed: int, nparts: int, cache_
         "nparts": nparts,
         "num_nodes": graph.num_nodes,
         "num_edges": graph.num_edges,
-        "edge_cut": _edge_cut(graph.edge_index, assignment),
-        "inner_nodes": [p.num_inner for p in parts],
-        "halo_nodes": [p.num_halo for p in parts],
+        "edge_cut": _edge_cut(graph.edge_index, assignment, nparts),
+        "inner_nodes": [],
+        "halo_nodes": [],
         "partition_time_s": round(t_partition, 4),
+        "sha256": {},
     }
     Path(cache_root).mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=cache_root))
     try:
-        for p in parts:
-            torch.save(p.to_dict(), tmp / f"part{p.rank}.pt")
-        meta["sha256"] = {f"part{p.rank}.pt": file_sha256(tmp / f"part{p.rank}.pt") for p in parts}
+        for p in iter_parts(graph, assignment, nparts):  # each part written as it is built, then dropped
+            name = f"part{p.rank}.pt"
+            torch.save(p.to_dict(), tmp / name)
+            meta["inner_nodes"].append(p.num_inner)
+            meta["halo_nodes"].append(p.num_halo)
+            meta["sha256"][name] = file_sha256(tmp / name)
+            del p
         meta["meta_sha256"] = _meta_digest(meta)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
         try:
@@ -141,5 +151,6 @@ def _meta_digest(meta: dict) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
-def _edge_cut(edge_index: np.ndarray, assignment: np.ndarray) -> int:
-    return int((assignment[edge_index[0]] != assignment[edge_index[1]]).sum())
+def _edge_cut(edge_index: np.ndarray, assignment: np.ndarray, nparts: int) -> int:
+    owner = assignment.astype(part_dtype(nparts))  # one byte per edge, not eight, for each side
+    return int(np.count_nonzero(owner[edge_index[0]] != owner[edge_index[1]]))

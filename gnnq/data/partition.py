@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from gnnq.config.registry import PARTITIONERS as PARTITIONER_REGISTRY
+from gnnq.data.loaders import edge_keys, edges_from_keys
 from gnnq.errors import PartitionError
 
 PARTITIONERS = PARTITIONER_REGISTRY.names()
@@ -32,16 +33,9 @@ def random_parts(edge_index: np.ndarray, num_nodes: int, nparts: int, seed: int)
 def metis_parts(edge_index: np.ndarray, num_nodes: int, nparts: int, seed: int) -> np.ndarray:
     import pymetis
 
-    src, dst = edge_index
-    keep = src != dst
-    # METIS wants a symmetric adjacency without self loops or duplicates.
-    und = np.concatenate([np.stack([src[keep], dst[keep]]), np.stack([dst[keep], src[keep]])], axis=1)
-    key = np.unique(und[0] * num_nodes + und[1])
-    rows, cols = key // num_nodes, key % num_nodes
-    xadj = np.zeros(num_nodes + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=num_nodes), out=xadj[1:])
+    xadj, adjncy = metis_adjacency(edge_index, num_nodes)
     options = pymetis.Options(seed=seed)
-    _, membership = pymetis.part_graph(nparts, adjacency=pymetis.CSRAdjacency(xadj, cols), options=options)
+    _, membership = pymetis.part_graph(nparts, adjacency=pymetis.CSRAdjacency(xadj, adjncy), options=options)
     parts = np.asarray(membership, dtype=np.int64)
     sizes = np.bincount(parts, minlength=nparts)
     if (sizes == 0).any():
@@ -51,3 +45,29 @@ def metis_parts(edge_index: np.ndarray, num_nodes: int, nparts: int, seed: int) 
             "use fewer parts or partitioner=random"
         )
     return parts
+
+
+def metis_adjacency(edge_index: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """(xadj, adjncy): the symmetric adjacency without self loops or duplicates that METIS wants.
+
+    A canonical edge list (sorted by (src, dst), no self loops or duplicates, as every loader returns) that
+    holds both directions already is it: its destinations are passed as they are, without a copy. Any
+    other edge list is symmetrized into a new one."""
+    src, dst = edge_index
+    if not is_symmetric_canonical(src, dst, num_nodes):
+        src, dst = edges_from_keys(edge_keys(src, dst, num_nodes, undirected=True), num_nodes)
+    xadj = np.zeros(num_nodes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=num_nodes), out=xadj[1:])
+    return xadj, np.ascontiguousarray(dst, dtype=np.int64)
+
+
+def is_symmetric_canonical(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> bool:
+    """True when (src, dst) is strictly sorted by (src, dst), has no self loops and holds every edge both ways."""
+    if src.size == 0:
+        return True
+    key = src * np.int64(num_nodes) + dst
+    if not (key[1:] > key[:-1]).all() or (src == dst).any():
+        return False
+    rev = dst * np.int64(num_nodes) + src
+    rev.sort()
+    return bool(np.array_equal(key, rev))

@@ -124,6 +124,7 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
     from gnnq.data.part_cache import prepare_parts
     from gnnq.data.registry import data_root, data_root_key, load_dataset
     from gnnq.errors import CacheError, ConfigError
+    from gnnq.launch.partition_memory import check_before_partitioning, graph_mib
     from gnnq.launch.resources import check_launch_resources
 
     t0 = time.perf_counter()
@@ -144,14 +145,23 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
     if cfg.parallel.name == "admm":
         nparts = 1  # layer-parallel: every rank reads the whole (edgeless) GA-MLP graph
     parts_root = data_root(cfg.dataset) / "parts"
+    before = {}
+
+    def check_memory() -> None:  # only when the parts must be built: the launcher's METIS peak, the ranks' floor
+        before.update(check_before_partitioning(cfg, graph, nparts))
+        say(f"memory estimate: launcher {before['launcher_mib'] / 1024:.1f} GiB while partitioning, "
+            f"each rank at least {before['rank_floor_mib'] / 1024:.1f} GiB")  # fmt: skip
+
     try:
-        parts_dir, meta = prepare_parts(graph, cfg.partitioner.name, cfg.partitioner.seed, nparts, parts_root)
+        parts_dir, meta = prepare_parts(graph, cfg.partitioner.name, cfg.partitioner.seed, nparts, parts_root, check_memory)
     except OSError as exc:  # a read-only or full data root, or a file in its place
         key = data_root_key(cfg.dataset)
         check_writable(parts_root, key)  # names a file in the way, or a root where nothing can be created
         raise CacheError(f"{key}: cannot write the partition cache under {parts_root} ({describe_os_error(exc)}); "
                          f"set {key} to a writable directory (complete data and parts are read without writing)") from None  # fmt: skip
-    meta = {**meta, "memory_estimate_mib_per_rank": check_launch_resources(cfg, meta, graph.num_features)}
+    meta = {**meta, "memory_estimate_mib_per_rank": check_launch_resources(cfg, meta, graph.num_features, graph_mib(graph))}
+    if before:
+        meta["memory_estimate_launcher_mib"] = before["launcher_mib"]
     if cfg.parallel.name == "admm":
         say(f"layer-parallel: each of {cfg.cluster.nproc * cfg.cluster.hosts} rank(s) holds the whole GA-MLP input and a block of layers")
     else:

@@ -92,6 +92,23 @@ def available_mib(limit_gib: float | None) -> tuple[float | None, str]:
     return min(found) if found else (None, "unknown")
 
 
+def with_held(available: tuple[float | None, str], limit_gib: float | None, held_mib: float, what: str) -> tuple[float | None, str]:
+    """``available`` plus ``held_mib`` this process holds already (``what``): MemAvailable does not count it, a
+    cluster.memory_limit_gib covers everything."""
+    avail, source = available
+    if avail is None or limit_gib is not None or held_mib <= 0:
+        return avail, source
+    return avail + held_mib, f"{source} + {held_mib:,.0f} MiB of {what}"
+
+
+def rss_mib() -> float:
+    """This process's resident memory (MiB); 0 where /proc does not say."""
+    try:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def _meminfo_available_mib() -> float | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -122,28 +139,42 @@ def cores_here() -> int:
         return os.cpu_count() or 1
 
 
-def check_launch_resources(cfg, meta: dict, features: int) -> list[float]:
+def check_launch_resources(cfg, meta: dict, features: int, freed_mib: float = 0.0) -> list[float]:
     """Every rank's memory estimate (MiB); ConfigError with one line when the ranks on this machine would
-    not fit in its memory, a one-line warning when they far outnumber its cores."""
+    not fit in its memory, a one-line warning when they far outnumber its cores. ``freed_mib``: what the
+    launcher holds now and frees before the ranks start (the graph)."""
     c = cfg.cluster
     estimates = per_rank_estimates(cfg, meta, features)
     here = ranks_here(cfg, estimates)
-    cores = cores_here()
-    if len(here) > OVERSUBSCRIBE * cores and not c.allow_oversubscribe:
-        warn(
-            f"{len(here)} ranks on {cores} core(s) of this host ({len(here) / cores:.0f} per core, more than {OVERSUBSCRIBE}): "
-            "they mostly wait for a CPU and epoch times measure that; set cluster.allow_oversubscribe=true to silence this"
-        )
-    agents = c.hosts if c.name == "emulated" else 1
-    need = sum(here) + AGENT_MIB * agents
+    warn_if_oversubscribed(cfg, len(here))
     if c.name == "slurm" and c.memory_limit_gib is None:
         return [round(m, 1) for m in estimates]  # the ranks run on compute nodes, not on this (submit) host
-    avail, source = available_mib(c.memory_limit_gib)
+    refuse_ranks_that_do_not_fit(cfg, here, freed_mib=freed_mib)
+    return [round(m, 1) for m in estimates]
+
+
+def warn_if_oversubscribed(cfg, ranks: int) -> None:
+    """One warning line when ``ranks`` on this host far outnumber its cores (unless cluster.allow_oversubscribe)."""
+    cores = cores_here()
+    if ranks > OVERSUBSCRIBE * cores and not cfg.cluster.allow_oversubscribe:
+        warn(
+            f"{ranks} ranks on {cores} core(s) of this host ({ranks / cores:.0f} per core, more than {OVERSUBSCRIBE}): "
+            "they mostly wait for a CPU and epoch times measure that; set cluster.allow_oversubscribe=true to silence this"
+        )
+
+
+def refuse_ranks_that_do_not_fit(cfg, here: list[float], note: str = "", freed_mib: float = 0.0) -> None:
+    """ConfigError with one line when the ranks ``here`` (their estimates, MiB) and this host's torchrun agents
+    need more than is available; ``note`` says what the estimates assume; ``freed_mib`` (what the launcher holds
+    now and frees before the ranks start) counts as available too, unless cluster.memory_limit_gib sets it."""
+    c = cfg.cluster
+    agents = c.hosts if c.name == "emulated" else 1
+    need = sum(here) + AGENT_MIB * agents
+    avail, source = with_held(available_mib(c.memory_limit_gib), c.memory_limit_gib, freed_mib, "the graph the launcher frees first")
     if avail is not None and need > avail:
         raise ConfigError(
             f"not enough memory: the {len(here)} rank(s) on this host need about {need / 1024:.1f} GiB "
-            f"(largest rank {max(here):,.0f} MiB) but {avail / 1024:.1f} GiB is available ({source}); "
+            f"(largest rank {max(here):,.0f} MiB{note}) but {avail / 1024:.1f} GiB is available ({source}); "
             f"estimate: {FORMULA}, plus {AGENT_MIB:.0f} MiB per torchrun; use fewer ranks per host (cluster.nproc), "
             "a smaller model, or set cluster.memory_limit_gib to override the check"
         )
-    return [round(m, 1) for m in estimates]

@@ -31,20 +31,41 @@ def canonical_edges(edge_index: np.ndarray, num_nodes: int, undirected: bool = F
     With ``undirected`` every edge is present in both directions.
     """
     ei = np.asarray(edge_index, dtype=np.int64).reshape(2, -1)
-    src, dst = ei[0], ei[1]
+    return edges_from_keys(edge_keys(ei[0], ei[1], num_nodes, undirected), num_nodes)
+
+
+def edge_keys(src: np.ndarray, dst: np.ndarray, num_nodes: int, undirected: bool = False) -> np.ndarray:
+    """``src * num_nodes + dst`` (int64) of every edge but self loops; with ``undirected`` also of every reversed edge.
+
+    One array of the result's size and one of the input's is all it allocates (a products-size graph's
+    edges are gigabytes): a caller that drops ``src`` and ``dst`` afterwards holds only the keys."""
+    keep = np.flatnonzero(np.asarray(src) != np.asarray(dst)) if src.size else np.empty(0, dtype=np.int64)
+    if keep.size == src.size:
+        keep = slice(None)
+    m = src[keep].size
+    n = np.int64(num_nodes)
+    key = np.empty(2 * m if undirected else m, dtype=np.int64)
+    np.multiply(src[keep], n, out=key[:m], dtype=np.int64, casting="unsafe")
+    key[:m] += dst[keep]
     if undirected:
-        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
-    keep = src != dst
-    key = src[keep] * np.int64(num_nodes) + dst[keep]
+        np.multiply(dst[keep], n, out=key[m:], dtype=np.int64, casting="unsafe")
+        key[m:] += src[keep]
+    return key
+
+
+def edges_from_keys(key: np.ndarray, num_nodes: int) -> np.ndarray:
+    """Sorted, deduplicated int64 (2, E) edges from ``edge_keys``'s keys; sorts ``key`` in place (it is consumed)."""
     key.sort()  # sort + neighbor compare: much faster than np.unique on large int arrays
     if key.size:
         first = np.empty(key.shape, dtype=bool)
         first[0] = True
         np.not_equal(key[1:], key[:-1], out=first[1:])
-        key = key[first]
+        if not first.all():
+            key = key[first]
+        del first
     out = np.empty((2, key.size), dtype=np.int64)
     np.floor_divide(key, num_nodes, out=out[0])
-    np.subtract(key, out[0] * np.int64(num_nodes), out=out[1])
+    np.remainder(key, num_nodes, out=out[1])
     return out
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from gnnq.data.graph import Graph
-from gnnq.data.loaders import canonical_edges
+from gnnq.data.loaders import edge_keys, edges_from_keys
 from gnnq.data.sanity import SPLITS
 from gnnq.data.splits import seeded_split_source, stratified_split
 from gnnq.errors import ConfigError
@@ -40,11 +40,15 @@ def generate_sbm(
     rng = np.random.default_rng(seed)
     y = rng.permutation(np.arange(num_nodes, dtype=np.int64) % num_classes)
     src, dst = _sbm_edges(rng, y, num_classes, avg_degree, homophily)
+    keys = edge_keys(src, dst, num_nodes, undirected=True)
+    del src, dst  # the keys alone go on: the directed draws are as large as the result
+    edge_index = edges_from_keys(keys, num_nodes)
+    del keys
     x = _class_features(rng, y, num_classes, feature_dim, feature_noise)
     train, val, test = stratified_split(y, train_frac, val_frac, seed)
     return Graph(
         name=NAME,
-        edge_index=canonical_edges(np.stack([src, dst]), num_nodes, undirected=True),
+        edge_index=edge_index,
         x=x,
         y=y,
         train_mask=train,

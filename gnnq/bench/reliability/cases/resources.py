@@ -39,9 +39,9 @@ def _delete_meta(ctx: Context) -> None:
 
 
 CASES = [
-    Case("resources", "not-enough-memory", "2 ranks with cluster.memory_limit_gib=0.1",
-         failed(r"not enough memory: the 2 rank\(s\) on this host need about .* but 0\.1 GiB is available \(cluster\.memory_limit_gib=0\.1\)"),
-         args=[*FAST, "cluster.nproc=2", "cluster.memory_limit_gib=0.1"]),
+    Case("resources", "not-enough-memory", "2 ranks with cluster.memory_limit_gib=0.5 (the launcher fits, the ranks do not)",
+         failed(r"not enough memory: the 2 rank\(s\) on this host need about .* but 0\.5 GiB is available \(cluster\.memory_limit_gib=0\.5\)"),
+         args=[*FAST, "cluster.nproc=2", "cluster.memory_limit_gib=0.5"]),
     Case("resources", "oversubscribed", f"{CROWD} ranks on {CORES} cores: one warning (then refused: memory limit 2 GiB)",
          failed(rf"not enough memory: the {CROWD} rank\(s\)", warning=rf"{CROWD} ranks on {CORES} core\(s\).*allow_oversubscribe=true"),
          args=[*FAST, f"cluster.nproc={CROWD}", "cluster.memory_limit_gib=2"]),
