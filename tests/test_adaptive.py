@@ -101,12 +101,12 @@ def test_trace_cycle_sums_every_epoch_last_epoch_only_the_last():
     cycle = run_distributed(2, _trace_two_epochs, "cycle")
     last = run_distributed(2, _trace_two_epochs, "last_epoch")
     keys = {(layer, d) for layer in range(1, LAYERS) for d in ("fwd", "bwd")}
-    for c, l in zip(cycle, last):
-        assert l[0] == {} and set(l[1]) == keys, "last_epoch traces the cycle's last epoch only"
+    for c, lst in zip(cycle, last):
+        assert lst[0] == {} and set(lst[1]) == keys, "last_epoch traces the cycle's last epoch only"
         assert set(c[0]) == keys and set(c[1]) == keys, "cycle traces every training epoch"
         for key in keys:
             # Same seeds, same run: the cycle's sum is epoch 1's squares plus exactly what last_epoch saw in epoch 2.
-            torch.testing.assert_close(c[1][key], c[0][key] + l[1][key])
+            torch.testing.assert_close(c[1][key], c[0][key] + lst[1][key])
             assert (c[0][key] > 0).any() and (c[1][key] >= c[0][key]).all()
 
 

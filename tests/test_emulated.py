@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from gnnq.bench.compare import Point, compare
 from gnnq.config.compose import compose_config
 from gnnq.errors import ConfigError, LaunchError
-from gnnq.bench.compare import Point, compare
 from gnnq.launch import netns
 from gnnq.launch.cores import pinned_command, plan_host_cores
 from gnnq.report import fields
