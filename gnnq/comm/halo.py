@@ -117,35 +117,44 @@ class HaloExchange:
         """Halo rows of data that never changes (input features): call once and keep the result."""
         return self.start(x_inner, 0, Direction.INPUT, SETUP).wait()
 
+    def fetch_into(self, h_inner: torch.Tensor, layer: int, traffic: Traffic, full: torch.Tensor) -> torch.Tensor:
+        """``full`` (a reused buffer of ``h_inner``'s dtype, one row per inner and halo row) filled with
+        [h_inner; halo rows]: the halo rows are received or decoded straight into ``full[num_inner:]``
+        (no fresh tensor, no concatenation); differentiable like :meth:`fetch`. Returns ``full``
+        detached from any earlier use (its storage, with autograd history of this call only)."""
+        return _HaloIntoFunction.apply(h_inner, self, layer, traffic, full)
+
     def start(self, src: torch.Tensor, layer: int, direction: Direction, traffic: Traffic,
-              plan: HaloPlan | None = None) -> "PendingHalo":  # fmt: skip
+              plan: HaloPlan | None = None, out: torch.Tensor | None = None) -> "PendingHalo":  # fmt: skip
         """Post one message and return at once; ``.wait()`` gives the rows that arrive.
 
         FORWARD / INPUT: ``src`` holds inner rows and the peers' halo rows arrive (in halo order).
         BACKWARD: ``src`` holds one row per halo row (gradients) and each peer's rows come back
         in this rank's send order (add them with :meth:`add_returned`).
-        ``plan`` (default: the partition's) says which rows move.
+        ``plan`` (default: the partition's) says which rows move. ``out`` (contiguous fp32 rows, one per
+        row that arrives): the rows are received or decoded into it, and ``.wait()`` returns it.
         """
         plan = plan or self.plan
         if not (self.side_streams and src.is_cuda):
-            return self._start(src, layer, Direction(direction), traffic, plan)
+            return self._start(src, layer, Direction(direction), traffic, plan, out)
         if self._stream is None:
             self._stream = torch.cuda.Stream(device=src.device)
         stream = self._stream
-        stream.wait_stream(torch.cuda.current_stream(src.device))  # src is ready before the codec reads it
+        stream.wait_stream(torch.cuda.current_stream(src.device))  # src is ready (and out free) before the codec runs
         with torch.cuda.stream(stream):
-            pending = self._start(src, layer, Direction(direction), traffic, plan)
+            pending = self._start(src, layer, Direction(direction), traffic, plan, out)
         src.record_stream(stream)
         pending.stream = stream
         return pending
 
-    def _start(self, src: torch.Tensor, layer: int, direction: Direction, traffic: Traffic, plan: HaloPlan) -> "PendingHalo":
+    def _start(self, src: torch.Tensor, layer: int, direction: Direction, traffic: Traffic, plan: HaloPlan,
+               out: torch.Tensor | None) -> "PendingHalo":  # fmt: skip
         rows, send_counts, recv_counts = plan.route(direction)
         kw = {"category": traffic.category, "layer": layer, "direction": direction.accounting}
         encoder = self._encoder(layer, direction, traffic, src.device, plan)
         if encoder is None:  # exact fp32 rows
             send = src if rows is None else src.index_select(0, rows)
-            return PendingHalo(self.comm.all_to_all_start(send, send_counts, recv_counts, **kw), None)
+            return PendingHalo(self.comm.all_to_all_start(send, send_counts, recv_counts, **kw, out=out), None)
         if rows is None:
             rows = torch.arange(src.shape[0], device=src.device)
         self._trace(layer, direction, traffic, src, rows)
@@ -159,7 +168,7 @@ class HaloExchange:
 
         def decode(wire: torch.Tensor) -> torch.Tensor:
             with timed(stats, "codec", key, wire):
-                return encoder.decode(wire, dim)
+                return encoder.decode(wire, dim, out)
 
         return PendingHalo(pending, decode)
 
@@ -242,6 +251,27 @@ def inner_gradient(exchange: HaloExchange, grad_halo: torch.Tensor, own: Callabl
     what the peers return for the rows this rank sent them (in ``plan``'s send order)."""
     pending = post(grad_halo.contiguous())
     return exchange.add_returned(own(), pending.wait(), plan)
+
+
+class _HaloIntoFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, h_inner, exchange: HaloExchange, layer: int, traffic: Traffic, full: torch.Tensor):
+        n = h_inner.shape[0]
+        ctx.exchange, ctx.layer, ctx.traffic, ctx.num_inner = exchange, layer, traffic, n
+        if full.shape != (n + exchange.num_halo,) + tuple(h_inner.shape[1:]) or full.dtype != h_inner.dtype:
+            raise ValueError(f"halo buffer {full.dtype} {tuple(full.shape)} for {n} inner and {exchange.num_halo} halo rows "
+                             f"of {h_inner.dtype} {tuple(h_inner.shape[1:])}")  # fmt: skip
+        pending = exchange.start(h_inner, layer, Direction.FORWARD, traffic, out=full[n:])
+        full[:n].copy_(h_inner)  # while the message travels
+        pending.wait()
+        return full.detach()  # an alias without the history of the buffer's earlier uses (it shares their version counter)
+
+    @staticmethod
+    def backward(ctx, grad_full):
+        n = ctx.num_inner
+        # As torch.cat + fetch would: the halo rows' gradients to their owners, plus the inner rows' own (a + b, exact either way).
+        returned = gradients_to_owners(ctx.exchange, grad_full[n:], ctx.layer, ctx.traffic, n)
+        return returned.add_(grad_full[:n]), None, None, None, None
 
 
 class _HaloFunction(torch.autograd.Function):

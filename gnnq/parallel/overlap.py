@@ -76,10 +76,12 @@ class _OverlappedAggregate(torch.autograd.Function):
     def forward(ctx, h_inner, strategy: OverlapStrategy, layer: int, traffic: Traffic):
         ctx.strategy, ctx.layer, ctx.traffic = strategy, layer, traffic
         split, exchange = strategy.split, strategy.exchange
-        pending = exchange.start(h_inner, layer, Direction.FORWARD, traffic)
-        out = h_inner.new_empty((split.num_rows, h_inner.shape[1]))
+        n, h_full = split.num_rows, strategy.full_rows(layer, h_inner)  # halo rows go straight into h_full[n:]
+        pending = exchange.start(h_inner, layer, Direction.FORWARD, traffic, out=h_full[n:])
+        out = h_inner.new_empty((n, h_inner.shape[1]))
         out.index_copy_(0, split.central_idx, _spmm(split.central, h_inner))
-        h_full = torch.cat([h_inner, pending.wait()])
+        h_full[:n].copy_(h_inner)
+        pending.wait()
         out.index_copy_(0, split.marginal_idx, _spmm(split.marginal, h_full))
         return out
 
