@@ -51,7 +51,7 @@ def _dense_reference(graph, model_name: str, model: torch.nn.Module):
     return h
 
 
-def _one_step(world_size: int, strategy_name: str = "sync"):
+def _one_step(world_size: int, strategy_name: str = "sync", **options):
     """On every rank: one forward/backward for each (partitioner, model); rank results gathered."""
     comm = Communicator()
     graph = random_graph()
@@ -63,7 +63,7 @@ def _one_step(world_size: int, strategy_name: str = "sync"):
         model = build_model(_cfg(model_name), part)
         comm.stats.reset()
         exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts)
-        strategy = STRATEGIES[strategy_name](exchange, local_graph_for(model_name, part), part.x)
+        strategy = STRATEGIES[strategy_name](exchange, local_graph_for(model_name, part), part.x, **options)
         num_train = float(graph.train_mask.sum())
         logits, _ = forward_backward(model, part, strategy, num_train, comm)
         full = torch.zeros(graph.num_nodes, graph.num_classes)
@@ -120,20 +120,23 @@ def test_distributed_step_equals_full_graph(world_size, strategy_name):
 
 
 def _sync_and_overlap(world_size: int):
-    return {name: _one_step(world_size, name) for name in ("sync", "overlap")}
+    return {"sync": _one_step(world_size, "sync"), "columns": _one_step(world_size, "overlap"),
+            "central": _one_step(world_size, "overlap", split="central")}  # fmt: skip
 
 
 @pytest.mark.parametrize("world_size", [2, 3, 4])
 def test_overlap_equals_sync(world_size):
-    """The central/marginal reordering changes only fp32 rounding: logits and gradients within 1e-5 relative."""
+    """Either overlap split (inner columns first, or central rows first) changes only fp32 rounding: logits and
+    gradients within 1e-5 relative."""
     for rank, res in enumerate(run_distributed(world_size, _sync_and_overlap, world_size)):
         for combo in COMBOS:
-            sync, overlap = res["sync"][combo], res["overlap"][combo]
-            where = f"{world_size} ranks, {combo}, rank {rank}"
-            _assert_close(overlap["logits"], sync["logits"], f"{where}: logits")
-            for name, ref in sync["grads"].items():
-                _assert_close(overlap["grads"][name], ref, f"{where}: gradient of {name}")
-            assert overlap["train_bytes"] == sync["train_bytes"]
+            sync = res["sync"][combo]
+            for split in ("columns", "central"):
+                overlap, where = res[split][combo], f"{split}, {world_size} ranks, {combo}, rank {rank}"
+                _assert_close(overlap["logits"], sync["logits"], f"{where}: logits")
+                for name, ref in sync["grads"].items():
+                    _assert_close(overlap["grads"][name], ref, f"{where}: gradient of {name}")
+                assert overlap["train_bytes"] == sync["train_bytes"]
 
 
 def _quantized_step(world_size: int):
@@ -199,3 +202,4 @@ def test_central_marginal_split_covers_the_operator(model_name):
         assert torch.equal(split.marginal.to_dense(), a[marginal])
         assert torch.equal(split.inner_t.to_dense(), a[:, :n].T)
         assert torch.equal(split.halo_t.to_dense(), a[marginal][:, n:].T)
+        assert torch.equal(split.inner_cols.to_dense(), a[:, :n]) and torch.equal(split.halo_cols.to_dense(), a[:, n:])
