@@ -105,13 +105,15 @@ class HaloExchange:
         while it traces (quantizer=adaptive). Setup: before the first training message."""
         self.widths = widths
 
-    def fetch(self, h_inner: torch.Tensor, layer: int, traffic: Traffic, plan: HaloPlan | None = None) -> torch.Tensor:
-        """Halo rows of ``h_inner`` from their owners; differentiable (gradients flow back to owners).
+    def fetch(self, h_inner: torch.Tensor, layer: int, traffic: Traffic, plan: HaloPlan | None = None,
+              out: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+        """Halo rows of ``h_inner`` from their owners (received or decoded into ``out`` if given); differentiable
+        (gradients flow back to owners).
 
         ``traffic`` says whose message it is (training of which epoch, evaluation): the noise key depends on it."""
         if torch.is_grad_enabled() and h_inner.requires_grad:
-            return _HaloFunction.apply(h_inner, self, layer, traffic, plan)
-        return self.start(h_inner, layer, Direction.FORWARD, traffic, plan).wait()
+            return _HaloFunction.apply(h_inner, self, layer, traffic, plan, out)
+        return self.start(h_inner, layer, Direction.FORWARD, traffic, plan, out).wait()
 
     def fetch_static(self, x_inner: torch.Tensor) -> torch.Tensor:
         """Halo rows of data that never changes (input features): call once and keep the result."""
@@ -121,8 +123,13 @@ class HaloExchange:
         """``full`` (a reused buffer of ``h_inner``'s dtype, one row per inner and halo row) filled with
         [h_inner; halo rows]: the halo rows are received or decoded straight into ``full[num_inner:]``
         (no fresh tensor, no concatenation); differentiable like :meth:`fetch`. Returns ``full``
-        detached from any earlier use (its storage, with autograd history of this call only)."""
-        return _HaloIntoFunction.apply(h_inner, self, layer, traffic, full)
+        detached from any earlier use (its storage, with autograd history of this call only). Gradients as
+        torch.cat([h_inner, fetch(h_inner)]) gives them, bit for bit."""
+        n = h_inner.shape[0]
+        if full.shape != (n + self.num_halo,) + tuple(h_inner.shape[1:]) or full.dtype != h_inner.dtype:
+            raise ValueError(f"halo buffer {full.dtype} {tuple(full.shape)} for {n} inner and {self.num_halo} halo rows "
+                             f"of {h_inner.dtype} {tuple(h_inner.shape[1:])}")  # fmt: skip
+        return _IntoBuffer.apply(h_inner, self.fetch(h_inner, layer, traffic, out=full[n:]), full)
 
     def start(self, src: torch.Tensor, layer: int, direction: Direction, traffic: Traffic,
               plan: HaloPlan | None = None, out: torch.Tensor | None = None) -> "PendingHalo":  # fmt: skip
@@ -253,36 +260,34 @@ def inner_gradient(exchange: HaloExchange, grad_halo: torch.Tensor, own: Callabl
     return exchange.add_returned(own(), pending.wait(), plan)
 
 
-class _HaloIntoFunction(torch.autograd.Function):
+class _IntoBuffer(torch.autograd.Function):
+    """[h_inner; halo] as ``full``, whose rows from ``num_inner`` on already hold ``halo``: what torch.cat gives,
+    gradients included (each part's own slice, so they add up with the other uses of h_inner as after a cat)."""
+
     @staticmethod
-    def forward(ctx, h_inner, exchange: HaloExchange, layer: int, traffic: Traffic, full: torch.Tensor):
+    def forward(ctx, h_inner, halo, full: torch.Tensor):
         n = h_inner.shape[0]
-        ctx.exchange, ctx.layer, ctx.traffic, ctx.num_inner = exchange, layer, traffic, n
-        if full.shape != (n + exchange.num_halo,) + tuple(h_inner.shape[1:]) or full.dtype != h_inner.dtype:
-            raise ValueError(f"halo buffer {full.dtype} {tuple(full.shape)} for {n} inner and {exchange.num_halo} halo rows "
-                             f"of {h_inner.dtype} {tuple(h_inner.shape[1:])}")  # fmt: skip
-        pending = exchange.start(h_inner, layer, Direction.FORWARD, traffic, out=full[n:])
-        full[:n].copy_(h_inner)  # while the message travels
-        pending.wait()
+        if halo.data_ptr() != full[n:].data_ptr():  # not received in place (no halo rows, or a copy on the way)
+            full[n:].copy_(halo)
+        full[:n].copy_(h_inner)
+        ctx.num_inner = n
         return full.detach()  # an alias without the history of the buffer's earlier uses (it shares their version counter)
 
     @staticmethod
     def backward(ctx, grad_full):
-        n = ctx.num_inner
-        # As torch.cat + fetch would: the halo rows' gradients to their owners, plus the inner rows' own (a + b, exact either way).
-        returned = gradients_to_owners(ctx.exchange, grad_full[n:], ctx.layer, ctx.traffic, n)
-        return returned.add_(grad_full[:n]), None, None, None, None
+        return grad_full[: ctx.num_inner], grad_full[ctx.num_inner :], None
 
 
 class _HaloFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, h_inner, exchange: HaloExchange, layer: int, traffic: Traffic, plan: HaloPlan | None):
+    def forward(ctx, h_inner, exchange: HaloExchange, layer: int, traffic: Traffic, plan: HaloPlan | None, out):
         ctx.exchange, ctx.layer, ctx.traffic, ctx.plan, ctx.num_inner = exchange, layer, traffic, plan, h_inner.shape[0]
-        return exchange.start(h_inner, layer, Direction.FORWARD, traffic, plan).wait()
+        rows = exchange.start(h_inner, layer, Direction.FORWARD, traffic, plan, out).wait()
+        return rows if out is None else rows.detach()  # an alias of out, without the history of its earlier uses
 
     @staticmethod
     def backward(ctx, grad_halo):
-        return gradients_to_owners(ctx.exchange, grad_halo, ctx.layer, ctx.traffic, ctx.num_inner, ctx.plan), None, None, None, None
+        return gradients_to_owners(ctx.exchange, grad_halo, ctx.layer, ctx.traffic, ctx.num_inner, ctx.plan), None, None, None, None, None
 
 
 def gradients_to_owners(exchange: HaloExchange, grad_halo: torch.Tensor, layer: int, traffic: Traffic, num_inner: int,
