@@ -58,7 +58,14 @@ def test_encode_decode_bit_identical(bits, pd, dim):
     want, finite = torch_codec.quantize_rows(src, rows, streams, bits, pd)
     wire, c_finite = c_codec.quantize_pack(src, rows, streams, bits, pd)
     assert same(wire, want) and finite and c_finite
-    assert same(c_codec.unpack_dequantize(wire, dim, bits, pd), torch_codec.unpack_dequantize(want, dim, bits, pd))
+    decoded = torch_codec.unpack_dequantize(want, dim, bits, pd)
+    assert same(c_codec.unpack_dequantize(wire, dim, bits, pd), decoded)
+    # Into place: the destination rows of a bigger buffer (as the halo rows of [inner; halo]), rows around untouched.
+    full = torch.full((rows.numel() + 3, dim), 7.0)
+    assert c_codec.unpack_dequantize(wire, dim, bits, pd, out=full[2:-1]).data_ptr() == full[2].data_ptr()
+    assert same(full[2:-1], decoded) and (full[:2] == 7.0).all() and (full[-1] == 7.0).all()
+    full.fill_(7.0)
+    assert same(torch_codec.unpack_dequantize(want, dim, bits, pd, out=full[1:-2]), decoded) and (full[0] == 7.0).all()
 
 
 @settings(max_examples=60, deadline=None)
@@ -85,6 +92,10 @@ def test_empty_inputs_and_scattered_decode():
     c_codec.unpack_dequantize(wire, 5, 2, torch.float32, out=out, out_rows=torch.tensor([3, 1]))
     assert same(out[[3, 1]], torch_codec.unpack_dequantize(wire, 5, 2, torch.float32))
     assert (out[[0, 2]] == 9.0).all()
+    for bad in (torch.empty(2, 5, dtype=torch.float64), torch.empty(5, 2).t(), torch.empty(3, 5)):  # dtype, layout, rows
+        for decode in (c_codec.unpack_dequantize, torch_codec.unpack_dequantize):
+            with pytest.raises(ValueError, match=r"out must be a contiguous fp32 \(2, 5\) tensor on cpu"):
+                decode(wire, 5, 2, torch.float32, out=bad)
     with pytest.raises(IndexError):
         c_codec.quantize_pack(src, torch.tensor([4]), RowStreams.of_blocks([1], [1], "cpu"), 2, torch.float32)
     with pytest.raises(ValueError, match="noise streams"):
@@ -113,9 +124,13 @@ def test_mixed_width_layout_byte_identical(monkeypatch, pd, dim):
         mine, theirs = MixedWidthEncoder(codec, kernels, layout), MixedWidthEncoder(codec, kernels, peer)
         sent = mine.encode(src, rows, send_counts, NoiseKey(dim, 1, 2, "fwd", 0), "test")
         incoming = theirs.encode(src, peer_rows, recv_counts, NoiseKey(dim, 1, 2, "fwd", 3), "test").wire
-        results[mode] = (sent.wire, sent.send_bytes, incoming, mine.decode(incoming, dim))
-    (flat_t, per_t, in_t, out_t), (flat_c, per_c, in_c, out_c) = results["torch"], results["c"]
+        full = torch.full((sum(recv_counts) + 2, dim), 7.0)  # decoded into place: rows 1.. of a bigger buffer
+        mine.decode(incoming, dim, out=full[1:-1])
+        assert (full[0] == 7.0).all() and (full[-1] == 7.0).all()
+        results[mode] = (sent.wire, sent.send_bytes, incoming, mine.decode(incoming, dim), full[1:-1])
+    (flat_t, per_t, in_t, out_t, into_t), (flat_c, per_c, in_c, out_c, into_c) = results["torch"], results["c"]
     assert same(flat_c, flat_t) and per_c == per_t and same(in_c, in_t) and same(out_c, out_t)
+    assert same(into_t, out_t) and same(into_c, out_t)
 
 
 @pytest.mark.parametrize("cc", ["no-such-cc", "false"])  # missing, and a compiler that fails

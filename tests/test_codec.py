@@ -64,6 +64,7 @@ def test_round_trip_and_row_size(bits, pd, dim, rows):
     assert wire.dtype == torch.uint8 and wire.shape == (rows, -(-dim * bits // 8) + pbytes)
     out = torch_codec.unpack_dequantize(wire, dim, bits, pd)
     assert out.shape == (rows, dim)
+    assert torch.equal(torch_codec.unpack_dequantize(wire, dim, bits, pd, out=torch.empty_like(out)), out), "into place"
     if rows:
         zero, step = torch_codec.param_values(*torch_codec.row_params(x, bits, pd))
         assert ((out - x).abs() <= step.float()[:, None] * (1 + 1e-5)).all()
@@ -214,8 +215,12 @@ def test_triton_kernels_equal_torch_bit_for_bit(bits, pd):
             want, ok = torch_codec.quantize_rows(src, idx, streams, bits, pd)
             got, ok_t = triton_codec.quantize_pack(src, idx, streams, bits, pd, block=64)
             assert ok and ok_t and torch.equal(got, want), (dim, idx.tolist())
+            decoded = torch_codec.unpack_dequantize(want, dim, bits, pd)
             assert torch.equal(triton_codec.unpack_dequantize(got, dim, bits, pd, block=64).view(torch.int32),
-                               torch_codec.unpack_dequantize(want, dim, bits, pd).view(torch.int32))  # fmt: skip
+                               decoded.view(torch.int32))  # fmt: skip
+            full = torch.full((idx.numel() + 2, dim), 7.0, device=got.device)  # into place: rows 1.. of a bigger buffer
+            triton_codec.unpack_dequantize(got, dim, bits, pd, out=full[1:-1], block=64)
+            assert torch.equal(full[1:-1].view(torch.int32), decoded.view(torch.int32)) and (full[[0, -1]] == 7.0).all()
     src[2, 1] = float("nan")
     assert not triton_codec.quantize_pack(src, torch.tensor([0, 2]), RowStreams.of_blocks([1], [2], "cpu"), bits, pd)[1]
 

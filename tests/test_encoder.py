@@ -11,7 +11,7 @@ from gnnq.comm.channel_profile import PROFILE_DIRECTION, profile_channels
 from gnnq.comm.codec import MessageQuantization, UniformCodec, stream_seed
 from gnnq.comm.direction import Direction
 from gnnq.comm.encoder import UniformEncoder
-from gnnq.comm.halo import HaloExchange, Traffic
+from gnnq.comm.halo import EVALUATION, HaloExchange, Traffic
 from gnnq.comm.kernels import philox, torch_codec
 from gnnq.comm.kernels.backends import kernels_named
 from gnnq.comm.kernels.philox import RowStreams
@@ -78,7 +78,14 @@ def _exchange_once(world_size: int):
     sent = sum(int(c) for q, c in enumerate(part.send_counts) if q != comm.rank) * codec.row_bytes(DIM)
     exchange.fetch_static(rows_of(part.inner_ids))  # layer-0 inputs: exact fp32 rows (no input codec here)
     inputs = sum(int(c) for q, c in enumerate(part.send_counts) if q != comm.rank) * DIM * 4
-    return {"got": got, "want": torch.cat(want), "counted": comm.stats.bytes[(HALO_TRAIN, LAYER, "fwd")], "sent": sent,
+    counted = comm.stats.bytes[(HALO_TRAIN, LAYER, "fwd")]
+    # Into place: [inner; halo] in one reused buffer, the halo rows decoded (training) or received (evaluation, fp32) there.
+    inner, full = rows_of(part.inner_ids), torch.full((part.num_inner + part.num_halo, DIM), 7.0)
+    into = {name: exchange.fetch_into(inner, LAYER, traffic, full).clone()
+            for name, traffic in (("train", Traffic.training(EPOCH)), ("eval", EVALUATION))}  # fmt: skip
+    exact = exchange.start(inner, LAYER, Direction.FORWARD, EVALUATION).wait()
+    return {"got": got, "want": torch.cat(want), "counted": counted, "sent": sent, "into": into, "exact": exact,
+            "inner": inner, "full_ptr": full.data_ptr(), "into_ptr": exchange.fetch_into(inner, 2, EVALUATION, full).data_ptr(),
             "backend": exchange.codec_backend, "input_bytes": inputs,
             "by_direction": {k: v for k, v in comm.stats.bytes.items() if k[0] == HALO_SETUP}}  # fmt: skip
 
@@ -86,6 +93,10 @@ def _exchange_once(world_size: int):
 def test_exchange_sends_what_the_encoder_alone_makes():
     for res in run_distributed(3, _exchange_once, 3):
         assert res["got"].numel() > 0 and torch.equal(res["got"], res["want"])
+        n = res["inner"].shape[0]
+        assert torch.equal(res["into"]["train"], torch.cat([res["inner"], res["want"]])), "decoded into the halo rows"
+        assert torch.equal(res["into"]["eval"], torch.cat([res["inner"], res["exact"]])), "fp32 rows received there"
+        assert not torch.equal(res["into"]["train"][n:], res["into"]["eval"][n:]) and res["into_ptr"] == res["full_ptr"]
         assert res["counted"] == res["sent"] > 0
         assert res["backend"] in ("c", "torch")
         assert res["by_direction"] == {(HALO_SETUP, 0, "input"): res["input_bytes"]}, "inputs are counted as inputs, not fwd"

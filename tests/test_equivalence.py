@@ -51,7 +51,7 @@ def _dense_reference(graph, model_name: str, model: torch.nn.Module):
     return h
 
 
-def _one_step(world_size: int, strategy_name: str = "sync"):
+def _one_step(world_size: int, strategy_name: str = "sync", **options):
     """On every rank: one forward/backward for each (partitioner, model); rank results gathered."""
     comm = Communicator()
     graph = random_graph()
@@ -63,7 +63,7 @@ def _one_step(world_size: int, strategy_name: str = "sync"):
         model = build_model(_cfg(model_name), part)
         comm.stats.reset()
         exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts)
-        strategy = STRATEGIES[strategy_name](exchange, local_graph_for(model_name, part), part.x)
+        strategy = STRATEGIES[strategy_name](exchange, local_graph_for(model_name, part), part.x, **options)
         num_train = float(graph.train_mask.sum())
         logits, _ = forward_backward(model, part, strategy, num_train, comm)
         full = torch.zeros(graph.num_nodes, graph.num_classes)
@@ -119,21 +119,23 @@ def test_distributed_step_equals_full_graph(world_size, strategy_name):
             assert sum(r[(partitioner, model_name)]["sent_rows"] for r in results) > 0
 
 
-def _sync_and_overlap(world_size: int):
-    return {name: _one_step(world_size, name) for name in ("sync", "overlap")}
+def _sync_and_overlap(world_size: int, splits: tuple[str, ...]):
+    return {"sync": _one_step(world_size, "sync"), **{split: _one_step(world_size, "overlap", split=split) for split in splits}}
 
 
-@pytest.mark.parametrize("world_size", [2, 3, 4])
-def test_overlap_equals_sync(world_size):
-    """The central/marginal reordering changes only fp32 rounding: logits and gradients within 1e-5 relative."""
-    for rank, res in enumerate(run_distributed(world_size, _sync_and_overlap, world_size)):
+@pytest.mark.parametrize(("world_size", "splits"), [(2, ("columns",)), (3, ("columns", "central")), (4, ("central",))])
+def test_overlap_equals_sync(world_size, splits):
+    """Either overlap split (inner columns first, or central rows first) changes only fp32 rounding: logits and
+    gradients within 1e-5 relative."""
+    for rank, res in enumerate(run_distributed(world_size, _sync_and_overlap, world_size, splits)):
         for combo in COMBOS:
-            sync, overlap = res["sync"][combo], res["overlap"][combo]
-            where = f"{world_size} ranks, {combo}, rank {rank}"
-            _assert_close(overlap["logits"], sync["logits"], f"{where}: logits")
-            for name, ref in sync["grads"].items():
-                _assert_close(overlap["grads"][name], ref, f"{where}: gradient of {name}")
-            assert overlap["train_bytes"] == sync["train_bytes"]
+            sync = res["sync"][combo]
+            for split in splits:
+                overlap, where = res[split][combo], f"{split}, {world_size} ranks, {combo}, rank {rank}"
+                _assert_close(overlap["logits"], sync["logits"], f"{where}: logits")
+                for name, ref in sync["grads"].items():
+                    _assert_close(overlap["grads"][name], ref, f"{where}: gradient of {name}")
+                assert overlap["train_bytes"] == sync["train_bytes"]
 
 
 def _quantized_step(world_size: int):
@@ -149,17 +151,19 @@ def _quantized_step(world_size: int):
     qcfg = OC.create({"name": "uniform", "bits": 4, "grad_bits": 8, "param_dtype": "fp16",
                       "quantize_input": False, "nonfinite": "error"})  # fmt: skip
     out = []
-    for _ in range(2):
+    comm.stats.reset()
+    exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(qcfg, 5, comm.rank))
+    strategy = SyncStrategy(exchange, local_graph_for("gcn", part), part.x)
+    for _ in range(2):  # the second step decodes into the halo buffers the first one left
         torch.manual_seed(0)
         model = build_model(_cfg("gcn"), part)
-        comm.stats.reset()
-        exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(qcfg, 5, comm.rank))
-        strategy = SyncStrategy(exchange, local_graph_for("gcn", part), part.x)
+        before = comm.stats.total_bytes(HALO_TRAIN)
         strategy.begin_training_epoch(3)
         logits, _ = forward_backward(model, part, strategy, float(graph.train_mask.sum()), comm)
         out.append({"logits": logits.detach(), "grads": [p.grad.clone() for p in model.parameters()],
-                    "train_bytes": comm.stats.total_bytes(HALO_TRAIN), "setup_bytes": comm.stats.total_bytes(HALO_SETUP),
-                    "sent_rows": int(part.send_idx.numel()), "halo_rows": part.num_halo})  # fmt: skip
+                    "train_bytes": comm.stats.total_bytes(HALO_TRAIN) - before, "setup_bytes": comm.stats.total_bytes(HALO_SETUP),
+                    "sent_rows": int(part.send_idx.numel()), "halo_rows": part.num_halo,
+                    "buffers": [strategy.full_rows(layer, torch.empty(part.num_inner, HIDDEN)).data_ptr() for layer in range(1, LAYERS)]})  # fmt: skip
     return out
 
 
@@ -171,6 +175,7 @@ def test_quantized_exchange_counts_exact_wire_bytes_and_is_reproducible():
         first, second = rank_result
         assert torch.equal(first["logits"], second["logits"]), "same seed and epoch, same draws"
         assert all(torch.equal(a, b) for a, b in zip(first["grads"], second["grads"]))
+        assert first["buffers"] == second["buffers"] and len(set(first["buffers"])) == LAYERS - 1, "one buffer per layer, reused"
         fwd, bwd = row_bytes(HIDDEN, 4, torch.float16), row_bytes(HIDDEN, 8, torch.float16)
         assert (fwd, bwd) == (HIDDEN * 4 // 8 + 4, HIDDEN + 4)
         expected = (first["sent_rows"] * fwd + first["halo_rows"] * bwd) * (LAYERS - 1)
@@ -196,3 +201,4 @@ def test_central_marginal_split_covers_the_operator(model_name):
         assert torch.equal(split.marginal.to_dense(), a[marginal])
         assert torch.equal(split.inner_t.to_dense(), a[:, :n].T)
         assert torch.equal(split.halo_t.to_dense(), a[marginal][:, n:].T)
+        assert torch.equal(split.inner_cols.to_dense(), a[:, :n]) and torch.equal(split.halo_cols.to_dense(), a[:, n:])

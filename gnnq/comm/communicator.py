@@ -54,14 +54,20 @@ class Communicator:
         return self.all_to_all_start(send, send_counts, recv_counts, category=category, layer=layer, direction=direction).wait()
 
     def all_to_all_start(
-        self, send: torch.Tensor, send_counts: list[int], recv_counts: list[int], *, category: str, layer: int, direction: str
-    ) -> "PendingMessage":
-        """Post an all-to-all and return at once; ``.wait()`` gives the received rows.
+        self, send: torch.Tensor, send_counts: list[int], recv_counts: list[int], *, category: str, layer: int, direction: str,
+        out: torch.Tensor | None = None,
+    ) -> "PendingMessage":  # fmt: skip
+        """Post an all-to-all and return at once; ``.wait()`` gives the received rows: in ``out`` if given
+        (contiguous, ``send``'s dtype, one row per received row), else in a fresh tensor.
 
         Exposed time counted: on CPU the host's time inside posting and waiting; on CUDA the time
         the waiting stream stands still (``wait``). Transfer time: from posting to the wait's end.
         """
-        out = send.new_empty((sum(recv_counts),) + tuple(send.shape[1:]))
+        shape = (sum(recv_counts),) + tuple(send.shape[1:])
+        if out is None:
+            out = send.new_empty(shape)
+        elif tuple(out.shape) != shape or out.dtype != send.dtype or not out.is_contiguous():
+            raise ValueError(f"all-to-all into {out.dtype} {tuple(out.shape)}: expected a contiguous {send.dtype} {shape} tensor")
         row_bytes = send[0:1].numel() * send.element_size() if send.dim() > 1 else send.element_size()
         wire_rows = sum(c for q, c in enumerate(send_counts) if q != self.rank)
         key = (category, layer, direction)

@@ -6,7 +6,8 @@ the rows ``src[rows]`` (grouped by destination, ``counts`` rows each), the messa
 (the kernels draw from its Philox streams inline) and returns a ``WireMessage``: one flat uint8
 buffer and the bytes it holds for each destination. Finiteness is checked once per message, on
 the rows sent, by the encoding kernel itself; only a message with NaN/inf is encoded twice. The exchange sends those bytes as they are and hands
-what arrives (``recv_bytes`` from each peer) to ``decode``. Uniform messages are the codec's wire
+what arrives (``recv_bytes`` from each peer) to ``decode``, which writes the rows into their
+destination (``out``: the halo rows of the receiver's buffer) or a fresh tensor. Uniform messages are the codec's wire
 rows back to back; mixed-width ones (AdaQP) follow a ``WireLayout``.
 """
 
@@ -20,6 +21,7 @@ import torch
 from gnnq.comm.codec import UniformCodec
 from gnnq.comm.kernels.backends import Kernels
 from gnnq.comm.kernels.philox import RowStreams
+from gnnq.comm.kernels.torch_codec import check_out
 from gnnq.comm.wire_layout import WireLayout
 
 
@@ -61,9 +63,10 @@ class UniformEncoder:
         row = self.codec.row_bytes(dim)
         return [int(n) * row for n in counts]
 
-    def decode(self, wire: torch.Tensor, dim: int) -> torch.Tensor:
+    def decode(self, wire: torch.Tensor, dim: int, out: torch.Tensor | None = None) -> torch.Tensor:
+        """The received rows, decoded into a fresh tensor or into ``out`` (their destination rows, fp32, contiguous)."""
         c = self.codec
-        return self.kernels.unpack_dequantize(wire.view(-1, c.row_bytes(dim)), dim, c.bits, c.param_dtype)
+        return self.kernels.unpack_dequantize(wire.view(-1, c.row_bytes(dim)), dim, c.bits, c.param_dtype, out=out)
 
 
 class MixedWidthEncoder:
@@ -106,13 +109,14 @@ class MixedWidthEncoder:
         """Bytes from each rank, per the layout (``counts``: its receive counts)."""
         return self.layout.recv.bytes_per_peer(self.codec, dim)
 
-    def decode(self, flat: torch.Tensor, dim: int) -> torch.Tensor:
+    def decode(self, flat: torch.Tensor, dim: int, out: torch.Tensor | None = None) -> torch.Tensor:
+        """As ``UniformEncoder.decode``: every row straight to its place in a fresh tensor or ``out``."""
         side, codec = self.layout.recv, self.codec
         if dim and self.kernels.decode_mixed is not None:
             bits, offsets, total = side.wire_plan(codec, dim)
-            return self.kernels.decode_mixed(flat, dim, bits, offsets, total, codec.param_dtype)
+            return self.kernels.decode_mixed(flat, dim, bits, offsets, total, codec.param_dtype, out=out)
         widths = self.layout.widths
-        out = torch.empty((int(self.layout.recv_bits.numel()), dim), dtype=torch.float32, device=flat.device)
+        out = check_out(out, int(self.layout.recv_bits.numel()), dim, flat.device)
         sizes = {b: codec.at_bits(b).row_bytes(dim) for b in widths}
         chunks = {b: [] for b in widths}
         start = 0

@@ -105,47 +105,63 @@ class HaloExchange:
         while it traces (quantizer=adaptive). Setup: before the first training message."""
         self.widths = widths
 
-    def fetch(self, h_inner: torch.Tensor, layer: int, traffic: Traffic, plan: HaloPlan | None = None) -> torch.Tensor:
-        """Halo rows of ``h_inner`` from their owners; differentiable (gradients flow back to owners).
+    def fetch(self, h_inner: torch.Tensor, layer: int, traffic: Traffic, plan: HaloPlan | None = None,
+              out: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+        """Halo rows of ``h_inner`` from their owners (received or decoded into ``out`` if given); differentiable
+        (gradients flow back to owners).
 
         ``traffic`` says whose message it is (training of which epoch, evaluation): the noise key depends on it."""
         if torch.is_grad_enabled() and h_inner.requires_grad:
-            return _HaloFunction.apply(h_inner, self, layer, traffic, plan)
-        return self.start(h_inner, layer, Direction.FORWARD, traffic, plan).wait()
+            return _HaloFunction.apply(h_inner, self, layer, traffic, plan, out)
+        return self.start(h_inner, layer, Direction.FORWARD, traffic, plan, out).wait()
 
     def fetch_static(self, x_inner: torch.Tensor) -> torch.Tensor:
         """Halo rows of data that never changes (input features): call once and keep the result."""
         return self.start(x_inner, 0, Direction.INPUT, SETUP).wait()
 
+    def fetch_into(self, h_inner: torch.Tensor, layer: int, traffic: Traffic, full: torch.Tensor) -> torch.Tensor:
+        """``full`` (a reused buffer of ``h_inner``'s dtype, one row per inner and halo row) filled with
+        [h_inner; halo rows]: the halo rows are received or decoded straight into ``full[num_inner:]``
+        (no fresh tensor, no concatenation); differentiable like :meth:`fetch`. Returns ``full``
+        detached from any earlier use (its storage, with autograd history of this call only). Gradients as
+        torch.cat([h_inner, fetch(h_inner)]) gives them, bit for bit."""
+        n = h_inner.shape[0]
+        if full.shape != (n + self.num_halo,) + tuple(h_inner.shape[1:]) or full.dtype != h_inner.dtype:
+            raise ValueError(f"halo buffer {full.dtype} {tuple(full.shape)} for {n} inner and {self.num_halo} halo rows "
+                             f"of {h_inner.dtype} {tuple(h_inner.shape[1:])}")  # fmt: skip
+        return _IntoBuffer.apply(h_inner, self.fetch(h_inner, layer, traffic, out=full[n:]), full)
+
     def start(self, src: torch.Tensor, layer: int, direction: Direction, traffic: Traffic,
-              plan: HaloPlan | None = None) -> "PendingHalo":  # fmt: skip
+              plan: HaloPlan | None = None, out: torch.Tensor | None = None) -> "PendingHalo":  # fmt: skip
         """Post one message and return at once; ``.wait()`` gives the rows that arrive.
 
         FORWARD / INPUT: ``src`` holds inner rows and the peers' halo rows arrive (in halo order).
         BACKWARD: ``src`` holds one row per halo row (gradients) and each peer's rows come back
         in this rank's send order (add them with :meth:`add_returned`).
-        ``plan`` (default: the partition's) says which rows move.
+        ``plan`` (default: the partition's) says which rows move. ``out`` (contiguous fp32 rows, one per
+        row that arrives): the rows are received or decoded into it, and ``.wait()`` returns it.
         """
         plan = plan or self.plan
         if not (self.side_streams and src.is_cuda):
-            return self._start(src, layer, Direction(direction), traffic, plan)
+            return self._start(src, layer, Direction(direction), traffic, plan, out)
         if self._stream is None:
             self._stream = torch.cuda.Stream(device=src.device)
         stream = self._stream
-        stream.wait_stream(torch.cuda.current_stream(src.device))  # src is ready before the codec reads it
+        stream.wait_stream(torch.cuda.current_stream(src.device))  # src is ready (and out free) before the codec runs
         with torch.cuda.stream(stream):
-            pending = self._start(src, layer, Direction(direction), traffic, plan)
+            pending = self._start(src, layer, Direction(direction), traffic, plan, out)
         src.record_stream(stream)
         pending.stream = stream
         return pending
 
-    def _start(self, src: torch.Tensor, layer: int, direction: Direction, traffic: Traffic, plan: HaloPlan) -> "PendingHalo":
+    def _start(self, src: torch.Tensor, layer: int, direction: Direction, traffic: Traffic, plan: HaloPlan,
+               out: torch.Tensor | None) -> "PendingHalo":  # fmt: skip
         rows, send_counts, recv_counts = plan.route(direction)
         kw = {"category": traffic.category, "layer": layer, "direction": direction.accounting}
         encoder = self._encoder(layer, direction, traffic, src.device, plan)
         if encoder is None:  # exact fp32 rows
             send = src if rows is None else src.index_select(0, rows)
-            return PendingHalo(self.comm.all_to_all_start(send, send_counts, recv_counts, **kw), None)
+            return PendingHalo(self.comm.all_to_all_start(send, send_counts, recv_counts, **kw, out=out), None)
         if rows is None:
             rows = torch.arange(src.shape[0], device=src.device)
         self._trace(layer, direction, traffic, src, rows)
@@ -159,7 +175,7 @@ class HaloExchange:
 
         def decode(wire: torch.Tensor) -> torch.Tensor:
             with timed(stats, "codec", key, wire):
-                return encoder.decode(wire, dim)
+                return encoder.decode(wire, dim, out)
 
         return PendingHalo(pending, decode)
 
@@ -244,15 +260,34 @@ def inner_gradient(exchange: HaloExchange, grad_halo: torch.Tensor, own: Callabl
     return exchange.add_returned(own(), pending.wait(), plan)
 
 
+class _IntoBuffer(torch.autograd.Function):
+    """[h_inner; halo] as ``full``, whose rows from ``num_inner`` on already hold ``halo``: what torch.cat gives,
+    gradients included (each part's own slice, so they add up with the other uses of h_inner as after a cat)."""
+
+    @staticmethod
+    def forward(ctx, h_inner, halo, full: torch.Tensor):
+        n = h_inner.shape[0]
+        if halo.data_ptr() != full[n:].data_ptr():  # not received in place (no halo rows, or a copy on the way)
+            full[n:].copy_(halo)
+        full[:n].copy_(h_inner)
+        ctx.num_inner = n
+        return full.detach()  # an alias without the history of the buffer's earlier uses (it shares their version counter)
+
+    @staticmethod
+    def backward(ctx, grad_full):
+        return grad_full[: ctx.num_inner], grad_full[ctx.num_inner :], None
+
+
 class _HaloFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, h_inner, exchange: HaloExchange, layer: int, traffic: Traffic, plan: HaloPlan | None):
+    def forward(ctx, h_inner, exchange: HaloExchange, layer: int, traffic: Traffic, plan: HaloPlan | None, out):
         ctx.exchange, ctx.layer, ctx.traffic, ctx.plan, ctx.num_inner = exchange, layer, traffic, plan, h_inner.shape[0]
-        return exchange.start(h_inner, layer, Direction.FORWARD, traffic, plan).wait()
+        rows = exchange.start(h_inner, layer, Direction.FORWARD, traffic, plan, out).wait()
+        return rows if out is None else rows.detach()  # an alias of out, without the history of its earlier uses
 
     @staticmethod
     def backward(ctx, grad_halo):
-        return gradients_to_owners(ctx.exchange, grad_halo, ctx.layer, ctx.traffic, ctx.num_inner, ctx.plan), None, None, None, None
+        return gradients_to_owners(ctx.exchange, grad_halo, ctx.layer, ctx.traffic, ctx.num_inner, ctx.plan), None, None, None, None, None
 
 
 def gradients_to_owners(exchange: HaloExchange, grad_halo: torch.Tensor, layer: int, traffic: Traffic, num_inner: int,

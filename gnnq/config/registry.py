@@ -87,8 +87,8 @@ QUANTIZERS = Registry("quantizer", [
 ])  # fmt: skip
 PARALLEL = Registry("parallel", [
     Choice("sync", s.ParallelConfig, "gnnq.parallel.sync:SyncStrategy", "every layer waits for current halo rows", _FULL_GRAPH),
-    Choice("overlap", s.ParallelConfig, "gnnq.parallel.overlap:OverlapStrategy",
-           "AdaQP: central rows aggregate while halo rows are in flight", _FULL_GRAPH),
+    Choice("overlap", s.OverlapParallelConfig, "gnnq.parallel.overlap:OverlapStrategy",
+           "AdaQP: aggregate what needs no halo row while halo rows are in flight", _FULL_GRAPH),
     Choice("stale", s.StaleParallelConfig, "gnnq.parallel.stale:StaleStrategy",
            "PipeGCN: halo rows and gradients from the previous epoch", _FULL_GRAPH),
     Choice("sampling", s.SamplingParallelConfig, "gnnq.parallel.sampling:SamplingStrategy",

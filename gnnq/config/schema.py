@@ -167,9 +167,18 @@ class GridQuantizerConfig(QuantizerConfig):
 
 @dataclass
 class ParallelConfig:
-    """sync and overlap: no keys of their own."""
+    """sync: no keys of its own."""
 
     name: str = "sync"
+
+
+@dataclass
+class OverlapParallelConfig(ParallelConfig):
+    name: str = "overlap"
+    # what aggregates while halo rows are in flight: columns (every inner column's term, so all rows' inner
+    # neighbours; then the halo columns' terms) | central (AdaQP's published split: only rows without a halo
+    # in-neighbour, marginal rows whole after the wait)
+    split: str = "columns"
 
 
 @dataclass

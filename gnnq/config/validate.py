@@ -26,6 +26,7 @@ ALLOWED = {
     "parallel.warmup": ("sync", "zeros"),
     "parallel.smooth": ("both", "features", "gradients"),
     "parallel.sample_size": ("floor", "at_least_one"),
+    "parallel.split": ("columns", "central"),
     "cluster.link": ("1gbit", "10gbit", "25gbit", "custom"),
     "cluster.pin_cores": ("auto", "on", "off"),
     "cluster.backend": ("auto", "gloo", "nccl"),

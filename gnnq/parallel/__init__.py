@@ -20,6 +20,8 @@ def _options(pcfg, seed: int) -> dict:
         return {"momentum": pcfg.momentum, "warmup": pcfg.warmup, "smooth": pcfg.smooth}
     if pcfg.name == "sampling":
         return {"rate": pcfg.sampling_rate, "seed": seed, "sample_size": pcfg.sample_size}
+    if pcfg.name == "overlap":
+        return {"split": pcfg.split}
     if pcfg.name == "sancus":
         return {"threshold": pcfg.threshold, "max_staleness": pcfg.max_staleness}
     return {}

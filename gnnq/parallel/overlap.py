@@ -1,10 +1,13 @@
-"""AdaQP's overlap: aggregate central rows while the halo rows are in flight.
+"""AdaQP's overlap: aggregate what needs no halo row while the halo rows are in flight.
 
-Forward at a hidden layer: post the halo message, aggregate the central rows (no halo
-in-neighbour), wait, aggregate the marginal rows. Backward: compute the halo rows'
-gradients first (they depend on marginal rows only), post them, compute the inner rows'
-gradients, wait, add what came back. The arithmetic is that of ``sync``; only the order
-differs, so results agree to fp32 rounding.
+Forward at a hidden layer: post the halo message, then, with ``split="central"`` (AdaQP's
+published split), aggregate the central rows (no halo in-neighbour), wait, aggregate the
+marginal rows; with ``split="columns"`` (the default), aggregate every row's inner columns
+A[:, inner] @ h_inner, wait, add the halo columns' A[:, halo] @ h_halo. On graphs where nearly
+every row has a halo in-neighbour (a dense SBM cut four ways: no central row at all) only the
+second hides anything. Backward: compute the halo rows' gradients first (they depend on marginal
+rows only), post them, compute the inner rows' gradients, wait, add what came back. The
+arithmetic is that of ``sync``; only the order differs, so results agree to fp32 rounding.
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ class CentralMarginal:
         self.inner_t = _csr(cols[inner], rows[inner], w[inner], (n, n))
         mh = m & halo
         self.halo_t = _csr(cols[mh] - n, position[rows[mh]], w[mh], (self.num_halo, self.marginal_idx.numel()))
+        # split="columns": A[:, inner] and A[:, halo]
+        self.inner_cols = _csr(rows[inner], cols[inner], w[inner], (n, n))
+        self.halo_cols = _csr(rows[halo], cols[halo] - n, w[halo], (n, self.num_halo))
 
 
 def _csr(rows, cols, weights, shape) -> torch.Tensor:
@@ -55,10 +61,15 @@ def _csr(rows, cols, weights, shape) -> torch.Tensor:
         return coo.to_sparse_csr()
 
 
+SPLITS = ("columns", "central")
+
+
 class OverlapStrategy(SyncStrategy):
-    def __init__(self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor):
+    def __init__(self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, split: str = "columns"):
+        if split not in SPLITS:
+            raise ValueError(f"parallel.split={split!r}: allowed {', '.join(SPLITS)}")
         super().__init__(exchange, graph, x_inner)
-        self.split = CentralMarginal(graph)
+        self.split, self.by_columns = CentralMarginal(graph), split == "columns"
         exchange.use_side_stream()
 
     def aggregate_hidden(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
@@ -76,10 +87,16 @@ class _OverlappedAggregate(torch.autograd.Function):
     def forward(ctx, h_inner, strategy: OverlapStrategy, layer: int, traffic: Traffic):
         ctx.strategy, ctx.layer, ctx.traffic = strategy, layer, traffic
         split, exchange = strategy.split, strategy.exchange
-        pending = exchange.start(h_inner, layer, Direction.FORWARD, traffic)
-        out = h_inner.new_empty((split.num_rows, h_inner.shape[1]))
+        n, h_full = split.num_rows, strategy.full_rows(layer, h_inner)  # halo rows go straight into h_full[n:]
+        pending = exchange.start(h_inner, layer, Direction.FORWARD, traffic, out=h_full[n:])
+        if strategy.by_columns:
+            out = _spmm(split.inner_cols, h_inner)
+            pending.wait()
+            return out.add_(_spmm(split.halo_cols, h_full[n:]))
+        out = h_inner.new_empty((n, h_inner.shape[1]))
         out.index_copy_(0, split.central_idx, _spmm(split.central, h_inner))
-        h_full = torch.cat([h_inner, pending.wait()])
+        h_full[:n].copy_(h_inner)
+        pending.wait()
         out.index_copy_(0, split.marginal_idx, _spmm(split.marginal, h_full))
         return out
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from gnnq.comm.halo import EVALUATION, HaloExchange, Traffic
+from gnnq.comm.row_buffers import RowBuffers
 from gnnq.models.graph_ops import LocalGraph
 
 
@@ -12,7 +13,9 @@ class SyncStrategy:
     """Supplies the model's aggregates A @ [h_inner; h_halo]. Layer-0 inputs never change: fetched once.
 
     ``traffic`` says what the messages of the current step are (training of an epoch, or evaluation);
-    it goes with every message, so the exchange holds no epoch of its own.
+    it goes with every message, so the exchange holds no epoch of its own. Each hidden layer's
+    [h_inner; h_halo] lives in a buffer kept across epochs (``buffers``): the halo rows are received
+    or decoded straight into it.
     """
 
     def __init__(self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor):
@@ -20,6 +23,7 @@ class SyncStrategy:
         self.graph = graph
         self.x_halo = exchange.fetch_static(x_inner)
         self.traffic = Traffic.training(0)
+        self.buffers = RowBuffers()
 
     def begin_training_epoch(self, epoch: int) -> None:
         """The following messages are training messages of ``epoch`` (which seeds their quantization draws)."""
@@ -49,4 +53,8 @@ class SyncStrategy:
         return self.aggregate_hidden(layer, h_inner)
 
     def aggregate_hidden(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
-        return self.graph.aggregate(torch.cat([h_inner, self.exchange.fetch(h_inner, layer, self.traffic)]))
+        return self.graph.aggregate(self.exchange.fetch_into(h_inner, layer, self.traffic, self.full_rows(layer, h_inner)))
+
+    def full_rows(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
+        """The reused [inner; halo] buffer of ``layer`` (its contents: the last message's)."""
+        return self.buffers.get(layer, h_inner.shape[0] + self.exchange.num_halo, h_inner)

@@ -21,9 +21,9 @@ class Kernels:
 
     name: str
     quantize_pack: Callable  # (src, row_idx, streams, bits, param_dtype) -> ((R, row_bytes) uint8, all rows finite)
-    unpack_dequantize: Callable  # (wire, dim, bits, param_dtype) -> (R, dim) fp32
+    unpack_dequantize: Callable  # (wire, dim, bits, param_dtype, out=None) -> (R, dim) fp32: fresh, or out
     encode_mixed: Callable | None = None  # c_codec.encode_mixed's signature
-    decode_mixed: Callable | None = None  # c_codec.decode_mixed's signature
+    decode_mixed: Callable | None = None  # c_codec.decode_mixed's signature, out= as unpack_dequantize
 
 
 TORCH = Kernels("torch", torch_codec.quantize_rows, torch_codec.unpack_dequantize)

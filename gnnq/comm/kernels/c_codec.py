@@ -145,21 +145,19 @@ def quantize_pack(src: torch.Tensor, row_idx: torch.Tensor, streams: RowStreams,
 
 def unpack_dequantize(wire: torch.Tensor, dim: int, bits: int, param_dtype: torch.dtype,
                       out: torch.Tensor | None = None, out_rows: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
-    """``torch_codec.unpack_dequantize``; with ``out`` (and ``out_rows``), rows go straight to ``out[out_rows]``."""
+    """``torch_codec.unpack_dequantize``, into ``out`` if given; with ``out_rows`` too, row r goes to
+    ``out[out_rows[r]]`` (``out`` then any contiguous fp32 (N, dim) tensor)."""
     rows = wire.shape[0]
     if wire.shape[1:] != (torch_codec.row_bytes(dim, bits, param_dtype),):
         raise ValueError(f"wire rows of shape {tuple(wire.shape)} for dim {dim} at {bits} bits")
-    if out is None:
-        out = torch.empty((rows, dim), dtype=torch.float32)
+    if out_rows is None:
+        out = torch_codec.check_out(out, rows, dim, wire.device)
+    else:
+        out_rows = out_rows.to(torch.int64).contiguous()
+        torch_codec.check_out(out, out.shape[0], dim, wire.device)
+        _check_rows(out_rows, out.shape[0])
     if rows == 0 or dim == 0:
         return out
-    if out.dtype != torch.float32 or not out.is_contiguous() or out.shape[1:] != (dim,):
-        raise ValueError("out must be a contiguous fp32 (N, dim) tensor")
-    if out_rows is not None:
-        out_rows = out_rows.to(torch.int64).contiguous()
-        _check_rows(out_rows, out.shape[0])
-    elif out.shape[0] != rows:
-        raise ValueError(f"out has {out.shape[0]} rows for {rows} wire rows")
     wire = wire.contiguous()
     library().gnnq_decode(_ptr(wire), dim, rows, None, None, bits, param_dtype == torch.float16, _ptr(out_rows), _ptr(out))
     return out
@@ -181,12 +179,12 @@ def encode_mixed(src: torch.Tensor, row_idx: torch.Tensor, streams: RowStreams, 
 
 
 def decode_mixed(flat: torch.Tensor, dim: int, bits: torch.Tensor, offsets: torch.Tensor, total: int,
-                 param_dtype: torch.dtype) -> torch.Tensor:  # fmt: skip
-    """Rows at ``bits[r]`` from ``offsets[r]`` of ``flat`` into an (R, dim) fp32 tensor."""
+                 param_dtype: torch.dtype, out: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+    """Rows at ``bits[r]`` from ``offsets[r]`` of ``flat`` into an (R, dim) fp32 tensor: fresh, or ``out``."""
     if flat.numel() != total:
         raise ValueError(f"received {flat.numel()} bytes where the layout expects {total}")
     rows = bits.numel()
-    out = torch.empty((rows, dim), dtype=torch.float32)
+    out = torch_codec.check_out(out, rows, dim, flat.device)
     if rows and dim:
         flat = flat.contiguous()
         library().gnnq_decode(_ptr(flat), dim, rows, _ptr(bits), _ptr(offsets), 0, param_dtype == torch.float16, None, _ptr(out))

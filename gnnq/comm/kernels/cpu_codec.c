@@ -207,13 +207,27 @@ static int encode_row(const float *x, int64_t dim, int bits, int fp16, uint64_t 
     return 0;
 }
 
-/* Inlined with a constant width, so the unpacking loop vectorizes. */
+/* Inlined with a constant width. (float)code * s + z, two roundings (no FMA: -ffp-contract=off), as
+   torch_codec. Below 8 bits, eight outputs at a time, so the stores are whole vectors: the group's
+   ``bits`` bytes as one little-endian word, lane l taking its bits [l * bits, (l + 1) * bits). */
 static inline __attribute__((always_inline)) void decode_codes(const uint8_t *in, int64_t dim, int bits, float s, float z, float *out) {
+    int64_t i = 0;
+    if (bits == 8) {
+        for (; i < dim; i++) out[i] = (float)in[i] * s + z;
+        return;
+    }
     int per_byte = 8 / bits, mask = (1 << bits) - 1;
-    int64_t full = dim / per_byte;
-    for (int64_t k = 0; k < full; k++)
-        for (int j = 0; j < per_byte; j++) out[k * per_byte + j] = (float)((in[k] >> (j * bits)) & mask) * s + z;
-    for (int64_t i = full * per_byte; i < dim; i++) out[i] = (float)((in[full] >> ((i - full * per_byte) * bits)) & mask) * s + z;
+    v8u shift;
+    for (int l = 0; l < 8; l++) shift[l] = (uint32_t)(l * bits);
+    for (; i + 8 <= dim; i += 8) {
+        const uint8_t *b = in + i / per_byte;
+        uint32_t w = 0;
+        for (int k = 0; k < bits; k++) w |= (uint32_t)b[k] << (8 * k);
+        v8u codes = (((v8u){0} + w) >> shift) & (uint32_t)mask;
+        v8f f = __builtin_convertvector((v8i)codes, v8f) * s + z;
+        memcpy(out + i, &f, sizeof f);
+    }
+    for (; i < dim; i++) out[i] = (float)((in[i / per_byte] >> ((i % per_byte) * bits)) & mask) * s + z;
 }
 
 VARIANTS

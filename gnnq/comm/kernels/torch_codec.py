@@ -141,21 +141,34 @@ def quantize_rows(src: torch.Tensor, row_idx: torch.Tensor, streams: RowStreams,
     return quantize_pack(x, uniforms(streams, x.shape[1]), bits, param_dtype), all_finite(x)
 
 
-def unpack_dequantize(wire: torch.Tensor, dim: int, bits: int, param_dtype: torch.dtype) -> torch.Tensor:
-    """Decode wire rows (R, row_bytes) into fp32 rows (R, dim)."""
+def unpack_dequantize(wire: torch.Tensor, dim: int, bits: int, param_dtype: torch.dtype,
+                      out: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+    """Decode wire rows (R, row_bytes) into fp32 rows (R, dim): a fresh tensor, or ``out`` (``check_out``'s rules)."""
     rows = wire.shape[0]
     pbytes = 2 * torch.finfo(param_dtype).bits // 8
-    if rows == 0:
-        return torch.empty((0, dim), dtype=torch.float32, device=wire.device)
+    out = check_out(out, rows, dim, wire.device)
+    if rows == 0 or dim == 0:
+        return out
     # A fresh row-major copy: views of a 1-row slice keep the wire's stride, which .view() rejects.
     params = torch.empty((rows, pbytes), dtype=torch.uint8, device=wire.device).copy_(wire[:, :pbytes])
     zero, step = param_values(*params.view(param_dtype).unbind(1))
     per_byte = 8 // bits
     packed = wire[:, pbytes:]
     if per_byte == 1:
-        codes = packed.float()
+        codes = packed
     else:
         mask = (1 << bits) - 1
-        codes = torch.stack([(packed >> (j * bits)) & mask for j in range(per_byte)], dim=2)
-        codes = codes.view(rows, -1)[:, :dim].float()
-    return codes.mul_(step[:, None]).add_(zero[:, None])  # not addcmul: a fused multiply-add rounds differently
+        codes = torch.stack([(packed >> (j * bits)) & mask for j in range(per_byte)], dim=2).view(rows, -1)[:, :dim]
+    # Two roundings, as C and Triton: not addcmul (a fused multiply-add rounds differently).
+    return torch.mul(codes, step[:, None], out=out).add_(zero[:, None])
+
+
+def check_out(out: torch.Tensor | None, rows: int, dim: int, device: torch.device) -> torch.Tensor:
+    """The decode's destination: ``out`` if given (fp32, (rows, dim), rows contiguous: a row range of a
+    bigger buffer will do), else a fresh (rows, dim) fp32 tensor on ``device``."""
+    if out is None:
+        return torch.empty((rows, dim), dtype=torch.float32, device=device)
+    if out.dtype != torch.float32 or tuple(out.shape) != (rows, dim) or not out.is_contiguous() or out.device != torch.device(device):
+        raise ValueError(f"out must be a contiguous fp32 ({rows}, {dim}) tensor on {device}, not {out.dtype} "
+                         f"{tuple(out.shape)} on {out.device}")  # fmt: skip
+    return out

@@ -23,7 +23,7 @@ except ImportError:  # the gpu extra is not installed
     triton = None
 
 from gnnq.comm.kernels.philox import RowStreams
-from gnnq.comm.kernels.torch_codec import code_bytes, row_bytes
+from gnnq.comm.kernels.torch_codec import check_out, code_bytes, row_bytes
 
 
 def triton_available() -> bool:
@@ -213,9 +213,11 @@ def quantize_pack(src: torch.Tensor, row_idx: torch.Tensor, streams: RowStreams,
     return out, not bool(bad.any())
 
 
-def unpack_dequantize(wire: torch.Tensor, dim: int, bits: int, param_dtype: torch.dtype, block: int = 256) -> torch.Tensor:
-    out = torch.empty((wire.shape[0], dim), dtype=torch.float32, device=wire.device)
-    if wire.shape[0]:
+def unpack_dequantize(wire: torch.Tensor, dim: int, bits: int, param_dtype: torch.dtype,
+                      out: torch.Tensor | None = None, block: int = 256) -> torch.Tensor:  # fmt: skip
+    """``torch_codec.unpack_dequantize``: into a fresh tensor, or ``out`` (``torch_codec.check_out``)."""
+    out = check_out(out, wire.shape[0], dim, wire.device)
+    if wire.shape[0] and dim:
         wire = wire.contiguous()
         _unpack_dequantize_kernel[(wire.shape[0],)](wire, out, dim, wire.stride(0), out.stride(0), BITS=bits,
                                                     PARAM_FP16=param_dtype == torch.float16, BLOCK=block,
