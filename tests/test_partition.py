@@ -388,14 +388,15 @@ def test_metis_gets_a_symmetric_graph_as_it_is_and_a_directed_one_symmetrized(sb
 
 
 PEAK_SCRIPT = """
-import resource, sys, tempfile
+import sys, tempfile
 from gnnq.data.loaders.synthetic import generate_sbm
 from gnnq.data.part_cache import prepare_parts
 from gnnq.launch.partition_memory import graph_mib, launcher_memory_mib
 g = generate_sbm(60000, 40.0, 47, 100, 0.5, 1.0, 0)
 est = launcher_memory_mib(graph_mib(g), g.num_nodes, g.num_edges, g.num_edges, 4, metis=True)
 prepare_parts(g, "metis", 0, 4, tempfile.mkdtemp(dir=sys.argv[1]))
-print(est, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+from gnnq.track.process_memory import peak_rss_mib
+print(est, peak_rss_mib())
 """
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import statistics
 import time
 
@@ -19,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from gnnq.config.compose import compose_config
+from gnnq.track.process_memory import peak_rss_mib
 
 
 class PygGCN(torch.nn.Module):
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     print(json.dumps({
         "epoch_time_s": statistics.median(times),
         "epoch_times_s": times,
-        "peak_memory_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_memory_mib": peak_rss_mib(),
         "threads": torch.get_num_threads(),
         "num_nodes": g.num_nodes,
         "num_edges": g.num_edges,

@@ -21,10 +21,10 @@ from gnnq.launch.resources import (
     rank_memory_mib,
     ranks_here,
     refuse_ranks_that_do_not_fit,
-    rss_mib,
     warn_if_oversubscribed,
     with_held,
 )
+from gnnq.track.process_memory import rss_mib
 
 LAUNCHER_BASE_MIB = 300.0  # python, torch, hydra and gnnq in the launcher (RSS), before the graph
 METIS_EDGE_BYTES = 140  # per entry of the symmetric adjacency (measured 92-125 B from 2M to 122M entries: it grows)

@@ -101,14 +101,6 @@ def with_held(available: tuple[float | None, str], limit_gib: float | None, held
     return avail + held_mib, f"{source} + {held_mib:,.0f} MiB of {what}"
 
 
-def rss_mib() -> float:
-    """This process's resident memory (MiB); 0 where /proc does not say."""
-    try:
-        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError, IndexError):
-        return 0.0
-
-
 def _meminfo_available_mib() -> float | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import os
-import resource
 import statistics
 import time
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ import torch
 from gnnq.comm import Communicator
 from gnnq.comm.accounting import CONTROL, OVERHEAD
 from gnnq.errors import GnnqError
+from gnnq.track.process_memory import peak_rss_mib
 from gnnq.train.checkpoint import Checkpoints
 from gnnq.train.faults import FaultInjector
 from gnnq.train.metrics import SPLITS, metrics_from_counts
@@ -264,7 +264,7 @@ def update_best(best: dict, row: dict) -> dict:
 def peak_memory_mib(comm: Communicator, device: torch.device) -> tuple[list[float], list[float] | None]:
     """Every rank's peak resident memory and, on CUDA, peak allocated GPU memory (MiB). Collective."""
     peak = torch.zeros(2, comm.world_size, dtype=torch.float64, device=device)
-    peak[0, comm.rank] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB -> MiB on Linux
+    peak[0, comm.rank] = peak_rss_mib()
     if device.type == "cuda":
         peak[1, comm.rank] = torch.cuda.max_memory_allocated(device) / 2**20
     comm.all_reduce(peak, category=CONTROL)
