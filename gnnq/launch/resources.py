@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gnnq.data.integrity import warn
 from gnnq.errors import ConfigError
+from gnnq.track.process_memory import proc_kib
 
 BASE_MIB = 450.0  # python, torch, gloo and gnnq in one rank process, with an empty part (RSS)
 AGENT_MIB = 250.0  # each host's torchrun agent (RSS)
@@ -102,13 +103,8 @@ def with_held(available: tuple[float | None, str], limit_gib: float | None, held
 
 
 def _meminfo_available_mib() -> float | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) / 1024.0
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    kib = proc_kib("/proc/meminfo", "MemAvailable")
+    return kib / 1024.0 if kib is not None else None
 
 
 def _cgroup_headroom_mib() -> float | None:

@@ -15,14 +15,20 @@ def rss_mib() -> float:
         return 0.0
 
 
+def proc_kib(path: str, key: str) -> int | None:
+    """The ``key:  <n> kB`` line of a /proc file (/proc/meminfo, /proc/self/status) as n; None where it is not."""
+    try:
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def peak_rss_mib() -> float:
     """This process's own peak resident memory (MiB): VmHWM. Not getrusage's ru_maxrss, which Linux carries over
     exec from the process that forked it (a rank started by torchrun, or a script by a big pytest process,
     would report its parent's size when that was larger); ru_maxrss only where /proc does not say."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    except (OSError, ValueError, IndexError):
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+    hwm = proc_kib("/proc/self/status", "VmHWM")
+    return hwm / 1024.0 if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
