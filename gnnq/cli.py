@@ -89,6 +89,13 @@ def main() -> None:
             return
         if multirun and not any(a.startswith("hydra.job.config.override_dirname.exclude_keys=") for a in argv):
             sys.argv.append(_dirname_excludes([p for p, _ in points]))
+        if multirun:
+            from gnnq.config.compose import shared_group_choices
+
+            try:
+                sys.argv += shared_group_choices(overrides, points, config_name, config_dir)
+            except GnnqError as exc:
+                _refuse(exc)
     try:
         _hydra_entry()
     except KeyboardInterrupt as exc:

@@ -1,17 +1,22 @@
-"""gnnq.bench.admm's byte comparison reads pdADMM-G records per dataset and message kind."""
+"""gnnq.bench.admm's byte comparison reads pdADMM-G records per dataset and message kind; its per-run
+lines read each run's record and metrics."""
 
 from __future__ import annotations
 
+import json
+
 from gnnq.admm.links import fp32_baselines
 from gnnq.admm.partition import layer_blocks
-from gnnq.bench.admm import byte_rows
+from gnnq.bench.admm import byte_rows, run_rows
 
 ROWS, DIMS = 140, [7165] + [500] * 9 + [7]
 BASE = fp32_baselines(DIMS, layer_blocks(10, 2), ROWS)
 
 
-def _record(quantizer: dict, seed: int, nbytes: int, test: float, final: float, status: str = "ok", dataset: str = "cora") -> dict:
-    config = {"dataset": {"name": dataset}, "parallel": {"name": "admm", "init": "chain"}, "quantizer": quantizer, "trainer": {"seed": seed}}
+def _record(quantizer: dict, seed: int, nbytes: int, test: float, final: float, status: str = "ok", dataset: str = "cora",
+            nproc: int = 2) -> dict:  # fmt: skip
+    config = {"dataset": {"name": dataset}, "parallel": {"name": "admm", "init": "chain"}, "quantizer": quantizer, "trainer": {"seed": seed},
+              "cluster": {"nproc": nproc}}  # fmt: skip
     summary = {"final_test": final, "admm": {"fp32_baseline_bytes_per_iteration": BASE}}
     return {"status": status, "config": config, "comm_bytes_per_epoch": nbytes, "test": test, "summary": summary}
 
@@ -26,7 +31,7 @@ def test_byte_rows_save_against_both_baselines_and_skip_failed_runs():
     records = [
         _record(FP32, 0, 560_000, 0.770, 0.780), _record(FP32, 1, 560_000, 0.766, 0.770),
         _record(PAPER, 0, 2 * 43_750, 0.5, 0.52), _record(PAPER, 1, 1, 0.0, 0.0, status="failed"),
-        _record(CODE, 0, 280_000 + 87_500, 0.77, 0.78),
+        _record(CODE, 0, 280_000 + 87_500, 0.77, 0.78), _record(FP32, 2, 0, 0.9, 0.9, nproc=1),
     ]  # fmt: skip
     rows = {r["messages"]: r for r in byte_rows(records)}
     assert set(rows) == {"fp32", "p and q on 22 levels in [-1, 20]", "q on 1000 levels in [-1, 2]"}
@@ -46,3 +51,19 @@ def test_coverage_says_no_data_where_the_files_are_absent(tmp_path):
     rows = {r["dataset"]: r["runs"] for r in coverage_rows(tmp_path, records)}
     assert len(rows) == 9 and rows["cora"] == 1
     assert rows["citeseer"] == rows["coauthor-physics"] == rows["ogbn-arxiv"] == "no data"
+
+
+def test_run_rows_read_the_final_best_val_and_peak_test_of_each_run(tmp_path):
+    for seed, tests in ((0, [0.70, 0.79, 0.77]), (1, [0.60, 0.75, 0.76])):
+        run = tmp_path / f"run{seed}"
+        run.mkdir()
+        rec = _record(PAPER, seed, 87_500, test=tests[1], final=tests[-1])
+        rec["summary"]["best_epoch"] = 2
+        (run / "record.json").write_text(json.dumps(rec))
+        rows = [{"epoch": i + 1, "test": t, "rho": 1e-4 * 10**i} for i, t in enumerate(tests)] + [{"epoch": 4, "test": None, "rho": 1e-1}]
+        (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    first, second = run_rows([tmp_path / "run1", tmp_path / "run0"])
+    assert (first["seed"], second["seed"]) == (0, 1)
+    assert first["messages"] == "p and q on 22 levels in [-1, 20]" and first["iterations done"] == 4
+    assert (first["test final"], first["test best-val"], first["best-val iteration"], first["peak test"]) == (0.77, 0.79, 2, 0.79)
+    assert second["peak test"] == 0.76 and second["final rho"] == 0.1

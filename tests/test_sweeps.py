@@ -122,6 +122,21 @@ def test_dry_run_and_cfg_with_multirun_list_points_and_a_bad_point_is_named(tmp_
         "--shell-completion (a sweep's points: gnnq -m ... --dry-run)")  # fmt: skip
 
 
+def test_a_key_of_the_group_a_swept_experiment_picks_composes_with_that_group_named():
+    """Hydra composes a sweep's shared config without the swept experiment=..., where parallel is sync and
+    has no rho: gnnq names the choice every point shares (parallel=admm), or says what to do in one line."""
+    from gnnq.config.compose import plan, shared_group_choices
+    from gnnq.errors import ConfigError
+
+    overrides = ["experiment=pdadmm_g_paper,pdadmm_g_q_code", "parallel.rho=1e-3", "dataset=citeseer"]
+    points = plan(overrides, True)
+    assert shared_group_choices(overrides, points) == ["parallel=admm"]
+    assert shared_group_choices(["experiment=pdadmm_g_paper", "parallel.rho=1e-3"], plan(["experiment=pdadmm_g_paper"], True)) == []
+    mixed = [(p, cfg) for p, cfg in points[:1]] + [(["experiment=adaqp"], plan(["experiment=adaqp"], True)[0][1])]
+    with pytest.raises(ConfigError, match=r"parallel\.rho.*name it on the command line too, e\.g\. parallel=admm"):
+        shared_group_choices(overrides, mixed)
+
+
 def test_help_and_version_are_gnnqs(tmp_path):
     res = run_gnnq(["--help"], tmp_path, tmp_path, timeout=120)
     assert res.returncode == 0 and res.stdout.startswith("gnnq: ") and "Hydra" not in res.stdout.splitlines()[0]

@@ -74,9 +74,9 @@ class AdmmTrainer(Trainer):
         # the row's all-reduce use comm's); with_own_group is collective: every rank takes this branch alike.
         self.overlap_q = bool(pcfg.overlap_q)
         train_comm = comm.with_own_group() if self.overlap_q else comm
-        self.block, self.links = build_block(comm, x, y, self.dims, seed, self.p_grid, self.q_grid, pcfg.hidden_init, first_layer, network,
-                                             steps, pcfg.blocks, train_comm)
         self.layer_blocks = split_layers(self.dims, comm.world_size, pcfg.blocks)
+        self.block, self.links = build_block(comm, x, y, self.dims, seed, self.p_grid, self.q_grid, pcfg.hidden_init, first_layer, network,
+                                             steps, self.layer_blocks, train_comm)
         self.pending: PendingQ | None = None
         self.pen = self.penalties()
         self.eval_loss = 0.0
@@ -158,12 +158,13 @@ def train_admm(cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochC
 def build_block(comm: Communicator, x: torch.Tensor, y: torch.Tensor, dims: list[int], seed: int,
                 p_grid: Grid | None, q_grid: Grid | None, hidden_init: str = "he",
                 first: tuple[torch.Tensor, torch.Tensor] | None = None,
-                network: list[Layer] | None = None, steps: StepRule = StepRule(), blocks: str = "layers",
+                network: list[Layer] | None = None, steps: StepRule = StepRule(), blocks: str | list[range] = "layers",
                 train_comm: Communicator | None = None) -> tuple[LayerBlock, NeighbourLinks]:  # fmt: skip
-    """This rank's block (split by ``blocks``: ``gnnq.admm.partition``) of the initial network
-    (identical for any number of ranks) and its links (p and q on ``train_comm``, default ``comm``)."""
+    """This rank's block of the initial network (identical for any number of ranks) and its links
+    (p and q on ``train_comm``, default ``comm``). ``blocks``: every rank's layers, or the rule that
+    splits them (``gnnq.admm.partition.split_layers``)."""
     num_layers = len(dims) - 1
-    mine = split_layers(dims, comm.world_size, blocks)[comm.rank]
+    mine = (split_layers(dims, comm.world_size, blocks) if isinstance(blocks, str) else blocks)[comm.rank]
     block = initial_block(x, y, dims, seed, mine, hidden_init, first, p_grid, q_grid, network, steps)
     _project_start(block, p_grid, q_grid)
     below_width = dims[mine.start - 1]  # p of the first layer and q of the layer below

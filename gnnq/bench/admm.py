@@ -1,15 +1,18 @@
 """pdADMM-G / pdADMM-G-Q: Table IV, bytes per iteration, and time per iteration by rank count.
 
-    python -m gnnq.bench.admm --data DIR --out results/admm [--runs DIR...] [--timing-iterations 20]
+    python -m gnnq.bench.admm --data DIR --out results/admm [--runs DIR...] [--bytes-runs DIR...] [--timing-iterations 20]
 
 1. Table IV: the runs of ``sweeps/table4.yaml`` (pdADMM-G, pdADMM-G-Q, GD, Adam, Adagrad,
    Adadelta on the same GA-MLP; Cora and CiteSeer; 5 seeds), run here unless ``--runs`` names
    directories that already hold them, rendered through ``sweeps/table4.table.yaml`` beside
-   the paper's numbers (Markdown, CSV, LaTeX).
-2. Bytes per iteration of pdADMM-G-Q against pdADMM-G (from the same runs) with the accuracy cost.
+   the paper's numbers (Markdown, CSV, LaTeX), and one line per run (final and best-validation test,
+   the best test of any iteration, the last rho).
+2. Bytes per iteration of pdADMM-G-Q against pdADMM-G (from the same runs, or ``--bytes-runs``) with the
+   accuracy cost; runs on one rank send nothing and are left out.
 3. Time per iteration of the paper's network (10 layers of 500) on Cora with 1, 2 and 4 ranks,
    pdADMM-G and -Q: short runs without warm-up or evaluation, medians over iterations, one
-   intra-op thread per rank (the output says when there are more ranks than cores).
+   intra-op thread per rank (the output says when there are more ranks than cores);
+   ``--timing-iterations 0`` skips it.
 """
 
 from __future__ import annotations
@@ -54,8 +57,8 @@ def present_datasets(data: Path) -> list[str]:
     return [name for name, rel in TABLE4_FILES.items() if (data / rel).is_file()]
 
 
-def table4_records(data: Path, runs: list[Path] | None, work: Path, seeds: str) -> list[dict]:
-    """The records of Table IV: gnnq's presets and the baselines (sweeps/table4.yaml) and the authors'
+def table4_records(data: Path, runs: list[Path] | None, work: Path, seeds: str) -> list[tuple[Path, dict]]:
+    """(run directory, record) of every run of Table IV: gnnq's presets and the baselines (sweeps/table4.yaml) and the authors'
     presets with their per-dataset values, on every dataset whose files are present."""
     if not runs:
         runs = []
@@ -67,7 +70,7 @@ def table4_records(data: Path, runs: list[Path] | None, work: Path, seeds: str) 
                 runs.append(work / f"paper-{dataset}")
                 run_gnnq(["-m", f"experiment={PAPER_PRESETS}", f"dataset={dataset}", f"trainer.seed={seeds}", "cluster.nproc=2",
                           "logger=none", *PAPER_RATES[dataset]], data, runs[-1])  # fmt: skip
-    return [r for _, r in find_records(runs)[0]]
+    return find_records(runs)[0]
 
 
 def coverage_rows(data: Path, records: list[dict]) -> list[dict]:
@@ -96,10 +99,11 @@ def _saved(sent: float, baseline: int | None) -> str:
 def byte_rows(records: list[dict]) -> list[dict]:
     """Per dataset and message kind: mean bytes per iteration and the bytes saved against both fp32
     baselines on the same boundaries (gnnq's 2 messages per boundary, the public code's 3: q, u, p),
-    read from each record's summary, beside the test accuracy (best validation and final iteration)."""
+    read from each record's summary, beside the test accuracy (best validation and final iteration).
+    Runs on one rank (no boundary, nothing sent) are left out."""
     groups: dict[tuple, list[dict]] = {}
     for r in records:
-        if r["status"] == "ok" and r["config"]["parallel"]["name"] == "admm":
+        if r["status"] == "ok" and r["config"]["parallel"]["name"] == "admm" and r["config"]["cluster"]["nproc"] > 1:
             init = r["config"]["parallel"].get("init", "warmup2")
             groups.setdefault((r["config"]["dataset"]["name"], init, messages(r)), []).append(r)
     rows = []
@@ -117,8 +121,32 @@ def byte_rows(records: list[dict]) -> list[dict]:
     return rows
 
 
+def run_rows(run_dirs: list[Path]) -> list[dict]:
+    """One line per pdADMM-G run directory: the test at the final iteration (what the authors report)
+    and at the best validation iteration, the best test of any evaluated iteration (how far the final
+    one is from it) and the last rho, read from its record.json and metrics.jsonl."""
+    rows = []
+    for run in sorted(run_dirs, key=str):
+        rec = json.loads((run / "record.json").read_text())
+        cfg = rec["config"]
+        if cfg["parallel"]["name"] != "admm":
+            continue
+        epochs = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
+        tests = [e["test"] for e in epochs if e.get("test") is not None]
+        s = rec.get("summary") or {}
+        rows.append({
+            "dataset": cfg["dataset"]["name"], "messages": messages(rec), "init": cfg["parallel"].get("init", "warmup2"),
+            "seed": cfg["trainer"]["seed"], "iterations done": len(epochs), "status": rec["status"],
+            "test final": s.get("final_test", "-"), "test best-val": rec.get("test", "-"), "best-val iteration": s.get("best_epoch", "-"),
+            "peak test": max(tests, default="-"), "final rho": epochs[-1].get("rho", "-") if epochs else "-",
+        })  # fmt: skip
+    return rows
+
+
 def timing_rows(data: Path, work: Path, iterations: int) -> list[dict]:
     rows, base = [], {}
+    if iterations <= 0:
+        return rows
     for ranks in (1, 2, 4):
         for label, preset in METHODS.items():
             args = [f"experiment={preset}", "dataset=cora", f"cluster.nproc={ranks}", f"trainer.epochs={iterations}",
@@ -143,19 +171,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", type=Path, required=True, help="data root holding Cora/ and CiteSeer/")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--runs", type=Path, nargs="+", default=None, help="directories holding the runs of sweeps/table4.yaml (skip running them)")
-    parser.add_argument("--timing-iterations", type=int, default=20)
+    parser.add_argument("--bytes-runs", type=Path, nargs="+", default=None,
+                        help="directories holding the multi-rank runs whose bytes the byte table compares (default: the Table IV runs)")
+    parser.add_argument("--timing-iterations", type=int, default=20, help="iterations of each timing run; 0 skips the timing table")
     parser.add_argument("--seeds", default="0,1,2,3,4", help="trainer.seed values of the Table IV runs")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        records = table4_records(args.data, args.runs, work, args.seeds)
+        found = table4_records(args.data, args.runs, work, args.seeds)
+        records = [r for _, r in found]
         coverage = coverage_rows(args.data, records)
         table_md, _ = render_all(load_spec(SWEEPS / "table4.table.yaml"), records, args.out)
-        bytes_table = byte_rows(records)
+        runs = run_rows([run_dir for run_dir, _ in found])
+        bytes_table = byte_rows(records if args.bytes_runs is None else [r for _, r in find_records(args.bytes_runs)[0]])
         timing = timing_rows(args.data, work, args.timing_iterations)
     machine = describe_machine()
-    (args.out / "results.json").write_text(json.dumps({"bytes": bytes_table, "timing": timing, "coverage": coverage, "machine": machine}, indent=1))
+    results = {"runs": runs, "bytes": bytes_table, "timing": timing, "coverage": coverage, "machine": machine}
+    (args.out / "results.json").write_text(json.dumps(results, indent=1))
     text = [
         "# pdADMM-G and pdADMM-G-Q",
         "",
@@ -167,6 +200,10 @@ def main(argv: list[str] | None = None) -> None:
         "",
         table_md,
         "",
+        "Per run ('test final': what the authors report; 'peak test': the best test of any evaluated iteration):",
+        "",
+        _md(runs),
+        "",
         "Table IV's datasets here ('no data': its files are not under --data):",
         "",
         _md(coverage),
@@ -175,11 +212,10 @@ def main(argv: list[str] | None = None) -> None:
         "",
         _md(bytes_table),
         "",
-        f"## Time per iteration on Cora, 10 layers of 500 ({args.timing_iterations} iterations, medians, 1 thread per rank)",
-        "",
-        _md(timing),
-        "",
-        *([f"4 ranks ran on {machine['cores']} cores, so ranks shared cores there."] if (machine.get("cores") or 0) < 4 else []),
+        *([f"## Time per iteration on Cora, 10 layers of 500 ({args.timing_iterations} iterations, medians, 1 thread per rank)",
+           "", _md(timing), "",
+           *([f"4 ranks ran on {machine['cores']} cores, so ranks shared cores there."] if (machine.get("cores") or 0) < 4 else [])]
+          if timing else []),
         "",
     ]
     (args.out / "README.md").write_text("\n".join(text))

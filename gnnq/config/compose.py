@@ -58,8 +58,8 @@ def resolve_config_dir(config_dir: str) -> Path:
     return path.resolve()
 
 
-def compose_config(overrides: list[str], config_name: str = "config", config_dir: str | None = None) -> DictConfig:
-    """Compose like ``gnnq`` does and validate; raise ConfigError with a one-line message.
+def compose_config(overrides: list[str], config_name: str = "config", config_dir: str | None = None, *, check: bool = True) -> DictConfig:
+    """Compose like ``gnnq`` does and validate (unless ``check`` is False); raise ConfigError with a one-line message.
 
     ``config_dir`` is Hydra's ``--config-dir`` (e.g. ``sweeps/``): its configs may build on
     gnnq's own (``defaults: [config]``). Then the result also holds the ``hydra`` node.
@@ -83,6 +83,8 @@ def compose_config(overrides: list[str], config_name: str = "config", config_dir
         raise ConfigError(_composition_message(exc)) from None
     finally:
         GlobalHydra.instance().clear()
+    if not check:
+        return cfg
     try:
         validate(cfg)  # reads every value: missing values and broken interpolations surface here
     except OmegaConfBaseException as exc:
@@ -111,6 +113,39 @@ def plan(overrides: list[str], multirun: bool, config_name: str = "config", conf
     if any(c.name == "slurm" for c in clusters):
         check_slurm(compose_config(_outside_sweep(overrides), config_name, config_dir), clusters)
     return composed
+
+
+def shared_group_choices(overrides: list[str], points: list[tuple[list[str], DictConfig]], config_name: str = "config",
+                         config_dir: str | None = None) -> list[str]:  # fmt: skip
+    """Group choices to add to a sweep's command line so that Hydra can compose its shared config.
+
+    Hydra composes a multirun's own config from its overrides without the swept ones. Where a swept
+    choice picks the group whose keys another override sets (``experiment=pdadmm_g_paper,pdadmm_g_q_code
+    parallel.rho=1e-3``: the experiments choose parallel=admm, the shared config has parallel=sync,
+    which has no rho), that fails. The fix is the group's choice that every point shares, named on
+    the command line too (``parallel=admm``): those choices, none when the shared config composes as given.
+    ConfigError, naming the key and what to do, where the points do not share it."""
+    shared = _outside_sweep(overrides)
+    try:
+        compose_config(shared, config_name, config_dir, check=False)
+        return []
+    except ConfigError as exc:
+        failure = exc
+    named = {o.split("=", 1)[0].lstrip("+~") for o in shared}
+    groups = sorted({o.split("=", 1)[0].lstrip("+~").split(".", 1)[0] for o in shared if "." in o.split("=", 1)[0]} - named)
+    added = []
+    for group in groups:
+        choices = {str(cfg[group].get("name")) for _, cfg in points if isinstance(cfg.get(group), DictConfig)}
+        if len(choices) == 1 and (CONF_DIR / group / f"{next(iter(choices))}.yaml").is_file():
+            added.append(f"{group}={choices.pop()}")
+    if added:
+        try:
+            compose_config(shared + added, config_name, config_dir, check=False)
+            return added
+        except ConfigError:
+            pass
+    raise ConfigError(f"{failure} (in the sweep's shared config: Hydra composes it without the swept values; where every point "
+                      "picks the same choice of that group, name it on the command line too, e.g. parallel=admm)")  # fmt: skip
 
 
 def _compose_point(point: list[str], i: int, n: int, config_name: str, config_dir: str | None) -> DictConfig:
