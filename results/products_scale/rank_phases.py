@@ -5,6 +5,8 @@ forward and backward of the model (the halo rows of hidden layers drawn locally:
 
 PARTS_DIR: a partition cache entry (GNNQ_DATA/parts/<key>). Prints, for each phase, the resident memory after
 it and the phase's own peak above the memory before it (VmHWM, reset between phases through /proc/self/clear_refs).
+Without gloo (a rank has about 220 MiB more). The forward concatenates [inner; halo] rows at every layer, as the
+sync strategy did before it kept [x; x_halo] as one buffer: the operator phase is the one to compare.
 """
 
 from __future__ import annotations
