@@ -100,7 +100,7 @@ def test_ranks_that_do_not_fit_in_memory_are_refused(tmp_path):
     res = run_gnnq([*FAST, f"cluster.nproc={ranks}", "cluster.memory_limit_gib=2"], tmp_path / "runs", tmp_path / "data")
     line = _failed_with_one_line(
         res, tmp_path / "runs", f"the {ranks} rank(s) on this host need about", "but 2.0 GiB is available (cluster.memory_limit_gib=2.0)",
-        "per rank 450 MiB + (4 B x (k x inner x hidden x layers", "k = 10", "use fewer ranks per host (cluster.nproc)",
+        "per rank 500 MiB + (4 B x (k x inner x hidden x layers", "k = 5", "use fewer ranks per host (cluster.nproc)",
     )  # fmt: skip
     need = float(line.split("need about ")[1].split(" GiB")[0])
     assert need > 2.0
@@ -120,7 +120,7 @@ def test_memory_estimate_is_recorded_and_close_to_the_measured_peak(tmp_path):
     measured = record["summary"]["peak_memory_mib_per_rank"]
     assert len(estimate) == len(measured) == 2
     for est, peak in zip(estimate, measured):
-        assert 0.9 * peak <= est <= 1.3 * peak, (estimate, measured)  # conservative, not wildly so
+        assert peak <= est <= 1.3 * peak, (estimate, measured)  # an upper bound, not a wild one (measured 0.87: 513 vs 445 MiB)
 
 
 @pytest.mark.parametrize("value", ["0", "-1.5"])
@@ -142,11 +142,11 @@ def test_partitioning_or_ranks_that_cannot_fit_are_refused_before_partitioning(t
         "in the launcher (graph 0.0 GiB) but 0.2 GiB is available (cluster.memory_limit_gib=0.25)", "METIS: 140 B x adjacency entries",
     )  # fmt: skip
     assert float(line.split("need about ")[1].split(" GiB")[0]) > 0.25
-    # The launcher fits in 1 GiB, 4 ranks do not even without a halo node (450 MiB each): refused before METIS runs.
+    # The launcher fits in 1 GiB, 4 ranks do not even without a halo node (500 MiB each): refused before METIS runs.
     res = run_gnnq([*FAST, *big, "cluster.nproc=4", "cluster.memory_limit_gib=1"], tmp_path / "runs2", tmp_path / "data")
     _failed_with_one_line(
         res, tmp_path / "runs2", "the 4 rank(s) on this host need about", "with 5,000 inner nodes and no halo node yet: 20,000 nodes",
-        "refused before partitioning", "but 1.0 GiB is available (cluster.memory_limit_gib=1.0)", "per rank 450 MiB + (4 B x",
+        "refused before partitioning", "but 1.0 GiB is available (cluster.memory_limit_gib=1.0)", "per rank 500 MiB + (4 B x",
     )  # fmt: skip
     parts = tmp_path / "data" / "parts"
     assert not parts.exists() or not any(parts.iterdir())  # nothing was partitioned

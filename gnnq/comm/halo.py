@@ -115,9 +115,10 @@ class HaloExchange:
             return _HaloFunction.apply(h_inner, self, layer, traffic, plan, out)
         return self.start(h_inner, layer, Direction.FORWARD, traffic, plan, out).wait()
 
-    def fetch_static(self, x_inner: torch.Tensor) -> torch.Tensor:
-        """Halo rows of data that never changes (input features): call once and keep the result."""
-        return self.start(x_inner, 0, Direction.INPUT, SETUP).wait()
+    def fetch_static(self, x_inner: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Halo rows of data that never changes (input features): call once and keep the result (received
+        into ``out`` when given: contiguous fp32 rows, one per halo row, as :meth:`start` takes it)."""
+        return self.start(x_inner, 0, Direction.INPUT, SETUP, out=out).wait()
 
     def fetch_into(self, h_inner: torch.Tensor, layer: int, traffic: Traffic, full: torch.Tensor) -> torch.Tensor:
         """``full`` (a reused buffer of ``h_inner``'s dtype, one row per inner and halo row) filled with

@@ -16,13 +16,12 @@ subsets), so the work per row is O(fanout), never O(degree).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import torch
 
 from gnnq.data.part import Part
-from gnnq.models.graph_ops import LocalGraph
+from gnnq.models.graph_ops import LocalGraph, sparse_csr, transposed
 
 
 @dataclass
@@ -162,24 +161,14 @@ class BlockGraph(LocalGraph):
 
     def __init__(self, indptr: torch.Tensor, indices: torch.Tensor, weights: torch.Tensor, num_cols: int):
         self.num_rows, self.num_cols = indptr.numel() - 1, num_cols
-        self.matrix = _csr(indptr, indices, weights, (self.num_rows, num_cols))
+        self.matrix = sparse_csr(indptr, indices, weights, (self.num_rows, num_cols))
         self._matrix_t = None
 
     @property
     def matrix_t(self) -> torch.Tensor:
         if self._matrix_t is None:
-            rows, cols, w = self.coo()
-            order = torch.argsort(cols, stable=True)
-            indptr = torch.zeros(self.num_cols + 1, dtype=torch.int64, device=cols.device)
-            indptr[1:] = torch.cumsum(torch.bincount(cols, minlength=self.num_cols), 0)
-            self._matrix_t = _csr(indptr, rows[order], w[order], (self.num_cols, self.num_rows))
+            self._matrix_t = transposed(self.matrix)
         return self._matrix_t
-
-
-def _csr(indptr, indices, values, shape) -> torch.Tensor:
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        return torch.sparse_csr_tensor(indptr, indices, values, shape, check_invariants=False)
 
 
 def sample_in_edges(indptr: torch.Tensor, indices: torch.Tensor, dst: torch.Tensor, fanout: int,

@@ -19,11 +19,11 @@ from gnnq.data.integrity import warn
 from gnnq.errors import ConfigError
 from gnnq.track.process_memory import proc_kib
 
-BASE_MIB = 450.0  # python, torch, gloo and gnnq in one rank process, with an empty part (RSS)
+BASE_MIB = 500.0  # python, torch, gloo and gnnq in one rank process (450 MiB with an empty part), and what a big part adds at once
 AGENT_MIB = 250.0  # each host's torchrun agent (RSS)
-INNER_COPIES = 10  # per inner node, layer and hidden unit: outputs, aggregates, norm, dropout, gradients
+INNER_COPIES = 5  # per inner node, layer and hidden unit: outputs, aggregates, norm, dropout, gradients
 EXTRA_COPIES = 2  # each: model=sage (two weight paths); halo buffers kept across epochs or in flight (overlap, stale, sampling, sancus, adaptive)
-EDGE_BYTES = 64  # per in-edge: the part's CSR, the model's operator and its transpose
+EDGE_BYTES = 80  # per in-edge: the part's CSR (int64), the model's operator and its transpose (int32), the sort that builds them
 FORMULA = (f"per rank {BASE_MIB:.0f} MiB + (4 B x (k x inner x hidden x layers + (inner + halo) x (features + hidden x layers)) "
            f"+ {EDGE_BYTES} B x edges), inner/halo nodes and in-edges of its part, k = {INNER_COPIES} "
            f"(+{EXTRA_COPIES} for model=sage, +{EXTRA_COPIES} for parallel=overlap|stale|sampling|sancus or quantizer=adaptive)")  # fmt: skip

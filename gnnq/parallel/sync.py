@@ -15,13 +15,18 @@ class SyncStrategy:
     ``traffic`` says what the messages of the current step are (training of an epoch, or evaluation);
     it goes with every message, so the exchange holds no epoch of its own. Each hidden layer's
     [h_inner; h_halo] lives in a buffer kept across epochs (``buffers``): the halo rows are received
-    or decoded straight into it.
+    or decoded straight into it. So do the input rows: [x_inner; x_halo] is one buffer (``x_full``), fetched into
+    once, whose inner rows layer 0 refreshes from its input (a copy of the inner rows, not a new
+    [inner; halo] array every step: at products scale that is a GB per rank and step).
     """
 
     def __init__(self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor):
         self.exchange = exchange
         self.graph = graph
-        self.x_halo = exchange.fetch_static(x_inner)
+        n = x_inner.shape[0]
+        self.x_full = x_inner.new_empty((n + exchange.num_halo,) + tuple(x_inner.shape[1:]))
+        self.x_full[:n] = x_inner
+        self.x_halo = exchange.fetch_static(x_inner, out=self.x_full[n:])  # a view of x_full
         self.traffic = Traffic.training(0)
         self.buffers = RowBuffers()
 
@@ -49,8 +54,17 @@ class SyncStrategy:
 
     def __call__(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
         if layer == 0:
-            return self.graph.aggregate(torch.cat([h_inner, self.x_halo]))
+            return self.graph.aggregate(self.input_rows(h_inner))
         return self.aggregate_hidden(layer, h_inner)
+
+    def input_rows(self, h_inner: torch.Tensor) -> torch.Tensor:
+        """[h_inner; x_halo]: the held ``x_full`` with ``h_inner`` copied into its inner rows (inputs need no
+        gradient); a new concatenation only for an input that does, or of another size."""
+        n = h_inner.shape[0]
+        if h_inner.requires_grad or n + self.exchange.num_halo != self.x_full.shape[0]:
+            return torch.cat([h_inner, self.x_halo])
+        self.x_full[:n].copy_(h_inner)
+        return self.x_full
 
     def aggregate_hidden(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
         return self.graph.aggregate(self.exchange.fetch_into(h_inner, layer, self.traffic, self.full_rows(layer, h_inner)))
