@@ -26,6 +26,7 @@ class SyncStrategy:
         n = x_inner.shape[0]
         self.x_full = x_inner.new_empty((n + exchange.num_halo,) + tuple(x_inner.shape[1:]))
         self.x_full[:n] = x_inner
+        self.x_inner = x_inner  # the model's layer-0 input on every step: its rows are in x_full already
         self.x_halo = exchange.fetch_static(x_inner, out=self.x_full[n:])  # a view of x_full
         self.traffic = Traffic.training(0)
         self.buffers = RowBuffers()
@@ -58,12 +59,14 @@ class SyncStrategy:
         return self.aggregate_hidden(layer, h_inner)
 
     def input_rows(self, h_inner: torch.Tensor) -> torch.Tensor:
-        """[h_inner; x_halo]: the held ``x_full`` with ``h_inner`` copied into its inner rows (inputs need no
-        gradient); a new concatenation only for an input that does, or of another size."""
+        """[h_inner; x_halo]: the held ``x_full``, with ``h_inner`` copied into its inner rows unless it is the
+        input ``x_full`` was built from (inputs need no gradient); a new concatenation only for an input
+        that does, or of another size."""
         n = h_inner.shape[0]
         if h_inner.requires_grad or n + self.exchange.num_halo != self.x_full.shape[0]:
             return torch.cat([h_inner, self.x_halo])
-        self.x_full[:n].copy_(h_inner)
+        if h_inner is not self.x_inner:
+            self.x_full[:n].copy_(h_inner)
         return self.x_full
 
     def aggregate_hidden(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
