@@ -68,7 +68,7 @@ def _worker(rank, world_size, port, fn, args, out_dir, environ):
 # The ranks are forked from a forkserver that imported torch and gnnq once (not spawned, each importing
 # them again: seconds per rank on 2 cores). A fresh process like a spawned one: no state of the test's
 # process but its environment, which each rank takes over as it is at the call.
-PRELOAD = ["torch", "torch.distributed", "gnnq.comm", "gnnq.parallel", "gnnq.models", "gnnq.train.loop", "tests.helpers"]
+PRELOAD = ["torch", "torch.distributed", "gnnq.comm", "gnnq.parallel", "gnnq.models", "gnnq.train.full_graph", "tests.helpers"]
 
 
 def run_distributed(world_size: int, fn, *args) -> list:

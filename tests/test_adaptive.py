@@ -21,7 +21,7 @@ from gnnq.data.partition import partition_nodes
 from gnnq.models import local_graph_for
 from gnnq.models.factory import build_model
 from gnnq.parallel import SyncStrategy
-from gnnq.train.loop import forward_backward
+from gnnq.train.full_graph import forward_backward
 from tests.helpers import random_graph, run_distributed
 
 HIDDEN, LAYERS, WIDTHS = 16, 3, (2, 4, 8)

@@ -128,7 +128,7 @@ def test_failing_rank_fails_fast_and_names_the_rank(tmp_path, data_root):
     assert elapsed < 60
     record = read_record(run_dirs(tmp_path)[0])
     assert record["status"] == "failed" and "rank 1" in record["error"]
-    ps = subprocess.run(["pgrep", "-f", f"gnnq.train.worker --run-dir {tmp_path}"], capture_output=True, text=True)
+    ps = subprocess.run(["pgrep", "-f", f"gnnq.rank --run-dir {tmp_path}"], capture_output=True, text=True)
     assert ps.stdout.strip() == "", "no rank may outlive the job"
 
 
@@ -178,7 +178,7 @@ def test_interrupt_stops_all_ranks_and_records_failure(tmp_path, data_root, sig)
     assert "Traceback" not in err and f"interrupted ({signal.Signals(sig).name})" in err
     record = read_record(run_dirs(tmp_path)[0])
     assert record["status"] == "failed" and signal.Signals(sig).name in record["error"]
-    ps = subprocess.run(["pgrep", "-f", f"gnnq.train.worker --run-dir {tmp_path}"], capture_output=True, text=True)
+    ps = subprocess.run(["pgrep", "-f", f"gnnq.rank --run-dir {tmp_path}"], capture_output=True, text=True)
     assert ps.stdout.strip() == "", "no rank may outlive the job"
 
 

@@ -17,11 +17,11 @@ from gnnq.config.typed import typed_config
 from gnnq.data.gamlp import gamlp_graph
 from gnnq.data.part import build_parts
 from gnnq.data.partition import partition_nodes
+from gnnq.track.overheads import OVERHEAD_KINDS
 from gnnq.train.driver import ROW_KEYS, SUMMARY_KEYS, update_best
 from gnnq.train.faults import FAULT_ENV
-from gnnq.train.loop import train
+from gnnq.train.full_graph import train
 from gnnq.train.minibatch import train_minibatch
-from gnnq.train.overheads import OVERHEAD_KINDS
 from tests.cli_helpers import TIME_KEYS
 from tests.helpers import random_graph, run_distributed
 

@@ -69,7 +69,7 @@ def leftovers() -> list[str]:
 
 
 def workers_of(runs: Path) -> str:
-    return subprocess.run(["pgrep", "-f", f"gnnq.train.worker --run-dir {runs}"], capture_output=True, text=True).stdout.strip()
+    return subprocess.run(["pgrep", "-f", f"gnnq.rank --run-dir {runs}"], capture_output=True, text=True).stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +156,7 @@ def test_failed_rank_stops_all_hosts_and_tears_down(netns_host, tmp_path, data_r
 
 def _is_rank(pid: int) -> bool:
     argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    return b"gnnq.train.worker" in argv and b"torch.distributed.run" not in argv  # torchrun's own argv names it too
+    return b"gnnq.rank" in argv and b"torch.distributed.run" not in argv  # torchrun's own argv names it too
 
 
 def _stop(proc: subprocess.Popen) -> None:

@@ -15,7 +15,7 @@ from gnnq.data.partition import partition_nodes
 from gnnq.models import local_graph_for
 from gnnq.models.factory import build_model
 from gnnq.parallel import STRATEGIES, SyncStrategy
-from gnnq.train.loop import forward_backward
+from gnnq.train.full_graph import forward_backward
 from tests.helpers import random_graph, run_distributed
 
 COMBOS = [(p, m) for p in ("metis", "random") for m in ("gcn", "sage")]

@@ -43,7 +43,7 @@ def rank_pid(run_dir: Path, rank: int) -> int:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue  # exited meanwhile
-        if b"gnnq.train.worker" in cmdline and f"RANK={rank}".encode() in environ:
+        if b"gnnq.rank" in cmdline and f"RANK={rank}".encode() in environ:
             return pid
     raise AssertionError(f"no worker process of rank {rank} for {run_dir}")
 
@@ -190,7 +190,7 @@ def test_a_multirun_goes_on_after_a_point_whose_rank_was_killed(tmp_path):
 # torchrun's failure summary as it wrote it for the SIGKILL test above (rank 1 killed, rank 0 lost it)
 SUMMARY = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
 ============================================================
-gnnq.train.worker FAILED
+gnnq.rank FAILED
 ------------------------------------------------------------
 Failures:
 [1]:
@@ -299,7 +299,7 @@ def test_a_rank_that_raised_leaves_gnnqs_and_torch_elastics_error_files(tmp_path
 def test_progress_line_mixed_with_another_ranks_output():
     """Ranks share torchrun's stdout: a failing rank's text can land on rank 0's progress line."""
     from gnnq.launch.torchrun import _progress_row
-    from gnnq.train.worker import PROGRESS_PREFIX
+    from gnnq.rank import PROGRESS_PREFIX
 
     assert _progress_row(PROGRESS_PREFIX + '{"epoch": 3}\n') == ({"epoch": 3}, "")
     assert _progress_row(PROGRESS_PREFIX + '{"epoch": 3}Traceback (most recent call last):\n') == (

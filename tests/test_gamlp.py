@@ -67,7 +67,7 @@ def test_gamlp_graph_keeps_nodes_labels_and_split_and_drops_edges(tmp_path):
 
 
 def test_gamlp_is_rowwise_so_training_rows_alone_give_the_same_logits():
-    """The training loop runs a row-wise model on the training rows only (gnnq.train.loop.forward_backward)."""
+    """The training loop runs a row-wise model on the training rows only (gnnq.train.full_graph.forward_backward)."""
     import torch
 
     from gnnq.models.gamlp import GAMLP

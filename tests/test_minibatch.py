@@ -10,13 +10,13 @@ import torch
 
 from gnnq.comm import Communicator, HaloExchange
 from gnnq.config.typed import typed_config
-from gnnq.data.neighbor_sampler import NeighborSampler
 from gnnq.data.part import build_parts
 from gnnq.models import local_graph_for
 from gnnq.models.factory import build_model
 from gnnq.parallel import SyncStrategy
-from gnnq.train.loop import train
+from gnnq.train.full_graph import train
 from gnnq.train.minibatch import resolve_fanouts, train_minibatch
+from gnnq.train.neighbor_sampler import NeighborSampler
 from tests.helpers import random_graph, run_distributed
 
 HIDDEN, LAYERS = 16, 3

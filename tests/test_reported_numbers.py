@@ -28,7 +28,7 @@ from gnnq.comm.kernels.torch_codec import row_bytes
 from gnnq.data.part_cache import load_part
 from gnnq.parallel.sampling import sampled_positions
 from gnnq.report.curves import read_curve, time_to_target
-from gnnq.train.overheads import OVERHEAD_KINDS
+from gnnq.track.overheads import OVERHEAD_KINDS
 from tests.cli_helpers import gnnq_env, read_metrics, read_record, run_dirs, run_gnnq
 
 LAYERS, HIDDEN, EPOCHS = 3, 16, 6

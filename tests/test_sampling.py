@@ -14,7 +14,7 @@ from gnnq.models import local_graph_for
 from gnnq.models.factory import build_model
 from gnnq.parallel import STRATEGIES
 from gnnq.parallel.sampling import draw_sample, sampled_positions
-from gnnq.train.loop import forward_backward
+from gnnq.train.full_graph import forward_backward
 from gnnq.train.optim import make_optimizer
 from tests.helpers import random_graph, run_distributed
 

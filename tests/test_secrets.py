@@ -140,7 +140,7 @@ def test_the_local_torchrun_command_uses_a_loopback_rendezvous():
                  "--local-addr=127.0.0.1", "--max-restarts=0"):  # fmt: skip
         assert flag in cmd, flag
     assert not any(a.startswith(("--master-addr", "--master_addr")) for a in cmd)
-    assert cmd[-6:] == ["-m", "gnnq.train.worker", "--run-dir", "/runs/r", "--parts", "/parts/p"]
+    assert cmd[-6:] == ["-m", "gnnq.rank", "--run-dir", "/runs/r", "--parts", "/parts/p"]
 
 
 def test_loopback_stores_listen_on_127_0_0_1_only():

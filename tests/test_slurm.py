@@ -100,7 +100,7 @@ def test_a_failing_rank_on_one_node_stops_the_job_and_fails_gnnq(slurm, tmp_path
     assert record["status"] == "failed" and "rank 1" in record["error"] and "injected fault" in record["error"]
     errors = [line for line in res.stderr.splitlines() if line.startswith("gnnq: error:")]
     assert len(errors) == 1 and "rank 1" in errors[0] and str(run_dir) in errors[0], res.stderr
-    ps = subprocess.run(["pgrep", "-f", f"gnnq.train.worker --run-dir {run_dir}"], capture_output=True, text=True)
+    ps = subprocess.run(["pgrep", "-f", f"gnnq.rank --run-dir {run_dir}"], capture_output=True, text=True)
     assert ps.stdout.strip() == "", "no rank may outlive the job"
 
 
@@ -131,7 +131,7 @@ def test_ctrl_c_while_waiting_cancels_the_job_and_the_run_ends_failed(slurm, tmp
     assert slurm.job_info(job_id)["JobState"] == "CANCELLED"
     _wait_for(lambda: (run_dir / "record.json").exists(), 60, "the job to write the record")
     assert read_record(run_dir)["status"] == "failed"
-    ps = subprocess.run(["pgrep", "-f", f"gnnq.train.worker --run-dir {run_dir}"], capture_output=True, text=True)
+    ps = subprocess.run(["pgrep", "-f", f"gnnq.rank --run-dir {run_dir}"], capture_output=True, text=True)
     assert ps.stdout.strip() == "", "no rank may outlive the job"
 
 

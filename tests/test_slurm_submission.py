@@ -66,7 +66,7 @@ def test_a_4_node_x_8_gpu_job_starts_one_torchrun_per_node_with_srun():
         sys.executable, "-m", "torch.distributed.run",  # plain torchrun: its rendezvous serves every interface
         "--nnodes=4", "--nproc-per-node=8", "--rdzv-backend=c10d", "--rdzv-endpoint=gpu-a01:20073", "--rdzv-id=73",
         "--max-restarts=0", "--monitor-interval=0.2",
-        "-m", "gnnq.train.worker", "--run-dir", "/shared/runs/r", "--parts", "/shared/data/parts/p",
+        "-m", "gnnq.rank", "--run-dir", "/shared/runs/r", "--parts", "/shared/data/parts/p",
     ]  # fmt: skip
 
 

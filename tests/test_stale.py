@@ -12,7 +12,7 @@ from gnnq.data.partition import partition_nodes
 from gnnq.models import local_graph_for
 from gnnq.models.factory import build_model
 from gnnq.parallel import STRATEGIES
-from gnnq.train.loop import forward_backward
+from gnnq.train.full_graph import forward_backward
 from gnnq.train.optim import make_optimizer
 from tests.helpers import random_graph, run_distributed
 
@@ -156,7 +156,7 @@ def _in_flight_at_evaluation(eval_every: int):
     """Messages still in flight when each evaluation starts, and at the end of each epoch without one (real driver)."""
     from gnnq.config.typed import typed_config
     from gnnq.train.driver import run_epochs
-    from gnnq.train.loop import FullGraphTrainer
+    from gnnq.train.full_graph import FullGraphTrainer
 
     comm = Communicator()
     graph = random_graph(num_nodes=150, num_edges=900, seed=2)

@@ -8,7 +8,8 @@ imports between the package's files, and prints one line per violation:
 - ``upward: a -> b (layer x below layer y)``: an import from a lower layer to a higher one, by ``LAYERS``.
 
 Exit status 1 when there is any, else 0. Importing a package's ``__init__`` counts as importing that
-file. A name held as a "module:attribute" string (the registries) is not an import.
+file. A name held as a "module:attribute" string (the registries) is not an import. An import under
+``if TYPE_CHECKING:`` (annotations only, never run) counts for the layers but makes no circle.
 """
 
 from __future__ import annotations
@@ -64,33 +65,56 @@ def module_files(root: Path) -> dict[str, Path]:
     return mods
 
 
-def imported_modules(module: str, path: Path, mods: dict[str, Path]) -> set[str]:
-    """The package's modules that ``module`` imports anywhere in its file (``from a import b``: a.b if a file, else a)."""
+def _is_type_checking(node: ast.AST) -> bool:
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (
+        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    )
+
+
+def _imports(tree: ast.AST, type_only: bool = False):
+    """(import node, whether it sits under ``if TYPE_CHECKING:``) for every import in ``tree``, functions included."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node, type_only
+        elif _is_type_checking(node):
+            for child in node.body:
+                yield from _imports(ast.Module(body=[child], type_ignores=[]), True)
+            for child in node.orelse:
+                yield from _imports(ast.Module(body=[child], type_ignores=[]), type_only)
+        else:
+            yield from _imports(node, type_only)
+
+
+def imported_modules(module: str, path: Path, mods: dict[str, Path]) -> tuple[set[str], set[str]]:
+    """The package's modules that ``module`` imports anywhere in its file (``from a import b``: a.b if a file, else a):
+    (imported when it runs, imported for annotations only)."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    found, type_only = set(), set()
+    for node, typing_only in _imports(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
+        else:
             base = node.module or ""
             if node.level:
                 parts = package.split(".")
                 parts = parts[: len(parts) - (node.level - 1)]
                 base = ".".join(parts + ([node.module] if node.module else []))
             names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in mods else base for alias in node.names]
-        else:
-            continue
         for name in names:
             while name and name not in mods:  # `import a.b.c` of a name inside a module: its module
                 name = name.rpartition(".")[0]
             if name and name != module:
-                found.add(name)
-    return found
+                (type_only if typing_only else found).add(name)
+    return found, type_only - found
 
 
-def import_graph(root: Path) -> dict[str, set[str]]:
+def import_graphs(root: Path) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """(module -> the modules it imports when it runs, module -> every module it imports, annotations included)."""
     mods = module_files(root)
-    return {m: imported_modules(m, p, mods) for m, p in mods.items()}
+    both = {m: imported_modules(m, p, mods) for m, p in mods.items()}
+    return {m: run for m, (run, _) in both.items()}, {m: run | typed for m, (run, typed) in both.items()}
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -167,10 +191,10 @@ def layer_of(package: str) -> int | None:
 
 
 def check(root: Path) -> list[Violation]:
-    graph = import_graph(root)
+    runtime, graph = import_graphs(root)
     found = []
-    for comp in circles(graph):
-        found.append(Violation("circle", " -> ".join(circle_path(comp, graph))))
+    for comp in circles(runtime):
+        found.append(Violation("circle", f"{len(comp)} files ({', '.join(comp)}), e.g. {' -> '.join(circle_path(comp, runtime))}"))
     for module in sorted(graph):
         src = package_of(module)
         if src != ROOT_MODULE and layer_of(src) is None:

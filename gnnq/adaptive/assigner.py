@@ -33,7 +33,7 @@ from gnnq.comm.halo import HaloExchange
 from gnnq.comm.wire_layout import WireLayout
 from gnnq.data.part import Part
 from gnnq.models.graph_ops import LocalGraph
-from gnnq.train.overheads import OverheadClock
+from gnnq.track.overheads import OverheadClock
 
 DIRECTIONS = (Direction.FORWARD, Direction.BACKWARD)
 

@@ -134,7 +134,7 @@ def _one_step(strategy_name: str, quantizer: str, device: torch.device, world_si
     from gnnq.models import local_graph_for
     from gnnq.models.factory import build_model
     from gnnq.parallel import make_strategy
-    from gnnq.train.loop import forward_backward
+    from gnnq.train.full_graph import forward_backward
 
     quantizer_keys = {"name": quantizer, **({"bits": 8} if quantizer != "fp32" else {})}
     sampling_keys = {"sampling_rate": 1.0} if strategy_name == "sampling" else {}

@@ -32,8 +32,8 @@ from pathlib import Path
 from gnnq.bench.bench_report import write_outputs
 from gnnq.bench.compare import Point, compare
 from gnnq.config.compose import resolve_sweep, sweep_points
+from gnnq.contract import RECORD_FILE
 from gnnq.errors import ConfigError, GnnqError
-from gnnq.track.record import RECORD_FILE
 
 
 def build_points(raw: list[list[str]], baseline: str) -> list[Point]:

@@ -8,20 +8,44 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
+from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
-from gnnq.config.schema import Config, register_configs
-from gnnq.config.validate import validate
+from gnnq.config.registry import group_registries
+from gnnq.config.schema import Config
+from gnnq.config.validate import no_such_key_message, validate
 from gnnq.errors import ConfigError
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 CONF_DIR = PACKAGE_DIR / "conf"  # shipped inside the package: `pip install .` works from any directory
 SWEEPS_DIR = PACKAGE_DIR / "sweeps"
 MAX_SWEEP_POINTS = 10000
+
+
+# cluster=slurm (conf/cluster/slurm.yaml) selects these: hydra-submitit-launcher's Slurm launcher with its
+# sbatch parameters from cluster.* (hydra_plugins/gnnq_slurm_launcher/), and multirun mode even without -m,
+# so that the launcher submits every run.
+SLURM_LAUNCHER = {
+    "_target_": "hydra_plugins.gnnq_slurm_launcher.gnnq_slurm_launcher.GnnqSlurmLauncher",
+    "submitit_folder": "${hydra.sweep.dir}/.submitit/%j",
+}
+MULTIRUN_MODE = {"hydra": {"mode": "MULTIRUN"}}
+SCHEMA_GROUP = "schema"  # the choices' dataclasses: /schema/<group>/<choice> in the ConfigStore
+
+
+def register_configs() -> None:
+    """Put the schema, every choice's dataclass and gnnq's Slurm launcher into Hydra's ConfigStore."""
+    cs = ConfigStore.instance()
+    cs.store(name="gnnq_schema", node=Config)
+    for group, registry in group_registries().items():
+        for choice in registry.choices():
+            cs.store(group=f"{SCHEMA_GROUP}/{group}", name=choice.name, node=choice.schema, provider="gnnq")
+    cs.store(group="hydra/launcher", name="gnnq_slurm", node=SLURM_LAUNCHER, provider="gnnq")
+    cs.store(group="hydra/run_mode", name="multirun", node=MULTIRUN_MODE, provider="gnnq")
 
 
 def expand_sweep(overrides: list[str]) -> list[list[str]]:
@@ -249,9 +273,6 @@ def _composition_message(exc: BaseException) -> str:
 def _choice_of(cause: OmegaConfBaseException, key: str) -> str | None:
     """For a key not in a group's chosen option (dataset.num_nodes with dataset=cora): the message naming the
     option and its keys; None for other keys."""
-    from gnnq.config.registry import group_registries
-    from gnnq.config.validate import no_such_key_message
-
     group, _, leaf = key.partition(".")
     registry = group_registries().get(group)
     if registry is None or "." in leaf:
@@ -268,8 +289,6 @@ def _choice_of(cause: OmegaConfBaseException, key: str) -> str | None:
 
 def _allowed_keys(parent: str) -> list[str] | None:
     """The schema's keys under ``parent``; None where it is a free-form dict, [] where the schema has none."""
-    from gnnq.config.registry import group_registries
-
     node, parts = Config, parent.split(".") if parent else []
     registry = group_registries().get(parts[0]) if parts else None
     if registry is not None and len(parts) > 1:  # below a group's key: the schema of a choice that has the key

@@ -1,9 +1,9 @@
 """One registry per config group: its allowed names, what each name dispatches to, and its schema.
 
 Every place that needs a group's choices reads them here (validate, the ConfigStore, the
-dispatch in models/, parallel/, train/, the generated docs/config.md); conf/<group>/ holds one
-file per choice (tests/test_registries.py checks both ways). The dataset registry lives with
-the loaders (gnnq.data.registry.DATASETS); ``group_registries()`` gathers them all.
+dispatch in data/, models/, parallel/, train/, the generated docs/config.md); conf/<group>/ holds one
+file per choice (tests/test_registries.py checks both ways). A choice names what it dispatches to
+by "module:attribute", imported on first use: config imports nothing above it (tools/check_layers.py).
 """
 
 from __future__ import annotations
@@ -66,7 +66,33 @@ def resolve(ref: Any) -> Any:
     return getattr(importlib.import_module(module), attribute)
 
 
-_FULL_GRAPH = "gnnq.train.loop:train"
+_FULL_GRAPH = "gnnq.train.full_graph:train"
+
+
+def _dataset(name: str, loader: str, about: str, schema: type = s.DatasetConfig) -> Choice:
+    """A dataset: its loader family in gnnq.data.registry (which loads any of its names, cfg.name)."""
+    return Choice(name, schema, f"gnnq.data.registry:{loader}", about)
+
+
+_NPZ_SPLIT = "the pdADMM-G authors' split"
+DATASETS = Registry("dataset", [
+    _dataset("cora", "PYG", "PyG Planetoid: 2708 nodes"),
+    _dataset("citeseer", "PYG", "PyG Planetoid: 3327 nodes"),
+    _dataset("pubmed", "PYG", "PyG Planetoid: 19717 nodes"),
+    _dataset("reddit", "PYG", "PyG Reddit: 232965 nodes"),
+    _dataset("flickr", "PYG", "PyG Flickr: 89250 nodes"),
+    _dataset("yelp", "PYG", "PyG Yelp: 716847 nodes"),
+    _dataset("amazon-products", "PYG", "PyG AmazonProducts: 1569960 nodes"),
+    _dataset("ogbn-arxiv", "OGB", "OGB: 169343 nodes"),
+    _dataset("ogbn-products", "OGB", "OGB: 2449029 nodes"),
+    _dataset("amazon-computers", "NPZ", f"PyG Computers npz: 13752 nodes; {_NPZ_SPLIT}"),
+    _dataset("amazon-photo", "NPZ", f"PyG Photo npz: 7650 nodes; {_NPZ_SPLIT}"),
+    _dataset("coauthor-cs", "NPZ", f"PyG CS npz: 18333 nodes; {_NPZ_SPLIT}"),
+    _dataset("coauthor-physics", "NPZ", f"PyG Physics npz: 34493 nodes; {_NPZ_SPLIT}"),
+    _dataset("files", "FILES", "your own graph from a directory (docs/datasets.md)", s.FilesDatasetConfig),
+    _dataset("synthetic", "SYNTHETIC", "stochastic block model with class-correlated features; no download",
+             s.SyntheticDatasetConfig),
+])
 
 PARTITIONERS = Registry("partitioner", [
     Choice("metis", s.PartitionerConfig, "gnnq.data.partition:metis_parts", about="METIS k-way: balanced parts, few cut edges"),
@@ -122,8 +148,6 @@ TOP_LEVEL_KEYS = ("runs_root", "overwrite")  # the schema's scalars outside any 
 
 def group_registries() -> dict[str, Registry]:
     """Every config group with choices, in conf/config.yaml's order."""
-    from gnnq.data.registry import DATASETS
-
     return {"dataset": DATASETS, "partitioner": PARTITIONERS, "model": MODELS, "quantizer": QUANTIZERS,
             "parallel": PARALLEL, "cluster": CLUSTERS, "logger": LOGGERS}  # fmt: skip
 

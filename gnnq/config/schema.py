@@ -1,4 +1,4 @@
-"""Typed configuration: one dataclass per config group choice, registered in Hydra's ConfigStore.
+"""Typed configuration: one dataclass per config group choice, registered in Hydra's ConfigStore (gnnq.config.compose).
 
 Each group's node starts as the group's base class (the keys every choice shares); the choice's
 file in conf/<group>/ lists ``/schema/<group>/<choice>@_here_`` first in its defaults, which merges
@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 # --- dataset ---------------------------------------------------------------------------------
@@ -337,26 +336,3 @@ class Config:
     runs_root: str = "runs"
     # Whether a run may replace an earlier run in its run directory (hydra.run.dir, hydra.sweep.dir); else refused.
     overwrite: bool = False
-
-
-# cluster=slurm (conf/cluster/slurm.yaml) selects these: hydra-submitit-launcher's Slurm launcher with its
-# sbatch parameters from cluster.* (hydra_plugins/gnnq_slurm_launcher/), and multirun mode even without -m,
-# so that the launcher submits every run.
-SLURM_LAUNCHER = {
-    "_target_": "hydra_plugins.gnnq_slurm_launcher.gnnq_slurm_launcher.GnnqSlurmLauncher",
-    "submitit_folder": "${hydra.sweep.dir}/.submitit/%j",
-}
-MULTIRUN_MODE = {"hydra": {"mode": "MULTIRUN"}}
-SCHEMA_GROUP = "schema"  # the choices' dataclasses: /schema/<group>/<choice> in the ConfigStore
-
-
-def register_configs() -> None:
-    from gnnq.config.registry import group_registries
-
-    cs = ConfigStore.instance()
-    cs.store(name="gnnq_schema", node=Config)
-    for group, registry in group_registries().items():
-        for choice in registry.choices():
-            cs.store(group=f"{SCHEMA_GROUP}/{group}", name=choice.name, node=choice.schema, provider="gnnq")
-    cs.store(group="hydra/launcher", name="gnnq_slurm", node=SLURM_LAUNCHER, provider="gnnq")
-    cs.store(group="hydra/run_mode", name="multirun", node=MULTIRUN_MODE, provider="gnnq")

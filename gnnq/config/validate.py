@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from gnnq.config.registry import group_registries, registries
+from gnnq.config.schema import Config
+from gnnq.contract import EMULATED_MAX_HOSTS, MANAGED_SBATCH_OPTIONS
 from gnnq.errors import ConfigError
 
 # Values of keys that are not a choice of a registry (those: gnnq.config.registry, see allowed_values()).
@@ -37,8 +41,6 @@ ALLOWED = {
 
 def allowed_values() -> dict[str, tuple]:
     """Every key with a fixed set of values: the registries' names (``model.name``, ``trainer.optimizer``) and ALLOWED."""
-    from gnnq.config.registry import registries
-
     return {**{key: registry.names() for key, registry in registries().items()}, **ALLOWED}
 
 
@@ -103,8 +105,6 @@ def check_known_keys(cfg: DictConfig, schema: DictConfig | None = None, prefix: 
     """Reject keys the schema does not have (``+key=value`` appends bypass struct mode); a group's keys are its
     chosen option's (gnnq.config.registry), and its node must be that option's (``parallel.name=stale`` alone is not)."""
     if schema is None:
-        from gnnq.config.schema import Config
-
         schema = OmegaConf.structured(Config)
     for key in cfg.keys():
         if key == "hydra" and not prefix:
@@ -113,21 +113,15 @@ def check_known_keys(cfg: DictConfig, schema: DictConfig | None = None, prefix: 
         if key not in known:
             raise ConfigError(f"{prefix}{key}: no such key; allowed keys there: {', '.join(known)}")
         free_form = OmegaConf.get_type(schema, key) is dict  # Dict[str, Any] fields take any key
-        if not prefix and key in _group_registries():
+        if not prefix and key in group_registries():
             check_choice_keys(str(key), cfg[key])
         elif isinstance(cfg[key], DictConfig) and isinstance(schema._get_node(key), DictConfig) and not free_form:
             check_known_keys(cfg[key], schema[key], f"{prefix}{key}.")
 
 
-def _group_registries() -> dict:
-    from gnnq.config.registry import group_registries
-
-    return group_registries()
-
-
 def check_choice_keys(group: str, node: DictConfig) -> None:
     """``node`` holds exactly the keys of ``group``'s option ``node.name``, in that option's own schema."""
-    registry = _group_registries()[group]
+    registry = group_registries()[group]
     name = node.name
     if name not in registry:
         raise ConfigError(f"{group}.name={name!r} is not allowed; allowed: {', '.join(registry.names())}")
@@ -270,8 +264,6 @@ def _check_parallel(cfg: DictConfig) -> None:
         )
     if p.name != "minibatch":
         return
-    from gnnq.train.minibatch import resolve_fanouts
-
     try:
         resolve_fanouts(p.fanouts, cfg.model.layers)
     except ValueError as exc:
@@ -285,11 +277,34 @@ def _check_parallel(cfg: DictConfig) -> None:
         raise ConfigError(f"quantizer={cfg.quantizer.name} is not allowed with parallel=minibatch (no messages); use quantizer=fp32")
 
 
-def _check_emulated(c: DictConfig) -> None:
-    from gnnq.launch.netns import MAX_HOSTS
+def resolve_fanouts(fanouts: Sequence[int], layers: int) -> list[int]:
+    """parallel.fanouts as one value per layer (input layer first); one value applies to every layer."""
+    values = [int(f) for f in fanouts]
+    if len(values) == 1:
+        values = values * layers
+    if len(values) != layers:
+        raise ValueError(
+            f"parallel.fanouts={values} is not allowed: give one value (used for every layer) "
+            f"or one per layer (model.layers={layers}), input layer first"
+        )
+    if any(f != -1 and f < 1 for f in values):
+        raise ValueError(f"parallel.fanouts={values} is not allowed: each must be a positive neighbour count or -1 (all neighbours)")
+    return values
 
-    if c.hosts > MAX_HOSTS:
-        raise ConfigError(f"cluster.hosts={c.hosts} is not allowed with cluster=emulated; it must be <= {MAX_HOSTS}")
+
+def check_fractions(train_frac: float, val_frac: float) -> None:
+    """The one check of ``dataset.train_frac`` / ``dataset.val_frac`` (validate and every split call it):
+    ConfigError unless 0 < train_frac, 0 <= val_frac and train_frac + val_frac < 1, so some nodes are left to test."""
+    if not (train_frac > 0 and val_frac >= 0 and train_frac + val_frac < 1):
+        raise ConfigError(
+            f"dataset.train_frac={train_frac} and dataset.val_frac={val_frac} are not allowed: need train_frac > 0, "
+            "val_frac >= 0 and train_frac + val_frac < 1 (nodes left to test)"
+        )
+
+
+def _check_emulated(c: DictConfig) -> None:
+    if c.hosts > EMULATED_MAX_HOSTS:
+        raise ConfigError(f"cluster.hosts={c.hosts} is not allowed with cluster=emulated; it must be <= {EMULATED_MAX_HOSTS}")
     if c.backend != "gloo":
         raise ConfigError(
             f"cluster.backend={c.backend} is not allowed with cluster=emulated; it must be gloo "
@@ -307,8 +322,6 @@ def _check_emulated(c: DictConfig) -> None:
 
 
 def _check_slurm(c: DictConfig) -> None:
-    from gnnq.launch.slurm import MANAGED_SBATCH_OPTIONS
-
     for key in ("gpus_per_node", "cpus_per_node"):
         if c[key] is not None and c[key] < (0 if key == "gpus_per_node" else 1):
             raise ConfigError(f"cluster.{key}={c[key]} is not allowed; it must be null or >= {0 if key == 'gpus_per_node' else 1}")
@@ -340,10 +353,7 @@ def _check_rendezvous(endpoint: str | None) -> None:
 
 
 def validate(cfg: DictConfig) -> None:
-    """Raise ConfigError for the first value that is not allowed."""
-    from gnnq.data.registry import expected_num_nodes
-    from gnnq.data.splits import check_fractions
-
+    """Raise ConfigError for the first value that is not allowed (gnnq.launch.preflight checks what needs the data)."""
     check_known_keys(cfg)  # also: every group's name is one of its registry's
     check_finite(cfg)
     for key, allowed in allowed_values().items():
@@ -382,10 +392,3 @@ def validate(cfg: DictConfig) -> None:
         _check_rendezvous(cfg.cluster.rendezvous)
     if cfg.dataset.name == "files" and not cfg.dataset.path:
         raise ConfigError("dataset.path is required with dataset=files: a directory holding edges, features and labels")
-    nparts = cfg.cluster.nproc * cfg.cluster.hosts
-    num_nodes = expected_num_nodes(cfg.dataset)
-    if num_nodes is not None and nparts > num_nodes:
-        raise ConfigError(
-            f"cluster.nproc={cfg.cluster.nproc} x cluster.hosts={cfg.cluster.hosts} = {nparts} partitions, "
-            f"but dataset {cfg.dataset.name} has only {num_nodes} nodes; use at most {num_nodes} ranks"
-        )

@@ -1,4 +1,9 @@
-"""The dataset registry (``DATASETS``): names, loaders, schemas, data root, cheap node counts and the one ``load_dataset``."""
+"""The dataset loaders behind the registry ``gnnq.config.registry.DATASETS``: data root, cheap node counts and the one
+``load_dataset``.
+
+The registry names each dataset's loader family here by "module:attribute" (``gnnq.data.registry:PYG``); a family
+loads any of its names (``cfg.name``) and knows their node counts without loading.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from gnnq.config.registry import Choice, Registry
-from gnnq.config.schema import DatasetConfig, FilesDatasetConfig, SyntheticDatasetConfig
+from gnnq.config.registry import DATASETS
 from gnnq.data.graph import Graph
 from gnnq.data.integrity import warn
 from gnnq.data.loaders import canonical_edges, one_line
@@ -22,28 +26,14 @@ from gnnq.errors import DatasetError, GnnqError
 
 
 @dataclass(frozen=True)
-class _Entry:
-    load: Callable[[object], Graph]  # cfg -> Graph, before to_undirected / validate
-    num_nodes: Callable[[object], Optional[int]]  # cfg -> node count without loading
+class Loader:
+    """A family of datasets: ``names`` it loads, ``load`` (cfg -> Graph, before to_undirected / validate) and
+    ``num_nodes`` (cfg -> node count without loading; None when unknown before loading)."""
 
-
-def _pyg_entry(name: str) -> _Entry:
-    spec = pyg_loader.SPECS[name]
-    return _Entry(lambda cfg: pyg_loader.load_pyg(name, data_root(cfg), cfg.download), lambda cfg: spec.num_nodes)
-
-
-def _ogb_entry(name: str) -> _Entry:
-    n = ogb_loader.NUM_NODES[name]
-    return _Entry(lambda cfg: ogb_loader.load_ogb(name, data_root(cfg), cfg.download), lambda cfg: n)
-
-
-def _npz_entry(name: str) -> _Entry:
-    # the published node count (checks before loading: no more ranks than nodes); the loaded file is checked again
-    return _Entry(lambda cfg: npz_loader.load_npz(name, data_root(cfg)), lambda cfg: npz_loader.NUM_NODES[name])
-
-
-def _load_files(cfg) -> Graph:
-    return files_loader.load_files(cfg.path, cfg.train_frac, cfg.val_frac, cfg.seed)
+    names: tuple[str, ...]
+    load: Callable[[object], Graph]
+    num_nodes: Callable[[object], Optional[int]]
+    about: Callable[[str], str]  # the registry's one line for a name (tests/test_datasets.py compares them)
 
 
 def _load_synthetic(cfg) -> Graph:
@@ -60,17 +50,36 @@ def _load_synthetic(cfg) -> Graph:
     )
 
 
-# The dataset group's registry: every name ``dataset.name`` accepts, its loader (an _Entry) and its schema.
-DATASETS = Registry("dataset", [
-    *(Choice(name, DatasetConfig, _pyg_entry(name), f"PyG {spec.cls_name}: {spec.num_nodes} nodes")
-      for name, spec in pyg_loader.SPECS.items()),
-    *(Choice(name, DatasetConfig, _ogb_entry(name), f"OGB: {n} nodes") for name, n in ogb_loader.NUM_NODES.items()),
-    *(Choice(name, DatasetConfig, _npz_entry(name), f"PyG {npz_loader.NPZ_FILES[name][0]} npz: {n} nodes; the pdADMM-G authors' split")
-      for name, n in npz_loader.NUM_NODES.items()),
-    Choice("files", FilesDatasetConfig, _Entry(_load_files, lambda cfg: None), "your own graph from a directory (docs/datasets.md)"),
-    Choice("synthetic", SyntheticDatasetConfig, _Entry(_load_synthetic, lambda cfg: int(cfg.num_nodes)),
-           "stochastic block model with class-correlated features; no download"),
-])  # fmt: skip
+PYG = Loader(
+    tuple(pyg_loader.SPECS),
+    lambda cfg: pyg_loader.load_pyg(cfg.name, data_root(cfg), cfg.download),
+    lambda cfg: pyg_loader.SPECS[cfg.name].num_nodes,
+    lambda name: f"PyG {pyg_loader.SPECS[name].cls_name}: {pyg_loader.SPECS[name].num_nodes} nodes",
+)
+OGB = Loader(
+    ogb_loader.NAMES,
+    lambda cfg: ogb_loader.load_ogb(cfg.name, data_root(cfg), cfg.download),
+    lambda cfg: ogb_loader.NUM_NODES[cfg.name],
+    lambda name: f"OGB: {ogb_loader.NUM_NODES[name]} nodes",
+)
+NPZ = Loader(  # the published node count (checks before loading: no more ranks than nodes); the loaded file is checked again
+    tuple(npz_loader.NPZ_FILES),
+    lambda cfg: npz_loader.load_npz(cfg.name, data_root(cfg)),
+    lambda cfg: npz_loader.NUM_NODES[cfg.name],
+    lambda name: f"PyG {npz_loader.NPZ_FILES[name][0]} npz: {npz_loader.NUM_NODES[name]} nodes; the pdADMM-G authors' split",
+)
+FILES = Loader(
+    ("files",),
+    lambda cfg: files_loader.load_files(cfg.path, cfg.train_frac, cfg.val_frac, cfg.seed),
+    lambda cfg: None,
+    lambda name: "your own graph from a directory (docs/datasets.md)",
+)
+SYNTHETIC = Loader(
+    ("synthetic",),
+    _load_synthetic,
+    lambda cfg: int(cfg.num_nodes),
+    lambda name: "stochastic block model with class-correlated features; no download",
+)
 
 
 def dataset_names() -> list[str]:
@@ -122,7 +131,7 @@ def load_dataset(cfg) -> Graph:
     return graph
 
 
-def _entry(name: str) -> _Entry:
+def _entry(name: str) -> Loader:
     if name not in DATASETS:
         raise DatasetError(f"unknown dataset {name!r}: dataset must be one of {', '.join(DATASETS.names())}")
     return DATASETS.target(name)

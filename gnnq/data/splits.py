@@ -4,17 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gnnq.errors import ConfigError
-
-
-def check_fractions(train_frac: float, val_frac: float) -> None:
-    """The one check of ``dataset.train_frac`` / ``dataset.val_frac`` (validate and every split call it):
-    ConfigError unless 0 < train_frac, 0 <= val_frac and train_frac + val_frac < 1, so some nodes are left to test."""
-    if not (train_frac > 0 and val_frac >= 0 and train_frac + val_frac < 1):
-        raise ConfigError(
-            f"dataset.train_frac={train_frac} and dataset.val_frac={val_frac} are not allowed: need train_frac > 0, "
-            "val_frac >= 0 and train_frac + val_frac < 1 (nodes left to test)"
-        )
+from gnnq.config.validate import check_fractions
 
 
 def seeded_split_source(train_frac: float, val_frac: float) -> str:

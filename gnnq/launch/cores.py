@@ -15,8 +15,6 @@ from dataclasses import asdict, dataclass
 
 from gnnq.errors import ConfigError
 
-THREADS_ENV = "GNNQ_THREADS_PER_RANK"  # the launcher's thread count for the ranks of emulated hosts
-
 
 @dataclass(frozen=True)
 class HostCores:

@@ -18,8 +18,9 @@ from typing import Callable
 
 from omegaconf import DictConfig
 
+from gnnq.contract import THREADS_ENV
 from gnnq.launch import netns
-from gnnq.launch.cores import THREADS_ENV, HostCores, pinned_command, plan_host_cores
+from gnnq.launch.cores import HostCores, pinned_command, plan_host_cores
 from gnnq.launch.failure import elastic_log_dir
 from gnnq.launch.torchrun import multinode_torchrun_command, run_torchrun
 

@@ -1,7 +1,7 @@
 """Why a torchrun job failed: one line naming the rank that caused it and how.
 
 The evidence: the error files ranks write when they fail (``.gnnq/error-rank<r>.json``, from
-gnnq.train.worker; a rank that torchrun stopped marks its file ``stopped``), torch elastic's
+gnnq.rank; a rank that torchrun stopped marks its file ``stopped``), torch elastic's
 per-rank error files (``@record`` on the worker's run, under ``elastic_log_dir``: a rank's
 exception where gnnq's own file is missing) and torchrun's failure summary in
 ``logs/torchrun.log`` (every failed rank with its exit code; a negative code is the signal that
@@ -16,7 +16,7 @@ cause is, in this order:
 4. a rank that exited non-zero, a signal that killed torchrun itself, or torchrun's last line.
 
 A collective that timed out (``cluster.timeout_s``) is blamed, where the ranks' heartbeats
-(gnnq.train.heartbeat) allow, on the rank that did not arrive: one whose heartbeat stopped well
+(gnnq.rank.heartbeat) allow, on the rank that did not arrive: one whose heartbeat stopped well
 before the timeout (its process was stopped, SIGSTOP, or frozen), else one that had stayed outside
 any communication for that long (a hang in its own code); otherwise the line says that which peer
 stopped could not be told.
@@ -29,9 +29,7 @@ import re
 import signal
 from pathlib import Path
 
-from gnnq.track.record import CONFIG_FILE, INTERNAL_DIR
-from gnnq.train.heartbeat import FILE_PATTERN as HEARTBEATS
-from gnnq.train.heartbeat import INTERVAL_S as HEARTBEAT_S
+from gnnq.contract import CONFIG_FILE, ERROR_FILES, HEARTBEAT_FILES, HEARTBEAT_INTERVAL_S, INTERNAL_DIR
 
 # strerror texts in the transport errors of a rank whose peer's process went away
 LOST_PEER = ("Connection reset by peer", "Connection closed by peer", "Broken pipe", "Connection refused")
@@ -113,7 +111,7 @@ def signal_name(exit_code: int) -> str:
 
 def _error_reports(run_dir: Path) -> list[dict]:
     reports = []
-    for path in sorted((run_dir / INTERNAL_DIR).glob("error-rank*.json")):
+    for path in sorted((run_dir / INTERNAL_DIR).glob(ERROR_FILES)):
         try:
             report = json.loads(path.read_text())
             reports.append({"rank": int(report["rank"]), "message": str(report["message"]),
@@ -164,7 +162,7 @@ def stopped_rank(run_dir: Path, error: dict) -> str | None:
     """Which rank the timed-out collective of ``error`` waited for, from the heartbeats; None if they do not tell."""
     beats = [b for b in _heartbeats(run_dir) if b["rank"] != error["rank"]]
     at, waited = float(error["time"]), _timeout_s(run_dir)
-    quiet_s = max(3 * HEARTBEAT_S, waited / 2) if waited else 5 * HEARTBEAT_S
+    quiet_s = max(3 * HEARTBEAT_INTERVAL_S, waited / 2) if waited else 5 * HEARTBEAT_INTERVAL_S
     stale = sorted((b for b in beats if at - b["time"] > quiet_s), key=lambda b: b["time"])
     if stale:
         b = stale[0]
@@ -182,7 +180,7 @@ def stopped_rank(run_dir: Path, error: dict) -> str | None:
 
 def _heartbeats(run_dir: Path) -> list[dict]:
     beats = []
-    for path in sorted((Path(run_dir) / INTERNAL_DIR).glob(HEARTBEATS)):
+    for path in sorted((Path(run_dir) / INTERNAL_DIR).glob(HEARTBEAT_FILES)):
         try:
             b = json.loads(path.read_text())
             beats.append({"rank": int(b["rank"]), "time": float(b["time"]), "since": float(b["since"]),

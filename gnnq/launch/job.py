@@ -11,6 +11,7 @@ from typing import Callable
 
 from omegaconf import DictConfig, OmegaConf
 
+from gnnq.contract import CONFIG_FILE, INTERNAL_DIR, RECORD_FILE, RESULT_FILE, RESUME_FILE
 from gnnq.errors import GnnqError, LaunchError, describe_os_error
 from gnnq.launch.failure import describe_failure
 from gnnq.launch.placement import place
@@ -18,7 +19,7 @@ from gnnq.launch.run_dir import check_writable, claim_run_dir, clear_earlier_att
 from gnnq.launch.torchrun import run_torchrun
 from gnnq.track.files import write_json_atomic, write_text_atomic
 from gnnq.track.progress import ProgressLine, summary_table
-from gnnq.track.record import CONFIG_FILE, INTERNAL_DIR, RECORD_FILE, RESULT_FILE, RESUME_FILE, build_record, write_record
+from gnnq.track.record import build_record, write_record
 from gnnq.track.wandb_logger import NullLogger, close_logger, make_logger
 
 

@@ -30,6 +30,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from gnnq.contract import EMULATED_MAX_HOSTS, LINK_PRESETS_MBIT
 from gnnq.errors import LaunchError
 
 PREFIX = "gnnq-"
@@ -38,8 +39,6 @@ HOST_IFNAME = "gnnq0"  # each host's interface, inside its namespace (GLOO_SOCKE
 BRIDGE = "br0"  # inside the switch namespace
 SUBNET = "10.213.0"  # private, and only ever configured inside gnnq's own namespaces
 FIRST_HOST_OCTET = 10  # two-digit last octets sort like host indices (torchrun orders nodes by address)
-MAX_HOSTS = 64
-PRESETS_MBIT = {"1gbit": 1_000.0, "10gbit": 10_000.0, "25gbit": 25_000.0}
 _NS_NAME = re.compile(rf"^{PREFIX}([0-9a-f]+)-(sw|h\d+)$")
 
 
@@ -55,7 +54,7 @@ class LinkSpec:
     @classmethod
     def from_cluster(cls, cluster) -> "LinkSpec":
         """The link a validated ``cluster`` config asks for (a preset's bandwidth, or ``bandwidth_mbit``)."""
-        bandwidth = cluster.bandwidth_mbit if cluster.link == "custom" else PRESETS_MBIT[cluster.link]
+        bandwidth = cluster.bandwidth_mbit if cluster.link == "custom" else LINK_PRESETS_MBIT[cluster.link]
         return cls(float(bandwidth), float(cluster.latency_ms), float(cluster.jitter_ms), float(cluster.loss_pct))
 
     @property
@@ -139,8 +138,8 @@ def create(hosts: int, link: LinkSpec, run_id: str | None = None) -> Topology:
 
     Tears down stale setups first, and its own partial setup if a step fails.
     """
-    if not 1 <= hosts <= MAX_HOSTS:
-        raise LaunchError(f"cluster.hosts={hosts} is not allowed with cluster=emulated; it must be in 1..{MAX_HOSTS}")
+    if not 1 <= hosts <= EMULATED_MAX_HOSTS:
+        raise LaunchError(f"cluster.hosts={hosts} is not allowed with cluster=emulated; it must be in 1..{EMULATED_MAX_HOSTS}")
     check_host()
     clean_stale()
     topo = Topology(run_id or secrets.token_hex(3), hosts, link)

@@ -21,12 +21,12 @@ import tempfile
 from pathlib import Path
 
 import gnnq.launch.job_names  # noqa: F401 - registers the resolver of hydra.sweep.subdir (also on a Slurm node)
+from gnnq.contract import CONFIG_FILE, ERROR_FILES, HEARTBEAT_FILES, INTERNAL_DIR, METRICS_FILE, RECORD_FILE, RESULT_FILE
 from gnnq.errors import GnnqError, describe_os_error
-from gnnq.track.record import CONFIG_FILE, INTERNAL_DIR, METRICS_FILE, RECORD_FILE, RESULT_FILE
 
 LOCK_FILE = "lock"  # under INTERNAL_DIR
 # what an earlier run left that would speak for a new one: rank hand-offs, heartbeats, checkpoints
-STALE_HANDOFFS = ("error-rank*.json", "heartbeat-rank*.json", RESULT_FILE)
+STALE_HANDOFFS = (ERROR_FILES, HEARTBEAT_FILES, RESULT_FILE)
 RUN_FILES = (RECORD_FILE, CONFIG_FILE, METRICS_FILE)
 
 _HELD: dict[Path, int] = {}  # run dirs this process has locked -> the lock file's descriptor (kept open)

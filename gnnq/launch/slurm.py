@@ -28,16 +28,6 @@ PORT_SPAN = 10000
 # kill torchrun outright: gnnq does not requeue).
 STOP_BEFORE_LIMIT_S = 60
 
-# sbatch options gnnq sets itself (as submitit spells them); cluster.sbatch_extra may not set them.
-MANAGED_SBATCH_OPTIONS = {
-    "nodes": "cluster.hosts", "ntasks": "cluster.hosts", "ntasks_per_node": "cluster.hosts",
-    "gpus_per_node": "cluster.gpus_per_node", "gpus": "cluster.gpus_per_node",
-    "cpus_per_task": "cluster.cpus_per_node", "partition": "cluster.partition", "account": "cluster.account",
-    "time": "cluster.time_limit_min", "t": "cluster.time_limit_min",
-    "array": "the sweep", "job_name": "the launcher", "output": "the launcher", "error": "the launcher",
-    "signal": "the launcher",
-}  # fmt: skip
-
 
 def gpus_per_node(cluster: Mapping) -> int:
     """GPUs a job asks for on each node: ``cluster.gpus_per_node``, else one per rank unless the backend is gloo."""

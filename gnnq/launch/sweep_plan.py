@@ -14,9 +14,9 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from gnnq.contract import RECORD_FILE
 from gnnq.launch.job_names import override_key, shared_keys
 from gnnq.launch.sweep_state import flat_config
-from gnnq.track.record import RECORD_FILE
 
 SEED_FREE = frozenset({"trainer.seed"})  # a seed does not change how long a run takes
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from gnnq.contract import CONFIG_FILE, METRICS_FILE, RECORD_FILE
 from gnnq.launch.run_dir import PlaceError, clear_earlier_attempt
 from gnnq.report.overrides import IGNORED_GROUPS, IGNORED_KEYS  # keys that do not change what a run computes
-from gnnq.track.record import CONFIG_FILE, METRICS_FILE, RECORD_FILE
 
 
 def flat_config(config: dict, leave_out: frozenset[str] = frozenset(), prefix: str = "") -> dict[str, str]:

@@ -10,10 +10,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from gnnq.contract import PROGRESS_PREFIX, RANK_MODULE, RANK_WARNING_PREFIX
 from gnnq.launch.failure import elastic_log_dir
-from gnnq.train.worker import PROGRESS_PREFIX
-
-RANK_WARNING_PREFIX = "[gnnq] warning:"  # how a rank's warnings start (e.g. gnnq.train.driver.check_loss)
 
 LOOPBACK = "127.0.0.1"
 
@@ -55,7 +53,7 @@ def _ranks(run_dir: Path, parts_dir: Path) -> list[str]:
     return [
         "--max-restarts=0",
         "--monitor-interval=0.2",
-        "-m", "gnnq.train.worker",
+        "-m", RANK_MODULE,
         "--run-dir", str(run_dir),
         "--parts", str(parts_dir),
     ]  # fmt: skip

@@ -5,7 +5,7 @@ for the normalized neighbourhood aggregate of its inner rows, A @ [h_inner; h_ha
 whoever supplies that callable (a parallel strategy) decides how and when halo rows move
 and in which order the aggregation runs.
 
-Mini-batch blocks (``gnnq.data.neighbor_sampler``) reuse the same forward: layer i's input
+Mini-batch blocks (``gnnq.train.neighbor_sampler``) reuse the same forward: layer i's input
 rows are its block's source nodes, destination nodes first, and ``num_dst[i]`` says how many
 leading rows are the destinations (SAGE's root term and the layer's output rows).
 """

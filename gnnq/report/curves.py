@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gnnq.track.record import METRICS_FILE
+from gnnq.contract import METRICS_FILE
 
 
 def read_curve(run_dir: str | Path) -> list[tuple[float, float]]:

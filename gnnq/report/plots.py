@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from gnnq.contract import LINK_PRESETS_MBIT
 from gnnq.report.aggregate import Group, lookup
 from gnnq.report.curves import read_curve
 
@@ -130,12 +131,11 @@ def _config(g: Group) -> dict:
 
 def _link_gbit(config: dict) -> float | None:
     """An emulated host's link bandwidth in Gbit/s (a preset's, or bandwidth_mbit for link=custom)."""
-    from gnnq.launch.netns import PRESETS_MBIT
 
     cluster = config.get("cluster") or {}
     if cluster.get("name") != "emulated":
         return None
-    mbit = cluster.get("bandwidth_mbit") if cluster.get("link") == "custom" else PRESETS_MBIT.get(cluster.get("link"))
+    mbit = cluster.get("bandwidth_mbit") if cluster.get("link") == "custom" else LINK_PRESETS_MBIT.get(cluster.get("link"))
     return None if mbit is None else float(mbit) / 1000.0
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from gnnq.contract import RECORD_FILE
 from gnnq.report.aggregate import CRITERIA, MISSING, Leaderboard, group_runs, leaderboards, lookup
 from gnnq.report.dashboard import write_dashboard
 from gnnq.report.frames import GROUPS_SHOWN, groups_frame, latex_view, leaderboard_frame, leaderboard_shown, notes, text_view
@@ -21,7 +22,6 @@ from gnnq.report.plots import plot_report
 from gnnq.report.tables import SPEC_SUFFIX, TableSpecError, load_spec, render_all
 from gnnq.report.wandb_report import log_report, source_run
 from gnnq.track.progress import fmt_value, markdown_table
-from gnnq.track.record import RECORD_FILE
 
 
 def find_records(dirs: list[Path]) -> tuple[list[tuple[Path, dict]], list[str]]:

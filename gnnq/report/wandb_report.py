@@ -16,7 +16,7 @@ from gnnq.report.frames import json_ready
 def source_run(run_dir: Path, record: dict) -> dict:
     """Where a training run's W&B run is: ``entity/project/id`` (``project/id`` without an entity), its group
     and URL (with an entity); run path None for runs logged without W&B."""
-    from gnnq.track.record import INTERNAL_DIR
+    from gnnq.contract import INTERNAL_DIR
     from gnnq.track.wandb_logger import RUN_ID_FILE, wandb_group
 
     logger = (record.get("config") or {}).get("logger") or {}

@@ -8,15 +8,9 @@ import subprocess
 import time
 from pathlib import Path
 
+from gnnq.contract import METRICS_FILE, RECORD_FILE
 from gnnq.track.files import write_json_atomic
 from gnnq.track.machine import hardware, package_version
-
-CONFIG_FILE = "config.yaml"
-METRICS_FILE = "metrics.jsonl"
-RECORD_FILE = "record.json"
-INTERNAL_DIR = ".gnnq"  # rank-to-launcher handoff files (result, errors)
-RESULT_FILE = "result.json"
-RESUME_FILE = "resume.json"  # present while `gnnq resume=<run dir>` runs the job again: the ranks load their checkpoints
 
 _PACKAGES = ("gnnq", "torch", "torch-geometric", "ogb", "pymetis", "numpy", "scipy", "hydra-core", "omegaconf", "wandb",
              "triton")  # fmt: skip

@@ -58,8 +58,8 @@ def wandb_run_id(run_dir: Path, resume: bool) -> str:
     """The run's W&B id: new for a new run, the one it started with when it resumes."""
     import secrets
 
+    from gnnq.contract import INTERNAL_DIR
     from gnnq.track.files import write_text_atomic
-    from gnnq.track.record import INTERNAL_DIR
 
     path = Path(run_dir) / INTERNAL_DIR / RUN_ID_FILE
     if resume and path.is_file():
@@ -113,7 +113,8 @@ class WandbLogger(NullLogger):
         """Summary from ``record`` (already written to run_dir), the run's files as an artifact, finish."""
         import wandb
 
-        from gnnq.track.record import CONFIG_FILE, METRICS_FILE, RECORD_FILE, read_metric_rows
+        from gnnq.contract import CONFIG_FILE, METRICS_FILE, RECORD_FILE
+        from gnnq.track.record import read_metric_rows
 
         run_dir = Path(run_dir)
         try:

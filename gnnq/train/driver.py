@@ -1,7 +1,7 @@
 """The epoch loop every way of training shares: timing, the metrics row, best validation,
 the cross-rank reduction, checkpoints and resume, fault injection and peak memory.
 
-A trainer (full-graph ``gnnq.train.loop``, pdADMM-G ``gnnq.admm.train``, mini-batch
+A trainer (full-graph ``gnnq.train.full_graph``, pdADMM-G ``gnnq.admm.train``, mini-batch
 ``gnnq.train.minibatch``) sets itself up in its constructor and says how to take one training
 step and how to evaluate; ``run_epochs`` does the rest, so every trainer writes rows with the
 keys of ``ROW_KEYS`` (plus its own fields, after them) and a summary with those of
@@ -23,11 +23,11 @@ import torch
 from gnnq.comm import Communicator
 from gnnq.comm.accounting import CONTROL, OVERHEAD
 from gnnq.errors import GnnqError
+from gnnq.track.overheads import OVERHEAD_KINDS, OverheadClock
 from gnnq.track.process_memory import peak_rss_mib
 from gnnq.train.checkpoint import Checkpoints
 from gnnq.train.faults import FaultInjector
 from gnnq.train.metrics import SPLITS, metrics_from_counts
-from gnnq.train.overheads import OVERHEAD_KINDS, OverheadClock
 
 EpochCallback = Callable[[dict], None]
 

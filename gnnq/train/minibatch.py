@@ -3,41 +3,25 @@
 What many users would run instead of full-graph training (PyG/DGL-style GraphSAGE/GCN with
 NeighborLoader), on the same dataset, model class and size as gnnq's full-graph runs, so a
 leaderboard can compare time-to-accuracy. Evaluation is exact full-graph inference with the
-same model (SyncStrategy on the 1-rank part), as in full-graph training (``gnnq.train.loop``).
+same model (SyncStrategy on the 1-rank part), as in full-graph training (``gnnq.train.full_graph``).
 """
 
 from __future__ import annotations
-
-from typing import Sequence
 
 import torch
 from omegaconf import DictConfig
 
 from gnnq.comm import Communicator, HaloExchange
-from gnnq.data.neighbor_sampler import NeighborSampler
+from gnnq.config.validate import resolve_fanouts
 from gnnq.data.part import Part
 from gnnq.models import local_graph_for
 from gnnq.models.factory import build_model, count_trainable_parameters
 from gnnq.parallel import SyncStrategy
 from gnnq.train.driver import EpochCallback, RowCategories, Trainer, run_epochs
-from gnnq.train.loop import evaluate_full_graph
+from gnnq.train.full_graph import evaluate_full_graph
 from gnnq.train.metrics import loss_sum
+from gnnq.train.neighbor_sampler import NeighborSampler
 from gnnq.train.optim import make_optimizer
-
-
-def resolve_fanouts(fanouts: Sequence[int], layers: int) -> list[int]:
-    """parallel.fanouts as one value per layer (input layer first); one value applies to every layer."""
-    values = [int(f) for f in fanouts]
-    if len(values) == 1:
-        values = values * layers
-    if len(values) != layers:
-        raise ValueError(
-            f"parallel.fanouts={values} is not allowed: give one value (used for every layer) "
-            f"or one per layer (model.layers={layers}), input layer first"
-        )
-    if any(f != -1 and f < 1 for f in values):
-        raise ValueError(f"parallel.fanouts={values} is not allowed: each must be a positive neighbour count or -1 (all neighbours)")
-    return values
 
 
 class MinibatchTrainer(Trainer):

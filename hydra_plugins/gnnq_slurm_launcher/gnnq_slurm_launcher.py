@@ -27,9 +27,9 @@ except ImportError:  # the slurm extra is not installed
 
 def report(run_dir: Path) -> None:
     """Print a finished run's summary table (or its error) from its record, and note a failure."""
+    from gnnq.contract import RECORD_FILE
     from gnnq.launch.outcome import FAILED_RUNS, RUNS
     from gnnq.track.progress import summary_table
-    from gnnq.track.record import RECORD_FILE
 
     RUNS.append(str(run_dir))
     try:

@@ -44,7 +44,7 @@ def cmdline(pid: int) -> str:
 def rank_pid(marker: str, root: Path, rank: int) -> int:
     """The worker process of ``rank`` (its environment's RANK)."""
     for pid in case_pids(marker, root):
-        if "gnnq.train.worker" in cmdline(pid) and f"RANK={rank}".encode() in _read(pid, "environ").split(b"\0"):
+        if "gnnq.rank" in cmdline(pid) and f"RANK={rank}".encode() in _read(pid, "environ").split(b"\0"):
             return pid
     raise LookupError(f"no worker process of rank {rank}")
 

@@ -1,11 +1,11 @@
 """A rank's heartbeat: where it is, written every second, so a failed job can tell which rank stopped.
 
 A daemon thread of each rank rewrites ``<run dir>/.gnnq/heartbeat-rank<r>.json`` every
-``INTERVAL_S`` with the time, whether the rank's main thread is inside communication (a frame of
-torch.distributed or gnnq.comm on its stack) and since when, and its innermost gnnq frame. When a
-peer's collective times out, gnnq.launch.failure reads them: a rank whose heartbeat stopped long
-before (its process was stopped, SIGSTOP, or frozen) or that stayed outside communication (a hang in
-its own code) is the one that did not arrive.
+``HEARTBEAT_INTERVAL_S`` (gnnq.contract) with the time, whether the rank's main thread is inside
+communication (a frame of torch.distributed or gnnq.comm on its stack) and since when, and its
+innermost gnnq frame. When a peer's collective times out, gnnq.launch.failure reads them: a rank
+whose heartbeat stopped long before (its process was stopped, SIGSTOP, or frozen) or that stayed
+outside communication (a hang in its own code) is the one that did not arrive.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ import threading
 import time
 from pathlib import Path
 
-INTERVAL_S = 1.0
-FILE_PATTERN = "heartbeat-rank*.json"  # under the run dir's .gnnq/
+from gnnq.contract import HEARTBEAT_FILE, HEARTBEAT_INTERVAL_S
+
 _COMM_MODULES = (f"{os.sep}torch{os.sep}distributed{os.sep}", f"{os.sep}gnnq{os.sep}comm{os.sep}")
 _ELASTIC = f"{os.sep}torch{os.sep}distributed{os.sep}elastic{os.sep}"
 _GNNQ = f"{os.sep}gnnq{os.sep}"
 
 
 def heartbeat_path(internal_dir: Path, rank: int) -> Path:
-    return Path(internal_dir) / f"heartbeat-rank{rank}.json"
+    return Path(internal_dir) / HEARTBEAT_FILE.format(rank=rank)
 
 
 def where(frame) -> tuple[bool, str]:
@@ -46,7 +46,7 @@ def where(frame) -> tuple[bool, str]:
     return bool(communicating), place
 
 
-def start_heartbeat(internal_dir: Path, rank: int, interval_s: float = INTERVAL_S) -> threading.Event:
+def start_heartbeat(internal_dir: Path, rank: int, interval_s: float = HEARTBEAT_INTERVAL_S) -> threading.Event:
     """Start this rank's heartbeat thread (a daemon: it ends with the process); set the returned event to stop it."""
     stop = threading.Event()
     path = heartbeat_path(internal_dir, rank)

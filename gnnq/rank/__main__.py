@@ -1,9 +1,10 @@
-"""Per-rank entry point started by torchrun: ``python -m gnnq.train.worker --run-dir D --parts P``.
+"""The rank entry point torchrun starts: ``python -m gnnq.rank --run-dir D --parts P``.
 
 Rank 0 writes metrics.jsonl, prints each row as a progress line for the launcher (which also
 logs it to W&B) and hands the summary over in .gnnq/result.json; any rank that fails writes
 .gnnq/error-rank<r>.json and exits non-zero, so torchrun stops the others and the launcher names the cause.
-Every rank keeps .gnnq/heartbeat-rank<r>.json fresh (gnnq.train.heartbeat).
+Every rank keeps .gnnq/heartbeat-rank<r>.json fresh (gnnq.rank.heartbeat). The file names and the
+progress prefix are the launcher's too (gnnq.contract).
 """
 
 from __future__ import annotations
@@ -19,9 +20,27 @@ import time
 import traceback
 from pathlib import Path
 
+import torch
+import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
-PROGRESS_PREFIX = "@@gnnq-progress "
+from gnnq.comm import Communicator
+from gnnq.config.registry import PARALLEL
+from gnnq.config.typed import load_run_config
+from gnnq.contract import (
+    CONFIG_FILE,
+    ERROR_FILE,
+    INTERNAL_DIR,
+    METRICS_FILE,
+    PROGRESS_PREFIX,
+    RESULT_FILE,
+    RESUME_FILE,
+    THREADS_ENV,
+)
+from gnnq.data.part_cache import load_part
+from gnnq.rank.heartbeat import start_heartbeat
+from gnnq.track.files import strict_json, write_json_atomic, write_text_atomic
+from gnnq.train.checkpoint import latest_checkpoint
 
 
 class StoppedBySignal(SystemExit):
@@ -51,16 +70,12 @@ def _stop_on_sigterm() -> None:
 def _threads_per_rank(cfg) -> int:
     if cfg.cluster.threads_per_rank > 0:
         return cfg.cluster.threads_per_rank
-    from gnnq.launch.cores import THREADS_ENV
-
     if os.environ.get(THREADS_ENV):  # emulated hosts: the launcher split the machine's cores between them
         return int(os.environ[THREADS_ENV])
     return max(1, len(os.sched_getaffinity(0)) // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
 
 
 def _backend(cfg) -> str:
-    import torch
-
     if cfg.cluster.backend != "auto":
         return cfg.cluster.backend
     return "nccl" if torch.cuda.is_available() else "gloo"
@@ -68,10 +83,6 @@ def _backend(cfg) -> str:
 
 def open_metrics(run_dir: Path, resume: bool):
     """metrics.jsonl for appending rows; on resume, cut back to the rows up to the checkpoint's epoch."""
-    from gnnq.track.files import write_text_atomic
-    from gnnq.track.record import METRICS_FILE
-    from gnnq.train.checkpoint import latest_checkpoint
-
     path = run_dir / METRICS_FILE
     if not resume:
         return open(path, "w")
@@ -90,16 +101,6 @@ def open_metrics(run_dir: Path, resume: bool):
 
 @record  # main() catches everything and exits; run() is where an exception still passes, for torch elastic's error file
 def run(run_dir: Path, parts_dir: Path) -> None:
-    import torch
-    import torch.distributed as dist
-
-    from gnnq.comm import Communicator
-    from gnnq.config.registry import PARALLEL
-    from gnnq.config.typed import load_run_config
-    from gnnq.data.part_cache import load_part
-    from gnnq.track.files import strict_json, write_json_atomic
-    from gnnq.track.record import CONFIG_FILE, INTERNAL_DIR, RESULT_FILE, RESUME_FILE
-
     cfg = load_run_config(run_dir / CONFIG_FILE)
     torch.set_num_threads(_threads_per_rank(cfg))
     backend = _backend(cfg)
@@ -142,9 +143,6 @@ def main(argv: list[str] | None = None) -> None:
     rank = int(os.environ.get("RANK", "0"))
     _die_with_parent()
     _stop_on_sigterm()
-    from gnnq.track.record import INTERNAL_DIR
-    from gnnq.train.heartbeat import start_heartbeat
-
     start_heartbeat(args.run_dir / INTERNAL_DIR, rank)  # tells the launcher which rank stopped, if one does
     try:
         run(args.run_dir, args.parts)
@@ -155,13 +153,11 @@ def main(argv: list[str] | None = None) -> None:
         # ("terminate called without an active exception"), failing a finished run.
         os._exit(0)
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the launcher
-        from gnnq.track.files import write_json_atomic
-
         message = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
         report = {"rank": rank, "message": message, "traceback": traceback.format_exc(), "time": time.time(),
                   "stopped": isinstance(exc, StoppedBySignal)}  # fmt: skip
         try:
-            write_json_atomic(args.run_dir / INTERNAL_DIR / f"error-rank{rank}.json", report)
+            write_json_atomic(args.run_dir / INTERNAL_DIR / ERROR_FILE.format(rank=rank), report)
         except OSError:  # e.g. the disk that just filled up: the traceback below still names the cause in the log
             pass
         traceback.print_exc()
