@@ -78,7 +78,7 @@ def main() -> None:
         _resume(argv)
     overrides, multirun, config_name, config_dir = _split_args(argv)
     if not _NO_PREFLIGHT_FLAGS.intersection(argv):
-        from gnnq.config.compose import plan
+        from gnnq.launch.preflight import plan
 
         try:
             points = plan(overrides, multirun, config_name, config_dir)
@@ -211,8 +211,7 @@ def _resume(argv: list[str]) -> None:
 def _hydra_entry() -> None:
     import hydra
 
-    from gnnq.config.compose import CONF_DIR
-    from gnnq.config.schema import register_configs
+    from gnnq.config.compose import CONF_DIR, register_configs
 
     register_configs()
 

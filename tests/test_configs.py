@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from gnnq.config.compose import CONF_DIR, SWEEPS_DIR, compose_config, expand_sweep, preflight
+from gnnq.config.compose import CONF_DIR, SWEEPS_DIR, compose_config, expand_sweep
 from gnnq.data.registry import dataset_names, expected_num_nodes
 from gnnq.errors import ConfigError
+from gnnq.launch.preflight import check_point, preflight
 
 REPO = Path(__file__).resolve().parents[1]
 CONF = CONF_DIR
@@ -32,7 +33,7 @@ def extra_for(group: str, option: str) -> list[str]:
 
 def error_line(overrides: list[str]) -> str:
     with pytest.raises(ConfigError) as excinfo:
-        compose_config(overrides)
+        check_point(compose_config(overrides))  # the config's values, then what needs the data (the node count)
     msg = str(excinfo.value)
     assert msg and "\n" not in msg, f"the message must be one line: {msg!r}"
     assert "Traceback" not in msg
@@ -305,8 +306,6 @@ def test_unresolvable_values_are_config_errors(overrides, key):
 
 
 def test_every_sweep_file_composes_at_every_point():
-    from gnnq.config.compose import preflight
-
     sweeps = sorted(p for p in (SWEEPS_DIR).glob("*.yaml") if not p.name.endswith(".table.yaml"))
     assert sweeps, "sweeps/ holds at least one sweep file"
     for path in sweeps:

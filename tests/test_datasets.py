@@ -382,3 +382,15 @@ def test_adaqp_shaped_workloads(workload, degree, dim, classes):
     assert 0.8 * degree <= measured <= 1.05 * degree, measured
     reddit, products = option_config("dataset", "reddit-like"), option_config("dataset", "products-like")
     assert reddit.avg_degree > 2 * products.avg_degree
+
+
+def test_every_dataset_choice_names_a_loader_that_knows_it():
+    """gnnq.config.registry.DATASETS (config imports no data) and the loader families in gnnq.data.registry agree:
+    every name, and each name's line in docs/config.md."""
+    from gnnq.data import registry as loaders
+
+    families = [loaders.PYG, loaders.OGB, loaders.NPZ, loaders.FILES, loaders.SYNTHETIC]
+    assert sorted(name for family in families for name in family.names) == sorted(DATASETS.names())
+    for choice in DATASETS.choices():
+        family = DATASETS.target(choice.name)
+        assert choice.name in family.names and choice.about == family.about(choice.name), choice.name

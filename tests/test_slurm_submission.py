@@ -12,10 +12,10 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf, open_dict
 
-from gnnq.config.compose import CONF_DIR, compose_config, preflight
-from gnnq.config.schema import register_configs
+from gnnq.config.compose import CONF_DIR, compose_config, register_configs
 from gnnq.config.validate import validate
 from gnnq.errors import ConfigError, LaunchError
+from gnnq.launch.preflight import preflight
 from gnnq.launch.slurm import SlurmJob, current_job, srun_command, submitit_parameters
 from tests.conftest import REPO, skip_or_fail
 

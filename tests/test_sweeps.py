@@ -125,8 +125,9 @@ def test_dry_run_and_cfg_with_multirun_list_points_and_a_bad_point_is_named(tmp_
 def test_a_key_of_the_group_a_swept_experiment_picks_composes_with_that_group_named():
     """Hydra composes a sweep's shared config without the swept experiment=..., where parallel is sync and
     has no rho: gnnq names the choice every point shares (parallel=admm), or says what to do in one line."""
-    from gnnq.config.compose import plan, shared_group_choices
+    from gnnq.config.compose import shared_group_choices
     from gnnq.errors import ConfigError
+    from gnnq.launch.preflight import plan
 
     overrides = ["experiment=pdadmm_g_paper,pdadmm_g_q_code", "parallel.rho=1e-3", "dataset=citeseer"]
     points = plan(overrides, True)

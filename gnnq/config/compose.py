@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 from dataclasses import fields, is_dataclass
 from pathlib import Path
@@ -116,29 +115,6 @@ def compose_config(overrides: list[str], config_name: str = "config", config_dir
     return cfg
 
 
-def preflight(overrides: list[str], multirun: bool, config_name: str = "config", config_dir: str | None = None) -> int:
-    """Compose and validate every point of the run or sweep; return the number of points."""
-    return len(plan(overrides, multirun, config_name, config_dir))
-
-
-def plan(overrides: list[str], multirun: bool, config_name: str = "config", config_dir: str | None = None) -> list[tuple[list[str], DictConfig]]:
-    """Every point of the run or sweep: its overrides and its composed, validated config.
-
-    A point that does not compose is a ConfigError naming the point (``sweep point #3 of 8 (model=sage ...)``, numbered
-    from 0 as its job directory ``3_...``)."""
-    check_config_name(config_name, config_dir)
-    if not multirun:
-        cfg = compose_config(overrides, config_name, config_dir)
-        check_slurm(cfg, [])
-        return [(overrides, cfg)]
-    points = sweep_points(overrides, config_name, config_dir)
-    composed = [(point, _compose_point(point, i, len(points), config_name, config_dir)) for i, point in enumerate(points)]
-    clusters = [cfg.cluster for _, cfg in composed]
-    if any(c.name == "slurm" for c in clusters):
-        check_slurm(compose_config(_outside_sweep(overrides), config_name, config_dir), clusters)
-    return composed
-
-
 def shared_group_choices(overrides: list[str], points: list[tuple[list[str], DictConfig]], config_name: str = "config",
                          config_dir: str | None = None) -> list[str]:  # fmt: skip
     """Group choices to add to a sweep's command line so that Hydra can compose its shared config.
@@ -149,7 +125,7 @@ def shared_group_choices(overrides: list[str], points: list[tuple[list[str], Dic
     which has no rho), that fails. The fix is the group's choice that every point shares, named on
     the command line too (``parallel=admm``): those choices, none when the shared config composes as given.
     ConfigError, naming the key and what to do, where the points do not share it."""
-    shared = _outside_sweep(overrides)
+    shared = outside_sweep(overrides)
     try:
         compose_config(shared, config_name, config_dir, check=False)
         return []
@@ -172,7 +148,7 @@ def shared_group_choices(overrides: list[str], points: list[tuple[list[str], Dic
                       "picks the same choice of that group, name it on the command line too, e.g. parallel=admm)")  # fmt: skip
 
 
-def _compose_point(point: list[str], i: int, n: int, config_name: str, config_dir: str | None) -> DictConfig:
+def compose_point(point: list[str], i: int, n: int, config_name: str, config_dir: str | None) -> DictConfig:
     try:
         return compose_config(point, config_name, config_dir)
     except ConfigError as exc:
@@ -211,30 +187,7 @@ def sweep_points(overrides: list[str], config_name: str = "config", config_dir: 
     return expand_sweep([f"{k}={v}" for k, v in file_params.items() if k not in cli_keys] + overrides)
 
 
-def check_slurm(cfg: DictConfig, sweep_clusters: list[DictConfig]) -> None:
-    """cluster=slurm: its launcher is installed, and no sweep point asks for other resources than ``cfg``,
-    the config without the sweep's values, from which Hydra's launcher takes every job's sbatch parameters."""
-    if cfg.cluster.name != "slurm" and not sweep_clusters:
-        return
-    if cfg.cluster.name == "slurm" and importlib.util.find_spec("hydra_plugins.hydra_submitit_launcher") is None:
-        raise ConfigError("cluster=slurm needs hydra-submitit-launcher, which is not installed: pip install -e '.[slurm]'")
-    if cfg.cluster.name == "slurm" and importlib.util.find_spec("hydra_plugins.gnnq_slurm_launcher") is None:
-        raise ConfigError(
-            "cluster=slurm needs gnnq's launcher plugin (hydra_plugins/gnnq_slurm_launcher/), which this install of gnnq "
-            "does not provide: reinstall it from the checkout, pip install -e '.[slurm]'"
-        )
-    for point in sweep_clusters:
-        for key in point:
-            if key != "timeout_s" and point[key] != cfg.cluster[key]:
-                name = "cluster" if key == "name" else f"cluster.{key}"
-                raise ConfigError(
-                    f"{name}={point[key]} in a sweep point, {cfg.cluster[key]} outside the sweep: with cluster=slurm every "
-                    f"job of a sweep gets the resources of the config without the sweep's values; give {name} outside "
-                    "the sweep (one gnnq command per value)"
-                )
-
-
-def _outside_sweep(overrides: list[str]) -> list[str]:
+def outside_sweep(overrides: list[str]) -> list[str]:
     """The overrides that are not sweeps: what Hydra composes a multirun's own config from."""
     parsed = OverridesParser.create().parse_overrides(overrides)
     return [o.input_line for o in parsed if not o.is_sweep_override()]
