@@ -6,13 +6,16 @@ import signal
 import sys
 from pathlib import Path
 
-from gnnq.errors import GnnqError
+from gnnq.errors import ConfigError, GnnqError
+from gnnq.launch import console
 from gnnq.launch.outcome import FAILED_RUNS as _FAILED_RUNS  # the Slurm launcher adds its jobs' failures
 from gnnq.launch.outcome import REFUSED_RUNS as _REFUSED_RUNS
 from gnnq.launch.outcome import RUNS as _RUNS
 from gnnq.launch.outcome import SKIPPED_RUNS as _SKIPPED_RUNS
 from gnnq.launch.outcome import SWEEP_DIR as _SWEEP
 
+# The imports inside functions keep `gnnq --help` and `gnnq --version` fast: Hydra, torch and the data loaders
+# load when a run needs them.
 _NO_PREFLIGHT_FLAGS = {"-h", "--help", "--hydra-help", "-i", "--info", "-sc", "--shell-completion", "-p", "--package"}
 
 
@@ -63,8 +66,6 @@ def main() -> None:
     # installed explicitly because a background launch may inherit SIGINT as ignored.
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
-    from gnnq.launch import console
-
     console.install()  # a reader that goes away (gnnq ... | head -1) does not stop the run
     if _help_or_version(sys.argv[1:]):
         return
@@ -145,7 +146,6 @@ def _sweep_by_name(argv: list[str]) -> tuple[list[str], bool]:
     """``sweep=NAME`` (a sweep shipped with gnnq, or a .yaml path) becomes ``-m --config-dir DIR --config-name NAME``;
     ``--dry-run`` is taken out. Returns (argv, dry run)."""
     from gnnq.config.compose import resolve_sweep
-    from gnnq.errors import ConfigError
 
     dry_run = "--dry-run" in argv
     argv = [a for a in argv if a != "--dry-run"]
@@ -190,7 +190,6 @@ def _interrupted(exc: KeyboardInterrupt) -> None:
 
 def _resume(argv: list[str]) -> None:
     """``gnnq resume=<run dir>``: continue that run from its latest checkpoint, with its saved config."""
-    from gnnq.errors import GnnqError
     from gnnq.launch.job import resume_job
 
     if len(argv) != 1:
@@ -220,7 +219,6 @@ def _hydra_entry() -> None:
         from hydra.core.hydra_config import HydraConfig
         from hydra.types import RunMode
 
-        from gnnq.launch import console
         from gnnq.launch.job import run_job
         from gnnq.launch.run_dir import PlaceError
 

@@ -52,7 +52,7 @@ def help_text() -> str:
 
 
 def version_text() -> str:
-    from gnnq.track.record import source_state, versions
+    from gnnq.track.record import source_state, versions  # torch: only for --version
 
     v, src = versions(), source_state()
     if src["git_commit"] is None:

@@ -31,7 +31,7 @@ def load_run_config(path: Path) -> DictConfig:
 
 def option_config(group: str, option: str) -> DictConfig:
     """``conf/<group>/<option>.yaml`` on its choice's schema, as Hydra would compose the group (without Hydra)."""
-    from gnnq.config.compose import CONF_DIR
+    from gnnq.config.compose import CONF_DIR  # Hydra: not for the ranks, which load their saved config
 
     values = OmegaConf.load(CONF_DIR / group / f"{option}.yaml")
     values.pop("defaults", None)  # the choice's schema (merged below) and what else it selects (cluster=slurm: Hydra's launcher)

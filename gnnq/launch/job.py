@@ -12,15 +12,22 @@ from typing import Callable
 from omegaconf import DictConfig, OmegaConf
 
 from gnnq.contract import CONFIG_FILE, INTERNAL_DIR, RECORD_FILE, RESULT_FILE, RESUME_FILE
-from gnnq.errors import GnnqError, LaunchError, describe_os_error
+from gnnq.data.gamlp import gamlp_graph
+from gnnq.data.part_cache import prepare_parts
+from gnnq.data.registry import data_root, data_root_key, load_dataset
+from gnnq.errors import CacheError, ConfigError, GnnqError, LaunchError, describe_os_error
+from gnnq.launch.emulated import run_emulated
 from gnnq.launch.failure import describe_failure
+from gnnq.launch.partition_memory import check_before_partitioning, graph_mib
 from gnnq.launch.placement import place
+from gnnq.launch.resources import check_launch_resources
 from gnnq.launch.run_dir import check_writable, claim_run_dir, clear_earlier_attempt, release_run_dir
 from gnnq.launch.torchrun import run_torchrun
 from gnnq.track.files import write_json_atomic, write_text_atomic
 from gnnq.track.progress import ProgressLine, summary_table
 from gnnq.track.record import build_record, write_record
 from gnnq.track.wandb_logger import NullLogger, close_logger, make_logger
+from gnnq.train.checkpoint import verify_checkpoint
 
 
 def say(msg: str) -> None:
@@ -93,9 +100,6 @@ def _write_final_record(run_dir: Path, record: dict) -> None:
 
 def resume_job(run_dir: Path) -> dict:
     """Continue the run in ``run_dir`` from its latest checkpoint, with its saved config; returns the new record."""
-    from gnnq.errors import ConfigError
-    from gnnq.train.checkpoint import verify_checkpoint
-
     run_dir = Path(run_dir)
     if not (run_dir / CONFIG_FILE).is_file():
         raise ConfigError(f"resume={run_dir}: no {CONFIG_FILE} there; give the directory of a gnnq run")
@@ -121,13 +125,6 @@ def resume_job(run_dir: Path) -> dict:
 
 def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
     """Load the dataset and build (or reuse) its cached parts, before any rank starts."""
-    from gnnq.data.gamlp import gamlp_graph
-    from gnnq.data.part_cache import prepare_parts
-    from gnnq.data.registry import data_root, data_root_key, load_dataset
-    from gnnq.errors import CacheError, ConfigError
-    from gnnq.launch.partition_memory import check_before_partitioning, graph_mib
-    from gnnq.launch.resources import check_launch_resources
-
     t0 = time.perf_counter()
     graph = load_dataset(cfg.dataset)
     nparts = cfg.cluster.nproc * cfg.cluster.hosts
@@ -181,8 +178,6 @@ def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path, on_row: Callable[[di
 
     try:
         if cfg.cluster.name == "emulated":
-            from gnnq.launch.emulated import run_emulated
-
             code, logs, info = run_emulated(cfg, run_dir, parts_dir, say, follow)
             return {**collect_result(run_dir, code, logs, cfg.cluster.nproc), "emulated": info}
         placement = place(cfg, run_dir, parts_dir)

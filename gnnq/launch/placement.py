@@ -15,6 +15,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from gnnq.launch.slurm import current_job, srun_command
 from gnnq.launch.torchrun import multinode_torchrun_command, torchrun_command
 
 
@@ -29,8 +30,6 @@ class Placement:
 def place(cfg: DictConfig, run_dir: Path, parts_dir: Path) -> Placement:
     c = cfg.cluster
     if c.name == "slurm":
-        from gnnq.launch.slurm import current_job, srun_command
-
         job = current_job(c.hosts)
         how = f"{c.hosts} node(s) x {c.nproc} rank(s) with srun and torchrun (Slurm job {job.job_id})"
         return Placement(srun_command(c, job, run_dir, parts_dir), how, summary={"slurm": job.describe()})

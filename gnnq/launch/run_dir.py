@@ -23,6 +23,7 @@ from pathlib import Path
 import gnnq.launch.job_names  # noqa: F401 - registers the resolver of hydra.sweep.subdir (also on a Slurm node)
 from gnnq.contract import CONFIG_FILE, ERROR_FILES, HEARTBEAT_FILES, INTERNAL_DIR, METRICS_FILE, RECORD_FILE, RESULT_FILE
 from gnnq.errors import GnnqError, describe_os_error
+from gnnq.launch.outcome import SWEEP_DIR
 
 LOCK_FILE = "lock"  # under INTERNAL_DIR
 # what an earlier run left that would speak for a new one: rank hand-offs, heartbeats, checkpoints
@@ -143,8 +144,6 @@ class PlaceCheck(Callback):
 
     def on_multirun_start(self, config, **kwargs) -> None:
         from omegaconf import open_dict, read_write
-
-        from gnnq.launch.outcome import SWEEP_DIR
 
         sweep_dir = Path(os.path.abspath(str(config.hydra.sweep.dir)))
         with read_write(config.hydra), open_dict(config.hydra):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from gnnq.config.compose import SWEEPS_DIR
 from gnnq.contract import RECORD_FILE
 from gnnq.launch.job_names import override_key, shared_keys
 from gnnq.launch.sweep_state import flat_config
@@ -86,8 +87,7 @@ def summary_lines(sweep_dir: str, runs: list[str], failed: list[str], skipped: l
 
 def table_name(config_name: str, config_dir: str | None) -> str | None:
     """The table spec beside a sweep file: its bare name when shipped with gnnq, else its path."""
-    from gnnq.config.compose import SWEEPS_DIR
-    from gnnq.report.tables import SPEC_SUFFIX
+    from gnnq.report.tables import SPEC_SUFFIX  # pandas: only once a sweep has ended
 
     if config_dir is None:
         return None

@@ -15,7 +15,9 @@ import json
 import math
 from pathlib import Path
 
+from gnnq.config.compose import compose_config
 from gnnq.report.aggregate import Group, Leaderboard
+from gnnq.report.overrides import IGNORED_GROUPS, IGNORED_KEYS
 
 COLUMNS = [  # key, header, numeric
     ("dataset", "dataset", False),
@@ -57,16 +59,12 @@ def _differences(config: dict, defaults: dict, prefix: str = "") -> dict:
 
 def _config_diff(config: dict, defaults: dict) -> dict:
     """The differences that change what a run computes (not where data and runs live, nor logging)."""
-    from gnnq.report.overrides import IGNORED_GROUPS, IGNORED_KEYS
-
     return {k: v for k, v in _differences(config, defaults).items()
             if k != "runs_root" and k not in IGNORED_KEYS and k.split(".")[0] not in IGNORED_GROUPS}  # fmt: skip
 
 
 def _default_config() -> dict:
     from omegaconf import OmegaConf
-
-    from gnnq.config.compose import compose_config
 
     return OmegaConf.to_container(compose_config([]), resolve=True)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from gnnq.report.aggregate import Group
 from gnnq.report.overrides import presets
+from gnnq.report.tables import _matches
 
 # (parallel, quantizer) -> the method's name (docs/methods.md)
 METHOD_NAMES = {
@@ -22,8 +23,6 @@ METHOD_GROUPS = ("parallel", "quantizer")
 
 def spec_label(group: Group, specs: list[dict]) -> str | None:
     """The label of the first table-spec row that the configuration's runs match."""
-    from gnnq.report.tables import _matches
-
     record = group.runs[0][1] if group.runs else None
     for spec in specs:
         for row in spec["rows"]:

@@ -16,6 +16,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from gnnq.config.compose import CONF_DIR
+from gnnq.config.typed import option_config
 
 IGNORED_KEYS = {"runs_root", "overwrite", "dataset.root", "dataset.download", "cluster.timeout_s", "trainer.checkpoint_every"}
 IGNORED_GROUPS = {"logger"}
@@ -35,8 +36,6 @@ def _defaults() -> dict[str, str]:
 @lru_cache(maxsize=None)
 def option_values(group: str, option: str) -> dict:
     """The group's values with ``option`` chosen (schema defaults, then the option's file)."""
-    from gnnq.config.typed import option_config
-
     return OmegaConf.to_container(option_config(group, option))
 
 

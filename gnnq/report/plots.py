@@ -12,6 +12,7 @@ from pathlib import Path
 from gnnq.contract import LINK_PRESETS_MBIT
 from gnnq.report.aggregate import Group, lookup
 from gnnq.report.curves import read_curve
+from gnnq.report.overrides import IGNORED_GROUPS, IGNORED_KEYS
 
 
 def _pyplot():
@@ -173,8 +174,6 @@ def _key(override: str) -> str:
 
 def _flat(tree: dict, prefix: str = "") -> dict[str, str]:
     """Dotted key -> JSON of its value, for the keys that change what a run computes (the seed left out)."""
-    from gnnq.report.overrides import IGNORED_GROUPS, IGNORED_KEYS
-
     out = {}
     for k, v in tree.items():
         key = f"{prefix}{k}"

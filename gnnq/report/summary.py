@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from gnnq.config.compose import SWEEPS_DIR, resolve_config_dir
 from gnnq.contract import RECORD_FILE
 from gnnq.report.aggregate import CRITERIA, MISSING, Leaderboard, group_runs, leaderboards, lookup
 from gnnq.report.dashboard import write_dashboard
@@ -40,8 +41,6 @@ def find_records(dirs: list[Path]) -> tuple[list[tuple[Path, dict]], list[str]]:
 
 def _table_spec(value: str) -> Path:
     """A spec path, or a shipped spec by sweep name (``peers``) or by its path in the checkout (``sweeps/peers.table.yaml``)."""
-    from gnnq.config.compose import SWEEPS_DIR, resolve_config_dir
-
     path = Path(value)
     if path.is_file():
         return path

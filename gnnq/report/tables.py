@@ -37,9 +37,11 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import OmegaConf
 
+from gnnq.config.registry import config_keys
 from gnnq.report import latex
 from gnnq.report.aggregate import MISSING, SEED_KEYS, Stat, lookup
 from gnnq.report.overrides import config_overrides
+from gnnq.track.progress import markdown_table
 
 SPEC_SUFFIX = ".table.yaml"
 RATIO_KEYS = ("ratio_to", "speedup_over")  # this row / base row, base row / this row
@@ -103,8 +105,6 @@ def load_spec(path: Path) -> dict:
 
 def _check_match(path, kind: str, item: dict) -> None:
     """``match`` is a mapping of config keys that exist in gnnq's schema."""
-    from gnnq.config.registry import config_keys
-
     match = item.get("match") or {}
     if not isinstance(match, dict):
         raise TableSpecError(f"{path}: {kind} {item['label']!r}: 'match' must map config keys to values")
@@ -206,8 +206,6 @@ def _header_and_rows(spec: dict, cells: list[list[Cell]], pm: str = " ± ") -> t
 
 
 def render_markdown(spec: dict, cells: list[list[Cell]]) -> str:
-    from gnnq.track.progress import markdown_table
-
     headers, rows = _header_and_rows(spec, cells)
     n = max((c.stat.n for line in cells for c in line), default=0)
     lines = [f"### {spec.get('title', Path(spec['_path']).name)}", "", markdown_table(headers, rows), ""]

@@ -10,14 +10,14 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import OmegaConf
 
+from gnnq.contract import INTERNAL_DIR
 from gnnq.report.frames import json_ready
 
 
 def source_run(run_dir: Path, record: dict) -> dict:
     """Where a training run's W&B run is: ``entity/project/id`` (``project/id`` without an entity), its group
     and URL (with an entity); run path None for runs logged without W&B."""
-    from gnnq.contract import INTERNAL_DIR
-    from gnnq.track.wandb_logger import RUN_ID_FILE, wandb_group
+    from gnnq.track.wandb_logger import RUN_ID_FILE, wandb_group  # torch (gnnq.track.files): only for W&B links
 
     logger = (record.get("config") or {}).get("logger") or {}
     id_file = Path(run_dir) / INTERNAL_DIR / RUN_ID_FILE

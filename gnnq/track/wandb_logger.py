@@ -13,8 +13,10 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from gnnq.contract import CONFIG_FILE, INTERNAL_DIR, METRICS_FILE, RECORD_FILE
 from gnnq.errors import GnnqError
-from gnnq.track.files import json_safe
+from gnnq.track.files import json_safe, write_text_atomic
+from gnnq.track.record import read_metric_rows
 
 RUN_ID_FILE = "wandb_run_id"  # under the run's .gnnq/: a resumed run logs to the same W&B run
 ARTIFACT_TYPE = "run-record"
@@ -57,9 +59,6 @@ def wandb_summary(record: dict) -> dict:
 def wandb_run_id(run_dir: Path, resume: bool) -> str:
     """The run's W&B id: new for a new run, the one it started with when it resumes."""
     import secrets
-
-    from gnnq.contract import INTERNAL_DIR
-    from gnnq.track.files import write_text_atomic
 
     path = Path(run_dir) / INTERNAL_DIR / RUN_ID_FILE
     if resume and path.is_file():
@@ -112,9 +111,6 @@ class WandbLogger(NullLogger):
     def close(self, record: dict, run_dir: Path) -> None:
         """Summary from ``record`` (already written to run_dir), the run's files as an artifact, finish."""
         import wandb
-
-        from gnnq.contract import CONFIG_FILE, METRICS_FILE, RECORD_FILE
-        from gnnq.track.record import read_metric_rows
 
         run_dir = Path(run_dir)
         try:

@@ -22,6 +22,7 @@ import torch
 
 from gnnq.comm import Communicator
 from gnnq.comm.accounting import CONTROL, OVERHEAD
+from gnnq.contract import RANK_WARNING_PREFIX
 from gnnq.errors import GnnqError
 from gnnq.track.overheads import OVERHEAD_KINDS, OverheadClock
 from gnnq.track.process_memory import peak_rss_mib
@@ -250,8 +251,8 @@ def check_loss(row: dict, policy: str, rank: int) -> None:
     what = f"the training loss is {loss} at epoch {row['epoch']}"
     if policy == "error":
         raise NonFiniteLossError(f"{what}; the run stopped (trainer.nonfinite_loss=warn goes on regardless)")
-    if rank == 0:  # the launcher shows the ranks' "[gnnq] warning:" lines
-        print(f"[gnnq] warning: {what} (trainer.nonfinite_loss=warn)", flush=True)
+    if rank == 0:  # the launcher shows the ranks' warning lines
+        print(f"{RANK_WARNING_PREFIX} {what} (trainer.nonfinite_loss=warn)", flush=True)
 
 
 def update_best(best: dict, row: dict) -> dict:
