@@ -298,8 +298,8 @@ def test_a_rank_that_raised_leaves_gnnqs_and_torch_elastics_error_files(tmp_path
 
 def test_progress_line_mixed_with_another_ranks_output():
     """Ranks share torchrun's stdout: a failing rank's text can land on rank 0's progress line."""
+    from gnnq.contract import PROGRESS_PREFIX
     from gnnq.launch.torchrun import _progress_row
-    from gnnq.rank import PROGRESS_PREFIX
 
     assert _progress_row(PROGRESS_PREFIX + '{"epoch": 3}\n') == ({"epoch": 3}, "")
     assert _progress_row(PROGRESS_PREFIX + '{"epoch": 3}Traceback (most recent call last):\n') == (
