@@ -10,12 +10,13 @@ import pytest
 import torch
 
 from gnnq.bench.reliability.files_graph import write_files_graph
+from gnnq.config.registry import DATASETS
 from gnnq.config.schema import DatasetConfig
 from gnnq.config.typed import option_config
 from gnnq.data.loaders import canonical_edges
 from gnnq.data.loaders import ogb as ogb_loader
 from gnnq.data.loaders.ogb import ogb_evaluator_accuracy
-from gnnq.data.registry import DATASETS, data_root, dataset_names, expected_num_nodes, load_dataset
+from gnnq.data.registry import data_root, dataset_names, expected_num_nodes, load_dataset
 from gnnq.data.splits import stratified_split
 from gnnq.errors import ConfigError, DatasetError
 from tests.helpers import make_ogbn_arxiv
