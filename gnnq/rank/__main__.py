@@ -136,7 +136,7 @@ def run(run_dir: Path, parts_dir: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m gnnq.rank", description=__doc__)
     parser.add_argument("--run-dir", type=Path, required=True)
     parser.add_argument("--parts", type=Path, required=True)
     args = parser.parse_args(argv)
