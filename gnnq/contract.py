@@ -13,7 +13,8 @@ METRICS_FILE = "metrics.jsonl"  # one row per epoch, written by rank 0
 RECORD_FILE = "record.json"  # the run record, written by the launcher at the end
 INTERNAL_DIR = ".gnnq"  # rank-to-launcher handoff files (result, errors, heartbeats)
 RESULT_FILE = "result.json"  # rank 0's run summary, under INTERNAL_DIR
-RESUME_FILE = "resume.json"  # present while `gnnq resume=<run dir>` runs the job again: the ranks load their checkpoints
+# present while `gnnq resume=<run dir>` runs the job again: the ranks load their checkpoints
+RESUME_FILE = "resume.json"
 ERROR_FILE = "error-rank{rank}.json"  # under INTERNAL_DIR: a failed rank's message and traceback
 ERROR_FILES = "error-rank*.json"
 HEARTBEAT_FILE = "heartbeat-rank{rank}.json"  # under INTERNAL_DIR: a rank's heartbeat (gnnq.rank.heartbeat)

@@ -194,7 +194,8 @@ def check(root: Path) -> list[Violation]:
     runtime, graph = import_graphs(root)
     found = []
     for comp in circles(runtime):
-        found.append(Violation("circle", f"{len(comp)} files ({', '.join(comp)}), e.g. {' -> '.join(circle_path(comp, runtime))}"))
+        path = " -> ".join(circle_path(comp, runtime))
+        found.append(Violation("circle", f"{len(comp)} files ({', '.join(comp)}), e.g. {path}"))
     for module in sorted(graph):
         src = package_of(module)
         if src != ROOT_MODULE and layer_of(src) is None:
@@ -206,7 +207,8 @@ def check(root: Path) -> list[Violation]:
                 continue
             if src == ROOT_MODULE or dst == ROOT_MODULE:  # the root imports nothing; anything may import it
                 if src == ROOT_MODULE:
-                    found.append(Violation("upward", f"{module} -> {target} (the package root imports nothing of its own)"))
+                    why = "the package root imports nothing of its own"
+                    found.append(Violation("upward", f"{module} -> {target} ({why})"))
                 continue
             a, b = layer_of(src), layer_of(dst)
             if a < b:

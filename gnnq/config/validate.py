@@ -304,7 +304,9 @@ def check_fractions(train_frac: float, val_frac: float) -> None:
 
 def _check_emulated(c: DictConfig) -> None:
     if c.hosts > EMULATED_MAX_HOSTS:
-        raise ConfigError(f"cluster.hosts={c.hosts} is not allowed with cluster=emulated; it must be <= {EMULATED_MAX_HOSTS}")
+        raise ConfigError(
+            f"cluster.hosts={c.hosts} is not allowed with cluster=emulated; it must be <= {EMULATED_MAX_HOSTS}"
+        )
     if c.backend != "gloo":
         raise ConfigError(
             f"cluster.backend={c.backend} is not allowed with cluster=emulated; it must be gloo "

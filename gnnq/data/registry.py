@@ -62,11 +62,14 @@ OGB = Loader(
     lambda cfg: ogb_loader.NUM_NODES[cfg.name],
     lambda name: f"OGB: {ogb_loader.NUM_NODES[name]} nodes",
 )
-NPZ = Loader(  # the published node count (checks before loading: no more ranks than nodes); the loaded file is checked again
+NPZ_SPLIT = "the pdADMM-G authors' split"
+
+# The published node count (checks before loading: no more ranks than nodes); the loaded file is checked again.
+NPZ = Loader(
     tuple(npz_loader.NPZ_FILES),
     lambda cfg: npz_loader.load_npz(cfg.name, data_root(cfg)),
     lambda cfg: npz_loader.NUM_NODES[cfg.name],
-    lambda name: f"PyG {npz_loader.NPZ_FILES[name][0]} npz: {npz_loader.NUM_NODES[name]} nodes; the pdADMM-G authors' split",
+    lambda name: f"PyG {npz_loader.NPZ_FILES[name][0]} npz: {npz_loader.NUM_NODES[name]} nodes; {NPZ_SPLIT}",
 )
 FILES = Loader(
     ("files",),

@@ -139,7 +139,9 @@ def create(hosts: int, link: LinkSpec, run_id: str | None = None) -> Topology:
     Tears down stale setups first, and its own partial setup if a step fails.
     """
     if not 1 <= hosts <= EMULATED_MAX_HOSTS:
-        raise LaunchError(f"cluster.hosts={hosts} is not allowed with cluster=emulated; it must be in 1..{EMULATED_MAX_HOSTS}")
+        raise LaunchError(
+            f"cluster.hosts={hosts} is not allowed with cluster=emulated; it must be in 1..{EMULATED_MAX_HOSTS}"
+        )
     check_host()
     clean_stale()
     topo = Topology(run_id or secrets.token_hex(3), hosts, link)

@@ -33,12 +33,13 @@ def plan(
         check_slurm(cfg, [])
         return [(overrides, cfg)]
     points = sweep_points(overrides, config_name, config_dir)
-    composed = [(point, compose_point(point, i, len(points), config_name, config_dir)) for i, point in enumerate(points)]
+    n = len(points)
+    composed = [(point, compose_point(point, i, n, config_name, config_dir)) for i, point in enumerate(points)]
     for i, (point, cfg) in enumerate(composed):
         try:
             check_point(cfg)
         except ConfigError as exc:
-            raise ConfigError(f"sweep point #{i} of {len(points)} ({' '.join(point)}): {exc}") from None
+            raise ConfigError(f"sweep point #{i} of {n} ({' '.join(point)}): {exc}") from None
     clusters = [cfg.cluster for _, cfg in composed]
     if any(c.name == "slurm" for c in clusters):
         check_slurm(compose_config(outside_sweep(overrides), config_name, config_dir), clusters)

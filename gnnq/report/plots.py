@@ -132,11 +132,11 @@ def _config(g: Group) -> dict:
 
 def _link_gbit(config: dict) -> float | None:
     """An emulated host's link bandwidth in Gbit/s (a preset's, or bandwidth_mbit for link=custom)."""
-
     cluster = config.get("cluster") or {}
     if cluster.get("name") != "emulated":
         return None
-    mbit = cluster.get("bandwidth_mbit") if cluster.get("link") == "custom" else LINK_PRESETS_MBIT.get(cluster.get("link"))
+    link = cluster.get("link")
+    mbit = cluster.get("bandwidth_mbit") if link == "custom" else LINK_PRESETS_MBIT.get(link)
     return None if mbit is None else float(mbit) / 1000.0
 
 

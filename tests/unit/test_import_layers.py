@@ -91,6 +91,7 @@ def test_packages_of_one_layer_may_not_import_each_other(package):
 
 
 def test_a_type_checking_import_makes_no_circle_but_counts_for_the_layers(package):
-    _plant(package / "errors.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from gnnq.cli import main  # noqa")
+    planted = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from gnnq.cli import main  # noqa"
+    _plant(package / "errors.py", planted)
     violations = [str(v) for v in check_layers.check(package)]
     assert violations == ["upward: gnnq.errors -> gnnq.cli (layer errors is below layer cli)"]
