@@ -10,11 +10,12 @@ with ``cluster.memory_limit_gib`` when set.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from gnnq.config.method import Resources
+from gnnq.config.registry import METHODS
 from gnnq.data.integrity import warn
 from gnnq.errors import ConfigError
 from gnnq.track.process_memory import proc_kib
@@ -22,11 +23,12 @@ from gnnq.track.process_memory import proc_kib
 BASE_MIB = 500.0  # python, torch, gloo and gnnq in one rank process (450 MiB with an empty part), and what a big part adds at once
 AGENT_MIB = 250.0  # each host's torchrun agent (RSS)
 INNER_COPIES = 5  # per inner node, layer and hidden unit: outputs, aggregates, norm, dropout, gradients
-EXTRA_COPIES = 2  # each: model=sage (two weight paths); halo buffers kept across epochs or in flight (overlap, stale, sampling, sancus, adaptive)
+EXTRA_COPIES = 2  # each: a second weight path (model=sage); halo buffers kept across epochs or in flight (the methods' resources)
 EDGE_BYTES = 80  # per in-edge: the part's CSR (int64), the model's operator and its transpose (int32), the sort that builds them
 FORMULA = (f"per rank {BASE_MIB:.0f} MiB + (4 B x (k x inner x hidden x layers + (inner + halo) x (features + hidden x layers)) "
            f"+ {EDGE_BYTES} B x edges), inner/halo nodes and in-edges of its part, k = {INNER_COPIES} "
-           f"(+{EXTRA_COPIES} for model=sage, +{EXTRA_COPIES} for parallel=overlap|stale|sampling|sancus or quantizer=adaptive)")  # fmt: skip
+           f"(+{EXTRA_COPIES} per extra weight path, e.g. model=sage, +{EXTRA_COPIES} where the strategy or the quantizer "
+           "keeps halo buffers, e.g. parallel=stale or quantizer=adaptive)")  # fmt: skip
 OVERSUBSCRIBE = 4  # warn above this many ranks per core
 
 
@@ -47,25 +49,35 @@ def rank_memory_mib(inner: int, halo: int, edges: int, shape: Shape) -> float:
     return BASE_MIB + (4.0 * values + EDGE_BYTES * edges) / 2**20
 
 
+def method_resources(cfg) -> dict[str, Resources]:
+    """What the run's model, quantizer and parallel choice each declare (their classes' ``resources``)."""
+    return {group: registry.target(cfg[group].name).resources(cfg[group]) for group, registry in METHODS.items()}
+
+
 def model_shape(cfg, features: int) -> Shape:
-    """Full-graph training keeps every layer for backward; an ADMM rank holds the variables of its block of
-    layers; the mini-batch reference's peak is its full-graph evaluation, without gradients (a few copies of one layer)."""
-    layers, ranks = cfg.model.layers, cfg.cluster.nproc * cfg.cluster.hosts
-    if cfg.parallel.name == "admm":
-        return Shape(features, cfg.model.hidden, math.ceil(layers / ranks), inner_copies=5)
-    if cfg.parallel.name == "minibatch":
-        return Shape(features, cfg.model.hidden, 1, inner_copies=3)
-    extra = (cfg.model.name == "sage") + (cfg.parallel.name in ("overlap", "stale", "sampling", "sancus") or cfg.quantizer.name == "adaptive")
+    """Full-graph training keeps every layer for backward; a method may keep fewer (an ADMM rank: the variables
+    of its block of layers; the mini-batch reference: its full-graph evaluation, without gradients) and fix its copies."""
+    r = method_resources(cfg)
+    method = r["parallel"]
+    layers = method.layers_kept(cfg.model.layers, cfg.cluster.nproc * cfg.cluster.hosts)
+    if method.inner_copies is not None:
+        return Shape(features, cfg.model.hidden, layers, inner_copies=method.inner_copies)
+    extra = (r["model"].weight_paths - 1) + (method.halo_buffers or r["quantizer"].halo_buffers)
     return Shape(features, cfg.model.hidden, layers, INNER_COPIES + EXTRA_COPIES * extra)
 
 
+def shares_one_part(cfg) -> bool:
+    """Whether every rank reads the same single part (the whole graph), as the parallel choice declares."""
+    return method_resources(cfg)["parallel"].shared_part
+
+
 def per_rank_estimates(cfg, meta: dict, features: int) -> list[float]:
-    """The estimate for every rank, from the parts' sizes in ``meta`` (every ADMM rank holds the whole graph)."""
+    """The estimate for every rank, from the parts' sizes in ``meta`` (one shared part: every rank holds it)."""
     shape = model_shape(cfg, features)
     n, e = max(1, meta["num_nodes"]), meta["num_edges"]
     sizes = [(i, h, round(e * i / n)) for i, h in zip(meta["inner_nodes"], meta["halo_nodes"])]
     ranks = cfg.cluster.nproc * cfg.cluster.hosts
-    if len(sizes) != ranks:  # admm: one part, every rank holds it
+    if len(sizes) != ranks:  # one shared part (shares_one_part), every rank holds it
         sizes = sizes[:1] * ranks
     return [rank_memory_mib(*size, shape) for size in sizes]
 
