@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
 from gnnq.config.method import Resources
 from gnnq.config.registry import METHODS
 from gnnq.data.integrity import warn
@@ -26,9 +28,7 @@ INNER_COPIES = 5  # per inner node, layer and hidden unit: outputs, aggregates, 
 EXTRA_COPIES = 2  # each: a second weight path (model=sage); halo buffers kept across epochs or in flight (the methods' resources)
 EDGE_BYTES = 80  # per in-edge: the part's CSR (int64), the model's operator and its transpose (int32), the sort that builds them
 FORMULA = (f"per rank {BASE_MIB:.0f} MiB + (4 B x (k x inner x hidden x layers + (inner + halo) x (features + hidden x layers)) "
-           f"+ {EDGE_BYTES} B x edges), inner/halo nodes and in-edges of its part, k = {INNER_COPIES} "
-           f"(+{EXTRA_COPIES} per extra weight path, e.g. model=sage, +{EXTRA_COPIES} where the strategy or the quantizer "
-           "keeps halo buffers, e.g. parallel=stale or quantizer=adaptive)")  # fmt: skip
+           f"+ {EDGE_BYTES} B x edges), inner/halo nodes and in-edges of its part, k = {INNER_COPIES} ")  # fmt: skip
 OVERSUBSCRIBE = 4  # warn above this many ranks per core
 
 
@@ -40,6 +40,23 @@ class Shape:
     hidden: int
     layers: int  # layers whose activations a rank keeps for backward
     inner_copies: int = INNER_COPIES
+
+
+def formula() -> str:
+    """FORMULA with the choices that add copies to k, as their classes declare them (``resources``)."""
+    declared = {
+        group: {name: registry.target(name).resources(_default_node(registry, name)) for name in registry.names()}
+        for group, registry in METHODS.items()
+    }
+    paths = "|".join(n for n, r in declared["model"].items() if r.weight_paths > 1)
+    buffers = [
+        f"{group}=" + "|".join(n for n, r in declared[group].items() if r.halo_buffers) for group in ("parallel", "quantizer")
+    ]
+    return f"{FORMULA}(+{EXTRA_COPIES} for model={paths}, +{EXTRA_COPIES} for {' or '.join(buffers)})"
+
+
+def _default_node(registry, name: str):
+    return OmegaConf.merge(OmegaConf.structured(registry.schema(name)), {"name": name})
 
 
 def rank_memory_mib(inner: int, halo: int, edges: int, shape: Shape) -> float:
@@ -175,6 +192,6 @@ def refuse_ranks_that_do_not_fit(cfg, here: list[float], note: str = "", freed_m
         raise ConfigError(
             f"not enough memory: the {len(here)} rank(s) on this host need about {need / 1024:.1f} GiB "
             f"(largest rank {max(here):,.0f} MiB{note}) but {avail / 1024:.1f} GiB is available ({source}); "
-            f"estimate: {FORMULA}, plus {AGENT_MIB:.0f} MiB per torchrun; use fewer ranks per host (cluster.nproc), "
+            f"estimate: {formula()}, plus {AGENT_MIB:.0f} MiB per torchrun; use fewer ranks per host (cluster.nproc), "
             "a smaller model, or set cluster.memory_limit_gib to override the check"
         )

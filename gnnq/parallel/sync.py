@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from gnnq.comm.halo import EVALUATION, HaloExchange, Traffic
-from gnnq.config.method import Resources
 from gnnq.comm.row_buffers import RowBuffers
+from gnnq.config.method import Resources
 from gnnq.models.graph_ops import LocalGraph
 
 
