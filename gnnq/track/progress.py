@@ -72,8 +72,8 @@ def summary_table(record: dict) -> str:
     s = record.get("summary") or {}
     metric = s.get("metric", "accuracy")
     name = ((record.get("config") or {}).get("parallel") or {}).get("name")
-    method = PARALLEL.choice(name) if name in PARALLEL else PARALLEL.choice("sync")  # what its epochs and messages are
-    bytes_label = f"{method.messages} bytes / {method.epoch} (all ranks)"
+    messages, epoch = (PARALLEL.choice(name).messages, PARALLEL.choice(name).epoch) if name in PARALLEL else ("halo", "epoch")
+    bytes_label = f"{messages} bytes / {epoch} (all ranks)"  # what the method's epochs and messages are
     rows = [
         ["status", record["status"]],
         [f"best val {metric}", fmt_value(record.get("best_val"))],
