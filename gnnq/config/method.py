@@ -40,6 +40,8 @@ class Resources:
     # halo buffers kept across epochs or in flight (a strategy's stale or cached rows, a codec's traced rows)
     halo_buffers: bool = False
     weight_paths: int = 1  # a model's weight paths per layer (GraphSAGE: self and neighbours)
+    # a model's inputs are [X, AX, ..., A^hops X] (``model.hops``), which the launcher computes and caches (GA-MLP)
+    propagated_inputs: bool = False
     single_label: bool = False  # trains single-label classification only: the launcher refuses multi-label data
 
     def __post_init__(self):

@@ -136,10 +136,11 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
         )
     say(f"dataset {graph.name}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges, {graph.num_features} features, "
         f"{graph.num_classes} classes ({time.perf_counter() - t0:.1f}s)")  # fmt: skip
-    method = method_resources(cfg)["parallel"]
+    declared = method_resources(cfg)
+    method = declared["parallel"]
     if method.single_label and graph.multilabel:
         raise ConfigError(f"parallel={cfg.parallel.name} trains single-label classification; dataset {graph.name} is multi-label")
-    if cfg.model.name == "gamlp":
+    if declared["model"].propagated_inputs:
         t0 = time.perf_counter()
         graph = gamlp_graph(graph, cfg.model.hops, data_root(cfg.dataset) / "gamlp")
         say(f"GA-MLP inputs [X, AX, ..., A^{cfg.model.hops}X]: {graph.num_features} features ({time.perf_counter() - t0:.1f}s)")

@@ -22,7 +22,7 @@ class GAMLP(nn.Module):
 
     @classmethod
     def resources(cls, mcfg) -> Resources:
-        return Resources()
+        return Resources(propagated_inputs=True)  # the launcher prepares [X, AX, ..., A^hops X] (gnnq.data.gamlp)
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, layers: int, dropout: float, norm: str):
         super().__init__()
