@@ -53,9 +53,11 @@ def missing_parts(group: str, choice: Choice) -> list[str]:
         trainer = _resolved(choice.trainer) if choice.trainer else None
         if trainer is None or not _takes_the_trainer_signature(trainer):
             missing.append("trainer")
-    resources = getattr(target, "resources", None)
+    # declared by the class itself: a subclass must not inherit its base's facts unnoticed (a strategy that keeps halo
+    # buffers but says nothing would get sync's estimate)
+    resources = vars(target).get("resources") if isinstance(target, type) else None
     node = OmegaConf.structured(choice.schema) if dataclasses.is_dataclass(choice.schema) else None
-    if not callable(resources) or node is None or not isinstance(resources(node), Resources):
+    if resources is None or node is None or not isinstance(target.resources(node), Resources):
         missing.append("resources")
     registries = group_registries()
     for need in choice.needs:
@@ -87,6 +89,13 @@ class _BuildsButDeclaresNothing:
 
 
 def test_an_entry_lacking_a_part_is_caught_and_named():
+    from gnnq.parallel.sync import SyncStrategy
+
+    class Inherits(SyncStrategy):  # builds itself as sync does, but declares no resources of its own
+        pass
+
+    silent = Choice("stale", s.StaleParallelConfig, Inherits, "a strategy that inherits its facts", FULL_GRAPH_TRAINER)
+    assert missing_parts("parallel", silent) == ["resources"]
     no_resources = Choice("fake", s.StaleParallelConfig, _BuildsButDeclaresNothing, "no resources", FULL_GRAPH_TRAINER)
     assert missing_parts("parallel", no_resources) == ["conf", "resources"]
     no_target = Choice("stale", s.StaleParallelConfig, "gnnq.parallel.stale:NoSuchStrategy", "a name", FULL_GRAPH_TRAINER)
