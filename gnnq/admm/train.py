@@ -25,6 +25,8 @@ from gnnq.admm.schedule import RhoSchedule
 from gnnq.comm import Communicator
 from gnnq.comm.accounting import ADMM_EVAL, ADMM_TRAIN, CONTROL
 from gnnq.comm.grid_codec import Grid
+from gnnq.config.method import Resources
+from gnnq.config.registry import QUANTIZERS
 from gnnq.data.part import Part
 from gnnq.errors import ConfigError, GnnqError
 from gnnq.train.driver import NUM_COUNTS, EpochCallback, RowCategories, Trainer, run_epochs
@@ -33,10 +35,8 @@ from gnnq.train.metrics import split_counts
 
 def admm_grids(qcfg) -> tuple[Grid | None, Grid | None]:
     """(grid for p, grid for q): both None for pdADMM-G (quantizer=fp32), either None where not quantized."""
-    if qcfg.name != "grid":
-        return None, None
-    grid = Grid(float(qcfg.grid_min), float(qcfg.grid_max), int(qcfg.grid_levels))
-    return (grid if qcfg.quantize_p else None), (grid if qcfg.quantize_q else None)
+    messages = QUANTIZERS.target(qcfg.name).from_config(qcfg, 0, 0)  # quantizer=grid: GridMessages; fp32: None
+    return (None, None) if messages is None else (messages.p, messages.q)
 
 
 class AdmmTrainer(Trainer):
@@ -44,6 +44,12 @@ class AdmmTrainer(Trainer):
 
     row_categories = RowCategories(train=(ADMM_TRAIN,), eval=(ADMM_EVAL,))
     settles_for_evaluation = False
+
+    @classmethod
+    def resources(cls, pcfg) -> Resources:
+        """Every rank reads the one part of the whole (edgeless) GA-MLP graph and holds its block of layers'
+        variables; the labels must be single-label classes."""
+        return Resources(shared_part=True, kept_layers="block", inner_copies=5, single_label=True)
 
     def __init__(self, cfg: DictConfig, part: Part, comm: Communicator, device=torch.device("cpu")):
         if part.multilabel:
@@ -150,8 +156,10 @@ class AdmmTrainer(Trainer):
 
 
 def train_admm(cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochCallback | None = None,
-               device=torch.device("cpu"), run_dir: Path | None = None, resume: bool = False) -> dict:  # fmt: skip
-    """pdADMM-G iterations (``trainer.epochs``); checkpoints and resume as in ``gnnq.train.driver.run_epochs``."""
+               device=torch.device("cpu"), cache_dir: Path | None = None, run_dir: Path | None = None,
+               resume: bool = False) -> dict:  # fmt: skip
+    """pdADMM-G iterations (``trainer.epochs``); checkpoints and resume as in ``gnnq.train.driver.run_epochs``.
+    The trainers' one signature (gnnq.train.driver); ``cache_dir`` is not used."""
     return run_epochs(AdmmTrainer(cfg, part, comm, device), cfg.trainer, comm, on_epoch, device, run_dir, resume)
 
 

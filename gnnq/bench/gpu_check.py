@@ -34,7 +34,7 @@ from gnnq.bench.gnnq_runs import command_line
 from gnnq.bench.machine import describe_machine
 from gnnq.comm.kernels import torch_codec, triton_codec
 from gnnq.comm.kernels.philox import RowStreams
-from gnnq.config.registry import PARALLEL
+from gnnq.config.registry import FULL_GRAPH_TRAINER, PARALLEL
 from gnnq.track.progress import markdown_table
 
 WIDTHS = (1, 2, 4, 8)
@@ -171,7 +171,7 @@ def _overlap_rank(rank: int, world_size: int, port: int, device_name: str, out_d
         dist.destroy_process_group()
 
 
-STRATEGIES_CHECKED = tuple(name for name in PARALLEL.names() if PARALLEL.choice(name).target is not None)  # the strategies
+STRATEGIES_CHECKED = tuple(name for name in PARALLEL.names() if PARALLEL.choice(name).trainer == FULL_GRAPH_TRAINER)  # the strategies
 
 
 def check_overlap_equals_sync(device: torch.device, world_size: int = 2) -> dict:

@@ -1,7 +1,11 @@
-"""Message quantization: the uniform codec's parameters, the noise key of each message, and the config mapping.
+"""Message quantization: the uniform codec's parameters, the noise key of each message, and the codec families.
 
 What a message is encoded with lives here; how it is encoded (which kernels, which layout) lives
-in ``gnnq.comm.encoder``, and how the bytes travel in ``gnnq.comm.halo``.
+in ``gnnq.comm.encoder``, and how the bytes travel in ``gnnq.comm.halo``. A codec family is the class a
+``quantizer`` choice names (gnnq.config.registry.QUANTIZERS): ``Fp32Messages``, ``UniformMessages``,
+``AdaptiveMessages`` here, ``gnnq.comm.grid_codec.GridMessages`` for pdADMM-G-Q. Each builds its
+messages' quantization from ``quantizer.*`` (``from_config``), declares its ``resources``, and says which
+encoder a message gets (``encoder``: the exchange asks, it names no encoder itself).
 """
 
 from __future__ import annotations
@@ -13,8 +17,13 @@ from dataclasses import dataclass
 import torch
 
 from gnnq.comm.direction import Direction
+from gnnq.comm.encoder import MixedWidthEncoder, UniformEncoder
 from gnnq.comm.kernels import torch_codec
+from gnnq.comm.kernels.backends import Kernels
 from gnnq.comm.kernels.philox import RowStreams
+from gnnq.comm.wire_layout import WireLayout
+from gnnq.config.method import Resources
+from gnnq.config.registry import QUANTIZERS
 from gnnq.errors import GnnqError
 
 PARAM_DTYPES = torch_codec.PARAM_DTYPES
@@ -78,6 +87,50 @@ class NoiseKey:
         return RowStreams.of_blocks([self.stream_key(q) for q in range(len(counts))], counts, device)
 
 
+class UniformMessages:
+    """quantizer=uniform: every training message at one width per direction (``UniformCodec``)."""
+
+    @classmethod
+    def from_config(cls, qcfg, seed: int, rank: int) -> "MessageQuantization":
+        param_dtype = PARAM_DTYPES[qcfg.param_dtype]
+        fwd = UniformCodec(qcfg.bits, param_dtype, qcfg.nonfinite)
+        grad_bits = qcfg.bits if qcfg.grad_bits is None else qcfg.grad_bits
+        bwd = None if grad_bits == 32 else UniformCodec(grad_bits, param_dtype, qcfg.nonfinite)
+        inputs = fwd if qcfg.quantize_input else None
+        return MessageQuantization(fwd, bwd, inputs, seed, rank, family=cls)
+
+    @classmethod
+    def resources(cls, qcfg) -> Resources:
+        return Resources()
+
+    @staticmethod
+    def encoder(codec: UniformCodec, kernels: Kernels, layout: WireLayout | None):
+        """The encoder of one message: the codec's rows back to back, or, where the exchange's row widths give
+        the message a layout (quantizer=adaptive), rows at the layout's widths."""
+        return UniformEncoder(codec, kernels) if layout is None else MixedWidthEncoder(codec, kernels, layout)
+
+
+class AdaptiveMessages(UniformMessages):
+    """quantizer=adaptive (AdaQP): the uniform codec until the assigner (gnnq.adaptive) gives the exchange per-row
+    widths; then each training message follows its layer's and direction's ``WireLayout``."""
+
+    @classmethod
+    def resources(cls, qcfg) -> Resources:
+        return Resources(halo_buffers=True)  # the traced row ranges and the mixed-width wire buffers
+
+
+class Fp32Messages:
+    """quantizer=fp32: exact fp32 rows, no codec (``from_config`` gives None)."""
+
+    @classmethod
+    def from_config(cls, qcfg, seed: int, rank: int) -> None:
+        return None
+
+    @classmethod
+    def resources(cls, qcfg) -> Resources:
+        return Resources()
+
+
 @dataclass(frozen=True)
 class MessageQuantization:
     """Which messages are quantized (a codec per direction; None: exact fp32) and the seed of their draws.
@@ -91,9 +144,15 @@ class MessageQuantization:
     inputs: UniformCodec | None
     seed: int
     rank: int = 0
+    family: type = UniformMessages  # the codec family that built it: says which encoder a message gets
 
     def codec(self, direction: Direction) -> UniformCodec | None:
         return {Direction.FORWARD: self.forward, Direction.BACKWARD: self.backward, Direction.INPUT: self.inputs}[direction]
+
+    def encoder(self, direction: Direction, kernels: Kernels, layout: WireLayout | None):
+        """The encoder of a training message in ``direction`` (``layout``: its per-row widths, if any); None: exact fp32."""
+        codec = self.codec(direction)
+        return None if codec is None else self.family.encoder(codec, kernels, layout)
 
     def noise_key(self, epoch: int, layer: int, direction: Direction) -> NoiseKey:
         return NoiseKey(self.seed, int(epoch), int(layer), Direction(direction).value, self.rank)
@@ -106,12 +165,5 @@ class MessageQuantization:
 
 
 def message_quantization(qcfg, seed: int, rank: int) -> MessageQuantization | None:
-    """Map ``quantizer.*`` to a MessageQuantization (None for exact fp32 messages)."""
-    if qcfg.name == "fp32":
-        return None
-    param_dtype = PARAM_DTYPES[qcfg.param_dtype]
-    fwd = UniformCodec(qcfg.bits, param_dtype, qcfg.nonfinite)
-    grad_bits = qcfg.bits if qcfg.grad_bits is None else qcfg.grad_bits
-    bwd = None if grad_bits == 32 else UniformCodec(grad_bits, param_dtype, qcfg.nonfinite)
-    inputs = fwd if qcfg.quantize_input else None
-    return MessageQuantization(fwd, bwd, inputs, seed, rank)
+    """Map ``quantizer.*`` to a MessageQuantization (None for exact fp32 messages): the family it names builds it."""
+    return QUANTIZERS.target(qcfg.name).from_config(qcfg, seed, rank)

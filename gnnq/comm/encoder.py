@@ -18,7 +18,6 @@ from typing import Protocol
 
 import torch
 
-from gnnq.comm.codec import UniformCodec
 from gnnq.comm.kernels.backends import Kernels
 from gnnq.comm.kernels.philox import RowStreams
 from gnnq.comm.kernels.torch_codec import check_out
@@ -27,6 +26,19 @@ from gnnq.comm.wire_layout import WireLayout
 
 class Noise(Protocol):
     def streams(self, counts: list[int], device: torch.device) -> RowStreams: ...
+
+
+class RowCodec(Protocol):
+    """What an encoder needs of its codec (``gnnq.comm.codec.UniformCodec``)."""
+
+    bits: int
+    param_dtype: torch.dtype
+
+    def at_bits(self, bits: int) -> "RowCodec": ...
+
+    def row_bytes(self, dim: int) -> int: ...
+
+    def without_nonfinite(self, src: torch.Tensor, rows: torch.Tensor, what: str) -> tuple[torch.Tensor, torch.Tensor, int]: ...
 
 
 @dataclass(frozen=True)
@@ -41,7 +53,7 @@ class WireMessage:
 class UniformEncoder:
     """Every row at the codec's width: the wire is the codec's wire rows, back to back."""
 
-    def __init__(self, codec: UniformCodec, kernels: Kernels):
+    def __init__(self, codec: RowCodec, kernels: Kernels):
         self.codec, self.kernels = codec, kernels
 
     @property
@@ -72,7 +84,7 @@ class UniformEncoder:
 class MixedWidthEncoder:
     """Rows at the widths of a ``WireLayout`` (one layer and direction of an adaptive assignment)."""
 
-    def __init__(self, codec: UniformCodec, kernels: Kernels, layout: WireLayout):
+    def __init__(self, codec: RowCodec, kernels: Kernels, layout: WireLayout):
         self.codec, self.kernels, self.layout = codec, kernels, layout
 
     @property

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from gnnq.comm.codec import NonFiniteMessageError
+from gnnq.config.method import Resources
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,24 @@ class Grid:
 
     def decode(self, wire: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
         return self.values(unpack_bits(wire, self.bits, math.prod(shape))).reshape(shape)
+
+
+@dataclass(frozen=True)
+class GridMessages:
+    """quantizer=grid (pdADMM-G-Q, the codec family): p (sent backward) and q (sent forward) on one grid; either
+    None where it is sent in fp32. pdADMM-G's links (gnnq.admm.links) encode with it."""
+
+    p: Grid | None
+    q: Grid | None
+
+    @classmethod
+    def from_config(cls, qcfg, seed: int, rank: int) -> "GridMessages":
+        grid = Grid(float(qcfg.grid_min), float(qcfg.grid_max), int(qcfg.grid_levels))
+        return cls(grid if qcfg.quantize_p else None, grid if qcfg.quantize_q else None)
+
+    @classmethod
+    def resources(cls, qcfg) -> Resources:
+        return Resources()
 
 
 def pack_bits(codes: torch.Tensor, bits: int) -> torch.Tensor:

@@ -12,7 +12,6 @@ from gnnq.comm.accounting import HALO_EVAL, HALO_SETUP, HALO_TRAIN
 from gnnq.comm.codec import MessageQuantization
 from gnnq.comm.communicator import Communicator, Posted, timed
 from gnnq.comm.direction import Direction
-from gnnq.comm.encoder import MixedWidthEncoder, UniformEncoder
 from gnnq.comm.kernels.backends import Kernels, kernels_for
 from gnnq.comm.wire_layout import WireLayout
 
@@ -182,19 +181,16 @@ class HaloExchange:
 
     def _encoder(self, layer: int, direction: Direction, traffic: Traffic, device: torch.device, plan: HaloPlan):
         """How this message is encoded; None: it travels as exact fp32 rows (no codec, or evaluation)."""
-        codec = self.quant.codec(direction) if self.quant is not None and traffic.category != HALO_EVAL else None
-        if codec is None:
+        if self.quant is None or traffic.category == HALO_EVAL or self.quant.codec(direction) is None:
             return None
         kernels = self._kernels.get(str(device))
         if kernels is None:
             kernels = self._kernels[str(device)] = kernels_for(device)
         self.codec_backend = kernels.name
         layout = self.widths.layout(layer, direction) if self.widths is not None and traffic.is_training else None
-        if layout is None:
-            return UniformEncoder(codec, kernels)
-        if plan is not self.plan:
+        if layout is not None and plan is not self.plan:
             raise ValueError("per-row bit-widths (quantizer=adaptive) need the partition's full halo plan")
-        return MixedWidthEncoder(codec, kernels, layout)
+        return self.quant.encoder(direction, kernels, layout)
 
     def _trace(self, layer: int, direction: Direction, traffic: Traffic, src: torch.Tensor, rows: torch.Tensor) -> None:
         """Hand the row ranges (max - min) of a training message to the row widths, in the epochs they trace

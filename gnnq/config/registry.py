@@ -4,17 +4,30 @@ Every place that needs a group's choices reads them here (validate, the ConfigSt
 dispatch in data/, models/, parallel/, train/, the generated docs/config.md); conf/<group>/ holds one
 file per choice (tests/test_registries.py checks both ways). A choice names what it dispatches to
 by "module:attribute", imported on first use: config imports nothing above it (tools/check_layers.py).
+
+A method (model, quantizer, parallel) is one line here: schema, implementation, the choices it needs of
+other groups and the names a report gives it; its implementation class owns its construction and
+resources (``gnnq.config.method``). tests/unit/test_method_registry.py fails when an entry lacks a part.
 """
 
 from __future__ import annotations
 
 import importlib
 import typing
-from dataclasses import dataclass
-from typing import Any, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
 
 from gnnq.config import schema as s
 from gnnq.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Needs:
+    """A choice works only with these choices of another group (checked while composing, gnnq.config.validate)."""
+
+    group: str
+    allowed: tuple[str, ...]
+    why: str  # the error's reason, after "<group>=<name> is not allowed with <other>=<value>; "
 
 
 @dataclass(frozen=True)
@@ -23,7 +36,11 @@ class Choice:
     schema: type  # the dataclass of this choice's keys (gnnq.config.schema)
     target: Any = None  # what the name dispatches to: an object, or "module:attribute" imported on first use
     about: str = ""  # one line for docs/config.md
-    trainer: str | None = None  # parallel only: "module:function" that trains with it (train, train_admm, train_minibatch)
+    trainer: str | None = None  # parallel only: "module:function" that trains with it (one signature: gnnq.train.driver)
+    needs: tuple[Needs, ...] = ()  # choices of other groups it works with
+    labels: Mapping[str, str] = field(default_factory=dict)  # parallel only: quantizer -> the method's name in reports
+    epoch: str = "epoch"  # parallel only: what one epoch row is (report wording): epoch | iteration
+    messages: str = "halo"  # parallel only: what its counted messages are (report wording)
 
 
 class Registry:
@@ -66,8 +83,8 @@ def resolve(ref: Any) -> Any:
     return getattr(importlib.import_module(module), attribute)
 
 
-_FULL_GRAPH = "gnnq.train.full_graph:train"
-
+FULL_GRAPH_TRAINER = "gnnq.train.full_graph:train"  # the trainer of every parallel choice that is a halo strategy
+_NO_ADAPTIVE = Needs("quantizer", ("fp32", "uniform"), "per-row widths need every boundary row each epoch: use quantizer=fp32 or uniform")
 
 def _dataset(name: str, loader: str, about: str, schema: type = s.DatasetConfig) -> Choice:
     """A dataset: its loader family in gnnq.data.registry (which loads any of its names, cfg.name)."""
@@ -98,33 +115,109 @@ PARTITIONERS = Registry("partitioner", [
     Choice("metis", s.PartitionerConfig, "gnnq.data.partition:metis_parts", about="METIS k-way: balanced parts, few cut edges"),
     Choice("random", s.PartitionerConfig, "gnnq.data.partition:random_parts", about="a seeded random balanced assignment"),
 ])
-MODELS = Registry("model", [
-    Choice("gcn", s.ModelConfig, "gnnq.models.gnn:GNN", "graph convolution (Kipf & Welling), symmetric normalization"),
-    Choice("sage", s.ModelConfig, "gnnq.models.gnn:GNN", "GraphSAGE with mean aggregation"),
-    Choice("gamlp", s.GamlpModelConfig, "gnnq.models.gamlp:GAMLP", "graph-augmented MLP over [X, AX, ..., A^hops X]"),
-])
-QUANTIZERS = Registry("quantizer", [
-    Choice("fp32", s.QuantizerConfig, "gnnq.comm.codec:message_quantization", "exact fp32 halo messages"),
-    Choice("uniform", s.UniformQuantizerConfig, "gnnq.comm.codec:message_quantization",
-           "stochastic row-wise quantization, one width (AdaQP's codec)"),
-    Choice("adaptive", s.AdaptiveQuantizerConfig, "gnnq.comm.codec:message_quantization",
-           "AdaQP: per-group widths chosen from variance and exchange time"),
-    Choice("grid", s.GridQuantizerConfig, "gnnq.admm.train:admm_grids", "pdADMM-G-Q: p and q on a fixed grid (parallel=admm)"),
-])  # fmt: skip
-PARALLEL = Registry("parallel", [
-    Choice("sync", s.ParallelConfig, "gnnq.parallel.sync:SyncStrategy", "every layer waits for current halo rows", _FULL_GRAPH),
-    Choice("overlap", s.OverlapParallelConfig, "gnnq.parallel.overlap:OverlapStrategy",
-           "AdaQP: aggregate what needs no halo row while halo rows are in flight", _FULL_GRAPH),
-    Choice("stale", s.StaleParallelConfig, "gnnq.parallel.stale:StaleStrategy",
-           "PipeGCN: halo rows and gradients from the previous epoch", _FULL_GRAPH),
-    Choice("sampling", s.SamplingParallelConfig, "gnnq.parallel.sampling:SamplingStrategy",
-           "BNS-GCN: a random fraction of boundary rows per epoch", _FULL_GRAPH),
-    Choice("sancus", s.SancusParallelConfig, "gnnq.parallel.sancus:SancusStrategy",
-           "SANCUS: an owner re-sends a layer's rows only when they changed enough", _FULL_GRAPH),
-    Choice("minibatch", s.MinibatchParallelConfig, None, "single-process neighbour-sampling reference",
-           "gnnq.train.minibatch:train_minibatch"),
-    Choice("admm", s.AdmmParallelConfig, None, "pdADMM-G: layer-parallel ADMM (model=gamlp)", "gnnq.admm.train:train_admm"),
-])  # fmt: skip
+MODELS = Registry(
+    "model",
+    [
+        Choice("gcn", s.ModelConfig, "gnnq.models.gnn:GNN", "graph convolution (Kipf & Welling), symmetric normalization"),
+        Choice("sage", s.ModelConfig, "gnnq.models.gnn:GNN", "GraphSAGE with mean aggregation"),
+        Choice("gamlp", s.GamlpModelConfig, "gnnq.models.gamlp:GAMLP", "graph-augmented MLP over [X, AX, ..., A^hops X]"),
+    ],
+)
+QUANTIZERS = Registry(
+    "quantizer",
+    [
+        Choice("fp32", s.QuantizerConfig, "gnnq.comm.codec:Fp32Messages", "exact fp32 halo messages"),
+        Choice(
+            "uniform",
+            s.UniformQuantizerConfig,
+            "gnnq.comm.codec:UniformMessages",
+            "stochastic row-wise quantization, one width (AdaQP's codec)",
+        ),
+        Choice(
+            "adaptive",
+            s.AdaptiveQuantizerConfig,
+            "gnnq.comm.codec:AdaptiveMessages",
+            "AdaQP: per-group widths chosen from variance and exchange time",
+        ),
+        Choice(
+            "grid",
+            s.GridQuantizerConfig,
+            "gnnq.comm.grid_codec:GridMessages",
+            "pdADMM-G-Q: p and q on a fixed grid (parallel=admm)",
+            needs=(Needs("parallel", ("admm",), "it quantizes pdADMM-G's messages (parallel=admm)"),),
+        ),
+    ],
+)
+PARALLEL = Registry(
+    "parallel",
+    [
+        Choice(
+            "sync",
+            s.ParallelConfig,
+            "gnnq.parallel.sync:SyncStrategy",
+            "every layer waits for current halo rows",
+            FULL_GRAPH_TRAINER,
+            labels={"fp32": "Vanilla", "adaptive": "AdaQP-q", "uniform": "uniform"},
+        ),
+        Choice(
+            "overlap",
+            s.OverlapParallelConfig,
+            "gnnq.parallel.overlap:OverlapStrategy",
+            "AdaQP: aggregate what needs no halo row while halo rows are in flight",
+            FULL_GRAPH_TRAINER,
+            labels={"fp32": "AdaQP-p", "adaptive": "AdaQP", "uniform": "AdaQP-p + uniform"},
+        ),
+        Choice(
+            "stale",
+            s.StaleParallelConfig,
+            "gnnq.parallel.stale:StaleStrategy",
+            "PipeGCN: halo rows and gradients from the previous epoch",
+            FULL_GRAPH_TRAINER,
+            labels={"fp32": "PipeGCN", "uniform": "PipeQS"},
+        ),
+        Choice(
+            "sampling",
+            s.SamplingParallelConfig,
+            "gnnq.parallel.sampling:SamplingStrategy",
+            "BNS-GCN: a random fraction of boundary rows per epoch",
+            FULL_GRAPH_TRAINER,
+            needs=(_NO_ADAPTIVE,),
+            labels={"fp32": "BNS-GCN", "uniform": "BNS-GCN + uniform"},
+        ),
+        Choice(
+            "sancus",
+            s.SancusParallelConfig,
+            "gnnq.parallel.sancus:SancusStrategy",
+            "SANCUS: an owner re-sends a layer's rows only when they changed enough",
+            FULL_GRAPH_TRAINER,
+            needs=(_NO_ADAPTIVE,),
+            labels={"fp32": "SANCUS"},
+        ),
+        Choice(
+            "minibatch",
+            s.MinibatchParallelConfig,
+            "gnnq.train.minibatch:MinibatchTrainer",
+            "single-process neighbour-sampling reference",
+            "gnnq.train.minibatch:train_minibatch",
+            needs=(Needs("quantizer", ("fp32",), "it sends no messages: use quantizer=fp32"),),
+            labels={"fp32": "Mini-batch"},
+        ),
+        Choice(
+            "admm",
+            s.AdmmParallelConfig,
+            "gnnq.admm.train:AdmmTrainer",
+            "pdADMM-G: layer-parallel ADMM (model=gamlp)",
+            "gnnq.admm.train:train_admm",
+            needs=(
+                Needs("model", ("gamlp",), "it trains model=gamlp"),
+                Needs("quantizer", ("fp32", "grid"), "allowed: fp32 (pdADMM-G), grid (pdADMM-G-Q)"),
+            ),
+            labels={"fp32": "pdADMM-G", "grid": "pdADMM-G-Q"},
+            epoch="iteration",  # an epoch row is one ADMM iteration
+            messages="p/q",  # its messages are p and q between layer blocks, not halo rows
+        ),
+    ],
+)
 CLUSTERS = Registry("cluster", [
     Choice("local", s.ClusterConfig, about="all ranks on this machine, one torchrun (rendezvous on loopback)"),
     Choice("emulated", s.EmulatedClusterConfig, about="hosts emulated with network namespaces and shaped links (root)"),
@@ -143,6 +236,7 @@ OPTIMIZERS = Registry("trainer.optimizer", [
 ])
 
 
+METHODS = {"model": MODELS, "quantizer": QUANTIZERS, "parallel": PARALLEL}  # the groups whose choices are methods
 TOP_LEVEL_KEYS = ("runs_root", "overwrite")  # the schema's scalars outside any group
 
 

@@ -212,16 +212,22 @@ def _check_chain(p: DictConfig, layers: int) -> None:
             raise ConfigError(f"parallel.{key}={list(p[key])} is not allowed; every value must be finite and {'>' if strict else '>='} 0")
 
 
+def _check_needs(cfg: DictConfig) -> None:
+    """Every method's ``needs`` (gnnq.config.registry): the choices of other groups it works with."""
+    from gnnq.config.registry import METHODS
+
+    for group, registry in METHODS.items():
+        name = cfg[group].name
+        for need in registry.choice(name).needs:
+            other = cfg[need.group].name
+            if other not in need.allowed:
+                raise ConfigError(f"{group}={name} is not allowed with {need.group}={other}; {need.why}")
+
+
 def _check_gamlp(cfg: DictConfig) -> None:
     """GA-MLP runs: ADMM (pdADMM-G, -Q) or gradient baselines; grid quantization only under ADMM."""
     p, q, m = cfg.parallel, cfg.quantizer, cfg.model
-    if q.name == "grid" and p.name != "admm":
-        raise ConfigError(f"quantizer=grid is not allowed with parallel={p.name}; it quantizes pdADMM-G's messages (parallel=admm)")
     if p.name == "admm":
-        if m.name != "gamlp":
-            raise ConfigError(f"parallel=admm is not allowed with model={m.name}; it trains model=gamlp")
-        if q.name not in ("fp32", "grid"):
-            raise ConfigError(f"quantizer={q.name} is not allowed with parallel=admm; allowed: fp32 (pdADMM-G), grid (pdADMM-G-Q)")
         if m.dropout != 0 or m.norm != "none":
             raise ConfigError(
                 f"model.dropout={m.dropout}, model.norm={m.norm} are not allowed with parallel=admm (it trains a plain "
@@ -251,16 +257,12 @@ def _check_gamlp(cfg: DictConfig) -> None:
 
 def _check_parallel(cfg: DictConfig) -> None:
     p = cfg.parallel
+    _check_needs(cfg)
     _check_gamlp(cfg)
     if cfg.trainer.checkpoint_every and p.name == "minibatch":
         raise ConfigError(
             f"trainer.checkpoint_every={cfg.trainer.checkpoint_every} is not supported with parallel=minibatch "
             "(a single-process reference); set trainer.checkpoint_every=0 here"
-        )
-    if p.name in ("sampling", "sancus") and cfg.quantizer.name == "adaptive":
-        raise ConfigError(
-            f"parallel={p.name} is not allowed with quantizer=adaptive (per-row widths need every boundary row "
-            "each epoch); use quantizer=fp32 or uniform"
         )
     if p.name != "minibatch":
         return
@@ -273,8 +275,6 @@ def _check_parallel(cfg: DictConfig) -> None:
             f"parallel=minibatch is a single-process reference; cluster.nproc={cfg.cluster.nproc} x "
             f"cluster.hosts={cfg.cluster.hosts} is not allowed, use cluster.nproc=1 cluster.hosts=1"
         )
-    if cfg.quantizer.name != "fp32":
-        raise ConfigError(f"quantizer={cfg.quantizer.name} is not allowed with parallel=minibatch (no messages); use quantizer=fp32")
 
 
 def resolve_fanouts(fanouts: Sequence[int], layers: int) -> list[int]:

@@ -20,7 +20,7 @@ from gnnq.launch.emulated import run_emulated
 from gnnq.launch.failure import describe_failure
 from gnnq.launch.partition_memory import check_before_partitioning, graph_mib
 from gnnq.launch.placement import place
-from gnnq.launch.resources import check_launch_resources
+from gnnq.launch.resources import check_launch_resources, method_resources
 from gnnq.launch.run_dir import check_writable, claim_run_dir, clear_earlier_attempt, release_run_dir
 from gnnq.launch.torchrun import run_torchrun
 from gnnq.track.files import write_json_atomic, write_text_atomic
@@ -134,14 +134,16 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
         )
     say(f"dataset {graph.name}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges, {graph.num_features} features, "
         f"{graph.num_classes} classes ({time.perf_counter() - t0:.1f}s)")  # fmt: skip
-    if cfg.parallel.name == "admm" and graph.multilabel:
-        raise ConfigError(f"parallel=admm trains single-label classification; dataset {graph.name} is multi-label")
-    if cfg.model.name == "gamlp":
+    declared = method_resources(cfg)
+    method = declared["parallel"]
+    if method.single_label and graph.multilabel:
+        raise ConfigError(f"parallel={cfg.parallel.name} trains single-label classification; dataset {graph.name} is multi-label")
+    if declared["model"].propagated_inputs:
         t0 = time.perf_counter()
         graph = gamlp_graph(graph, cfg.model.hops, data_root(cfg.dataset) / "gamlp")
         say(f"GA-MLP inputs [X, AX, ..., A^{cfg.model.hops}X]: {graph.num_features} features ({time.perf_counter() - t0:.1f}s)")
-    if cfg.parallel.name == "admm":
-        nparts = 1  # layer-parallel: every rank reads the whole (edgeless) GA-MLP graph
+    if method.shared_part:
+        nparts = 1  # e.g. layer-parallel ADMM: every rank reads the whole (edgeless) GA-MLP graph
     parts_root = data_root(cfg.dataset) / "parts"
     before = {}
 
@@ -160,8 +162,10 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
     meta = {**meta, "memory_estimate_mib_per_rank": check_launch_resources(cfg, meta, graph.num_features, graph_mib(graph))}
     if before:
         meta["memory_estimate_launcher_mib"] = before["launcher_mib"]
-    if cfg.parallel.name == "admm":
-        say(f"layer-parallel: each of {cfg.cluster.nproc * cfg.cluster.hosts} rank(s) holds the whole GA-MLP input and a block of layers")
+    if method.shared_part:
+        kept = {"block": "a block of layers", "one": "one layer", "all": "every layer"}[method.kept_layers]
+        ranks = cfg.cluster.nproc * cfg.cluster.hosts
+        say(f"{cfg.parallel.name}: each of {ranks} rank(s) holds the whole {graph.name} input and {kept}")
     else:
         cut = meta["edge_cut"] / max(1, meta["num_edges"])
         say(f"{nparts} parts ({cfg.partitioner.name}): edge cut {cut:.1%}, halo nodes per part {meta['halo_nodes']}")

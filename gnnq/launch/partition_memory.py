@@ -21,6 +21,7 @@ from gnnq.launch.resources import (
     rank_memory_mib,
     ranks_here,
     refuse_ranks_that_do_not_fit,
+    shares_one_part,
     warn_if_oversubscribed,
     with_held,
 )
@@ -75,7 +76,7 @@ def check_before_partitioning(cfg, graph, nparts: int) -> dict:
     inner = math.ceil(n / max(1, nparts))
     shape = model_shape(cfg, graph.num_features)
     floor = rank_memory_mib(inner, 0, round(e * inner / max(1, n)), shape)
-    if cfg.parallel.name == "admm":
+    if shares_one_part(cfg):
         floor = rank_memory_mib(n, 0, e, shape)  # every rank holds the whole graph
     if not (cfg.cluster.name == "slurm" and cfg.cluster.memory_limit_gib is None):  # slurm: the ranks run elsewhere
         here = ranks_here(cfg, [floor] * ranks)

@@ -10,11 +10,14 @@ with ``cluster.memory_limit_gib`` when set.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
+from gnnq.config.method import Resources
+from gnnq.config.registry import METHODS
 from gnnq.data.integrity import warn
 from gnnq.errors import ConfigError
 from gnnq.track.process_memory import proc_kib
@@ -22,11 +25,10 @@ from gnnq.track.process_memory import proc_kib
 BASE_MIB = 500.0  # python, torch, gloo and gnnq in one rank process (450 MiB with an empty part), and what a big part adds at once
 AGENT_MIB = 250.0  # each host's torchrun agent (RSS)
 INNER_COPIES = 5  # per inner node, layer and hidden unit: outputs, aggregates, norm, dropout, gradients
-EXTRA_COPIES = 2  # each: model=sage (two weight paths); halo buffers kept across epochs or in flight (overlap, stale, sampling, sancus, adaptive)
+EXTRA_COPIES = 2  # each: a second weight path (model=sage); halo buffers kept across epochs or in flight (the methods' resources)
 EDGE_BYTES = 80  # per in-edge: the part's CSR (int64), the model's operator and its transpose (int32), the sort that builds them
 FORMULA = (f"per rank {BASE_MIB:.0f} MiB + (4 B x (k x inner x hidden x layers + (inner + halo) x (features + hidden x layers)) "
-           f"+ {EDGE_BYTES} B x edges), inner/halo nodes and in-edges of its part, k = {INNER_COPIES} "
-           f"(+{EXTRA_COPIES} for model=sage, +{EXTRA_COPIES} for parallel=overlap|stale|sampling|sancus or quantizer=adaptive)")  # fmt: skip
+           f"+ {EDGE_BYTES} B x edges), inner/halo nodes and in-edges of its part, k = {INNER_COPIES} ")  # fmt: skip
 OVERSUBSCRIBE = 4  # warn above this many ranks per core
 
 
@@ -40,6 +42,23 @@ class Shape:
     inner_copies: int = INNER_COPIES
 
 
+def formula() -> str:
+    """FORMULA with the choices that add copies to k, as their classes declare them (``resources``)."""
+    declared = {
+        group: {name: registry.target(name).resources(_default_node(registry, name)) for name in registry.names()}
+        for group, registry in METHODS.items()
+    }
+    paths = "|".join(n for n, r in declared["model"].items() if r.weight_paths > 1)
+    buffers = [
+        f"{group}=" + "|".join(n for n, r in declared[group].items() if r.halo_buffers) for group in ("parallel", "quantizer")
+    ]
+    return f"{FORMULA}(+{EXTRA_COPIES} for model={paths}, +{EXTRA_COPIES} for {' or '.join(buffers)})"
+
+
+def _default_node(registry, name: str):
+    return OmegaConf.merge(OmegaConf.structured(registry.schema(name)), {"name": name})
+
+
 def rank_memory_mib(inner: int, halo: int, edges: int, shape: Shape) -> float:
     """The estimated peak resident memory of one rank (MiB), by FORMULA."""
     width = shape.hidden * shape.layers
@@ -47,25 +66,35 @@ def rank_memory_mib(inner: int, halo: int, edges: int, shape: Shape) -> float:
     return BASE_MIB + (4.0 * values + EDGE_BYTES * edges) / 2**20
 
 
+def method_resources(cfg) -> dict[str, Resources]:
+    """What the run's model, quantizer and parallel choice each declare (their classes' ``resources``)."""
+    return {group: registry.target(cfg[group].name).resources(cfg[group]) for group, registry in METHODS.items()}
+
+
 def model_shape(cfg, features: int) -> Shape:
-    """Full-graph training keeps every layer for backward; an ADMM rank holds the variables of its block of
-    layers; the mini-batch reference's peak is its full-graph evaluation, without gradients (a few copies of one layer)."""
-    layers, ranks = cfg.model.layers, cfg.cluster.nproc * cfg.cluster.hosts
-    if cfg.parallel.name == "admm":
-        return Shape(features, cfg.model.hidden, math.ceil(layers / ranks), inner_copies=5)
-    if cfg.parallel.name == "minibatch":
-        return Shape(features, cfg.model.hidden, 1, inner_copies=3)
-    extra = (cfg.model.name == "sage") + (cfg.parallel.name in ("overlap", "stale", "sampling", "sancus") or cfg.quantizer.name == "adaptive")
+    """Full-graph training keeps every layer for backward; a method may keep fewer (an ADMM rank: the variables
+    of its block of layers; the mini-batch reference: its full-graph evaluation, without gradients) and fix its copies."""
+    r = method_resources(cfg)
+    method = r["parallel"]
+    layers = method.layers_kept(cfg.model.layers, cfg.cluster.nproc * cfg.cluster.hosts)
+    if method.inner_copies is not None:
+        return Shape(features, cfg.model.hidden, layers, inner_copies=method.inner_copies)
+    extra = (r["model"].weight_paths - 1) + (method.halo_buffers or r["quantizer"].halo_buffers)
     return Shape(features, cfg.model.hidden, layers, INNER_COPIES + EXTRA_COPIES * extra)
 
 
+def shares_one_part(cfg) -> bool:
+    """Whether every rank reads the same single part (the whole graph), as the parallel choice declares."""
+    return method_resources(cfg)["parallel"].shared_part
+
+
 def per_rank_estimates(cfg, meta: dict, features: int) -> list[float]:
-    """The estimate for every rank, from the parts' sizes in ``meta`` (every ADMM rank holds the whole graph)."""
+    """The estimate for every rank, from the parts' sizes in ``meta`` (one shared part: every rank holds it)."""
     shape = model_shape(cfg, features)
     n, e = max(1, meta["num_nodes"]), meta["num_edges"]
     sizes = [(i, h, round(e * i / n)) for i, h in zip(meta["inner_nodes"], meta["halo_nodes"])]
     ranks = cfg.cluster.nproc * cfg.cluster.hosts
-    if len(sizes) != ranks:  # admm: one part, every rank holds it
+    if len(sizes) != ranks:  # one shared part (shares_one_part), every rank holds it
         sizes = sizes[:1] * ranks
     return [rank_memory_mib(*size, shape) for size in sizes]
 
@@ -163,6 +192,6 @@ def refuse_ranks_that_do_not_fit(cfg, here: list[float], note: str = "", freed_m
         raise ConfigError(
             f"not enough memory: the {len(here)} rank(s) on this host need about {need / 1024:.1f} GiB "
             f"(largest rank {max(here):,.0f} MiB{note}) but {avail / 1024:.1f} GiB is available ({source}); "
-            f"estimate: {FORMULA}, plus {AGENT_MIB:.0f} MiB per torchrun; use fewer ranks per host (cluster.nproc), "
+            f"estimate: {formula()}, plus {AGENT_MIB:.0f} MiB per torchrun; use fewer ranks per host (cluster.nproc), "
             "a smaller model, or set cluster.memory_limit_gib to override the check"
         )

@@ -10,11 +10,7 @@ from gnnq.data.part import Part
 
 
 def build_model(cfg: DictConfig, part: Part) -> torch.nn.Module:
-    m = cfg.model
-    model_cls = MODELS.target(m.name)
-    if m.name == "gamlp":
-        return model_cls(part.x.shape[1], m.hidden, part.num_classes, m.layers, m.dropout, m.norm)
-    return model_cls(m.name, part.x.shape[1], m.hidden, part.num_classes, m.layers, m.dropout, m.norm)
+    return MODELS.target(cfg.model.name).from_config(cfg.model, part.x.shape[1], part.num_classes)
 
 
 def count_trainable_parameters(model: torch.nn.Module) -> int:

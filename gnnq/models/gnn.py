@@ -17,10 +17,14 @@ from typing import Callable, Sequence
 import torch
 from torch import nn
 
+from gnnq.config.method import Resources
+
 Propagate = Callable[[int, torch.Tensor], torch.Tensor]
 
 
 class GCNLayer(nn.Module):
+    weight_paths = 1
+
     def __init__(self, in_dim: int, out_dim: int):
         super().__init__()
         self.linear = nn.Linear(in_dim, out_dim)
@@ -33,6 +37,8 @@ class GCNLayer(nn.Module):
 
 
 class SAGELayer(nn.Module):
+    weight_paths = 2  # neighbours and root: more weights and gradients per layer
+
     def __init__(self, in_dim: int, out_dim: int):
         super().__init__()
         self.neigh = nn.Linear(in_dim, out_dim)
@@ -46,6 +52,14 @@ LAYERS = {"gcn": GCNLayer, "sage": SAGELayer}  # the layer of each model.name GN
 
 
 class GNN(nn.Module):
+    @classmethod
+    def from_config(cls, mcfg, in_dim: int, out_dim: int) -> "GNN":
+        return cls(mcfg.name, in_dim, mcfg.hidden, out_dim, mcfg.layers, mcfg.dropout, mcfg.norm)
+
+    @classmethod
+    def resources(cls, mcfg) -> Resources:
+        return Resources(weight_paths=LAYERS[mcfg.name].weight_paths)
+
     def __init__(self, name: str, in_dim: int, hidden: int, out_dim: int, layers: int, dropout: float, norm: str):
         super().__init__()
         if name not in LAYERS:

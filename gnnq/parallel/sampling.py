@@ -21,6 +21,7 @@ import torch
 
 from gnnq.comm.codec import stream_seed
 from gnnq.comm.halo import HaloExchange, HaloPlan
+from gnnq.config.method import Resources
 from gnnq.models.graph_ops import LocalGraph
 from gnnq.parallel.sync import SyncStrategy
 
@@ -69,6 +70,14 @@ def draw_sample(plan: HaloPlan, rate: float, seed: int, epoch: int, rank: int, s
 
 
 class SamplingStrategy(SyncStrategy):
+    @classmethod
+    def from_config(cls, pcfg, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, seed: int):
+        return cls(exchange, graph, x_inner, rate=pcfg.sampling_rate, seed=seed, sample_size=pcfg.sample_size)
+
+    @classmethod
+    def resources(cls, pcfg) -> Resources:
+        return Resources(halo_buffers=True)  # the sampled rows and their scaled halo copy
+
     def __init__(self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, rate: float = 0.1, seed: int = 0,
                  sample_size: str = "at_least_one"):  # fmt: skip
         super().__init__(exchange, graph, x_inner)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import inspect
 import json
 import os
 import signal
@@ -111,7 +110,8 @@ def run(run_dir: Path, parts_dir: Path) -> None:
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=cfg.cluster.timeout_s))
     rank = dist.get_rank()
     resume = (run_dir / INTERNAL_DIR / RESUME_FILE).is_file()
-    part = load_part(parts_dir, 0 if cfg.parallel.name == "admm" else rank)
+    shared = PARALLEL.target(cfg.parallel.name).resources(cfg.parallel).shared_part  # one part, every rank reads it
+    part = load_part(parts_dir, 0 if shared else rank)
     comm = Communicator()
     metrics_file = open_metrics(run_dir, resume) if rank == 0 else None
 
@@ -122,10 +122,8 @@ def run(run_dir: Path, parts_dir: Path) -> None:
         print(PROGRESS_PREFIX + line, flush=True)
 
     callback = on_epoch if rank == 0 else None
-    trainer = PARALLEL.trainer(cfg.parallel.name)
-    offered = {"device": device, "cache_dir": parts_dir, "run_dir": run_dir, "resume": resume}
-    wanted = inspect.signature(trainer).parameters
-    summary = trainer(cfg, part, comm, callback, **{k: v for k, v in offered.items() if k in wanted})
+    trainer = PARALLEL.trainer(cfg.parallel.name)  # one signature (gnnq.train.driver.TrainFn)
+    summary = trainer(cfg, part, comm, callback, device=device, cache_dir=parts_dir, run_dir=run_dir, resume=resume)
     if rank == 0:
         metrics_file.close()
         write_json_atomic(run_dir / INTERNAL_DIR / RESULT_FILE, summary)

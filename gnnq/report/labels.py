@@ -5,19 +5,13 @@ tell them apart (``uniform quantizer.bits=4``)."""
 
 from __future__ import annotations
 
+from gnnq.config.registry import PARALLEL
 from gnnq.report.aggregate import Group
 from gnnq.report.overrides import presets
 from gnnq.report.tables import _matches
 
-# (parallel, quantizer) -> the method's name (docs/methods.md)
-METHOD_NAMES = {
-    ("sync", "fp32"): "Vanilla", ("sync", "adaptive"): "AdaQP-q", ("overlap", "fp32"): "AdaQP-p",
-    ("overlap", "adaptive"): "AdaQP", ("stale", "fp32"): "PipeGCN", ("stale", "uniform"): "PipeQS",
-    ("sampling", "fp32"): "BNS-GCN", ("sampling", "uniform"): "BNS-GCN + uniform", ("minibatch", "fp32"): "Mini-batch",
-    ("sancus", "fp32"): "SANCUS",
-    ("sync", "uniform"): "uniform", ("overlap", "uniform"): "AdaQP-p + uniform",
-    ("admm", "fp32"): "pdADMM-G", ("admm", "grid"): "pdADMM-G-Q",
-}  # fmt: skip
+# (parallel, quantizer) -> the method's name (docs/methods.md): each parallel choice's ``labels``
+METHOD_NAMES = {(c.name, quantizer): label for c in PARALLEL.choices() for quantizer, label in c.labels.items()}
 METHOD_GROUPS = ("parallel", "quantizer")
 
 

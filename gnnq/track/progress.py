@@ -8,6 +8,8 @@ from typing import TextIO
 
 from tqdm import tqdm
 
+from gnnq.config.registry import PARALLEL
+
 BAR_FORMAT = "{desc} {n_fmt}/{total_fmt} [{bar:24}] {elapsed}<{remaining}{postfix}"
 BAR_CHARS = ".#"  # ASCII: logs stay plain text
 
@@ -69,8 +71,9 @@ def markdown_table(headers: list[str], rows: list[list]) -> str:
 def summary_table(record: dict) -> str:
     s = record.get("summary") or {}
     metric = s.get("metric", "accuracy")
-    admm = "admm" in s  # an epoch is one ADMM iteration; its messages are p and q, not halo rows
-    bytes_label = "p/q bytes / iteration (all ranks)" if admm else "halo bytes / epoch (all ranks)"
+    name = ((record.get("config") or {}).get("parallel") or {}).get("name")
+    messages, epoch = (PARALLEL.choice(name).messages, PARALLEL.choice(name).epoch) if name in PARALLEL else ("halo", "epoch")
+    bytes_label = f"{messages} bytes / {epoch} (all ranks)"  # what the method's epochs and messages are
     rows = [
         ["status", record["status"]],
         [f"best val {metric}", fmt_value(record.get("best_val"))],

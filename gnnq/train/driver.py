@@ -16,7 +16,7 @@ import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Protocol
 
 import torch
 
@@ -31,6 +31,24 @@ from gnnq.train.faults import FaultInjector
 from gnnq.train.metrics import SPLITS, metrics_from_counts
 
 EpochCallback = Callable[[dict], None]
+
+
+class TrainFn(Protocol):
+    """The one signature of every trainer a parallel choice names (``Choice.trainer``, gnnq.config.registry):
+    the rank entry passes all of these; a trainer ignores what it does not use (``cache_dir``: the partition's
+    cache entry; ``run_dir``, ``resume``: checkpoints). Returns the run summary."""
+
+    def __call__(
+        self,
+        cfg,
+        part,
+        comm: Communicator,
+        on_epoch: EpochCallback | None = None,
+        device: torch.device = torch.device("cpu"),
+        cache_dir: Path | None = None,
+        run_dir: Path | None = None,
+        resume: bool = False,
+    ) -> dict: ...
 
 # Every metrics.jsonl row starts with these keys, in this order; a trainer's own fields follow.
 ROW_KEYS = ("epoch", "loss", *SPLITS, "epoch_time_s", "comm_time_s", "compute_time_s", "transfer_time_s", "codec_time_s",

@@ -63,7 +63,7 @@ class FullGraphTrainer(Trainer):
         torch.manual_seed(seed + 1 + comm.rank)  # per-rank dropout streams, reproducible
         self.optimizer = make_optimizer(cfg, self.model.parameters())
         graph = local_graph_for(cfg.model.name, part)
-        self.quant = QUANTIZERS.target(cfg.quantizer.name)(cfg.quantizer, seed, comm.rank)  # the codec builder quantizer.name names
+        self.quant = QUANTIZERS.target(cfg.quantizer.name).from_config(cfg.quantizer, seed, comm.rank)  # its codec family
         self.exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, self.quant)
         self.strategy = make_strategy(cfg.parallel, self.exchange, graph, part.x, seed)
         self.assigner = None

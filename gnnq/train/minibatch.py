@@ -8,10 +8,13 @@ same model (SyncStrategy on the 1-rank part), as in full-graph training (``gnnq.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 from omegaconf import DictConfig
 
 from gnnq.comm import Communicator, HaloExchange
+from gnnq.config.method import Resources
 from gnnq.config.validate import resolve_fanouts
 from gnnq.data.part import Part
 from gnnq.models import local_graph_for
@@ -28,6 +31,11 @@ class MinibatchTrainer(Trainer):
     """One process, one optimizer step per batch of ``parallel.batch_size`` sampled targets."""
 
     row_categories = RowCategories()  # one process: nothing is sent
+
+    @classmethod
+    def resources(cls, pcfg) -> Resources:
+        """Its peak is the full-graph evaluation without gradients: a few copies of one layer."""
+        return Resources(kept_layers="one", inner_copies=3)
 
     def __init__(self, cfg: DictConfig, part: Part, comm: Communicator, device=torch.device("cpu")):
         if comm.world_size != 1:
@@ -101,11 +109,15 @@ def train_minibatch(
     comm: Communicator,
     on_epoch: EpochCallback | None = None,
     device=torch.device("cpu"),
+    cache_dir: Path | None = None,
+    run_dir: Path | None = None,
+    resume: bool = False,
 ) -> dict:
     """Train for cfg.trainer.epochs passes over the shuffled training nodes; return the run summary.
 
     One optimizer step per batch of cfg.parallel.batch_size targets (loss: mean over the batch).
     Rows and summary carry the same keys as ``train``'s (communication fields are zero), plus
-    ``batches`` per row and ``summary["minibatch"]``. Not checkpointed (the reference is short).
+    ``batches`` per row and ``summary["minibatch"]``. Not checkpointed (the reference is short): the
+    trainers' one signature (gnnq.train.driver), whose ``cache_dir``, ``run_dir`` and ``resume`` it does not use.
     """
     return run_epochs(MinibatchTrainer(cfg, part, comm, device), cfg.trainer, comm, on_epoch, device)
