@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 
-from gnnq.bench.reliability.files_graph import write_files_graph
 from gnnq.config.schema import DatasetConfig
 from gnnq.config.typed import option_config
 from gnnq.data.loaders import canonical_edges
@@ -19,6 +18,7 @@ from gnnq.data.registry import DATASETS, data_root, dataset_names, expected_num_
 from gnnq.data.splits import stratified_split
 from gnnq.errors import ConfigError, DatasetError
 from tests.helpers import make_ogbn_arxiv
+from tests.reliability.files_graph import write_files_graph
 
 REPO = Path(__file__).resolve().parents[1]
 
