@@ -15,7 +15,8 @@ from gnnq.data.part_cache import prepare_parts
 from gnnq.data.partition import is_symmetric_canonical
 from gnnq.data.registry import load_dataset
 from gnnq.launch.partition_memory import graph_mib, launcher_memory_mib
-from gnnq.launch.resources import available_mib, rss_mib, with_held
+from gnnq.launch.resources import available_mib, with_held
+from gnnq.track.process_memory import rss_mib
 
 
 def maxrss() -> float:
