@@ -23,6 +23,21 @@ def totals(results: list[dict]) -> dict:
     return {"families": {f: tally([r for r in results if r["family"] == f]) for f in families}, "overall": tally(results)}
 
 
+FORMER_MODULE = "gnnq.bench.reliability"  # the catalogue's module before it moved to tests/reliability/
+
+
+def _former_name_note(commands: list[str]) -> list[str]:
+    """A line saying why some commands name the catalogue's former module (they ran the same catalogue), if any do."""
+    if not any(f"-m {FORMER_MODULE} " in f"{c} " for c in commands):
+        return []
+    return [
+        f"The module was renamed: lines naming `{FORMER_MODULE}` ran this catalogue when it was part of the package; "
+        "today the same command is `python -m tests.reliability` (same options), and `pytest -m catalogue tests/reliability` "
+        "runs every case as a test.",
+        "",
+    ]
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -51,7 +66,7 @@ def write(out: Path, results: list[dict], commands: list[str], machine: dict) ->
         "(records lost), no process of the case may be alive 10 s after it ended (orphan processes), and the fake "
         "`WANDB_API_KEY` planted in its environment must be in no file under its directory and not in its output "
         "(secrets written).", "",
-        "```bash", *commands, "```", "",
+        "```bash", *commands, "```", "", *_former_name_note(commands),
         "Machine: " + ", ".join(f"{k} {v}" for k, v in machine.items()) + ".", "",
         f"**{overall['pass']} of {overall['cases'] - overall['skip']} cases pass ({rate:.1f}%)**, {overall['records_lost']} records lost, "
         f"{overall['orphans']} orphan processes, {overall['secrets_written']} secrets written "
