@@ -1,6 +1,7 @@
 """pdADMM-G / pdADMM-G-Q: Table IV, bytes per iteration, and time per iteration by rank count.
 
-    python -m benchmarks.admm --data DIR --out results/admm [--runs DIR...] [--bytes-runs DIR...] [--timing-iterations 20]
+    python -m benchmarks.admm --data DIR --out results/admm [--runs DIR...] [--bytes-runs DIR...]
+        [--timing-iterations 20]
 
 1. Table IV: the runs of ``sweeps/table4.yaml`` (pdADMM-G, pdADMM-G-Q, GD, Adam, Adagrad,
    Adadelta on the same GA-MLP; Cora and CiteSeer; 5 seeds), run here unless ``--runs`` names

@@ -32,8 +32,8 @@ def _former_name_note(commands: list[str]) -> list[str]:
         return []
     return [
         f"The module was renamed: lines naming `{FORMER_MODULE}` ran this catalogue when it was part of the package; "
-        "today the same command is `python -m tests.reliability` (same options), and `pytest -m catalogue tests/reliability` "
-        "runs every case as a test.",
+        "today the same command is `python -m tests.reliability` (same options), "
+        "and `pytest -m catalogue tests/reliability` runs every case as a test.",
         "",
     ]
 
