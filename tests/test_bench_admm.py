@@ -1,13 +1,13 @@
-"""gnnq.bench.admm's byte comparison reads pdADMM-G records per dataset and message kind; its per-run
+"""benchmarks.admm's byte comparison reads pdADMM-G records per dataset and message kind; its per-run
 lines read each run's record and metrics."""
 
 from __future__ import annotations
 
 import json
 
+from benchmarks.admm import byte_rows, run_rows
 from gnnq.admm.links import fp32_baselines
 from gnnq.admm.partition import layer_blocks
-from gnnq.bench.admm import byte_rows, run_rows
 
 ROWS, DIMS = 140, [7165] + [500] * 9 + [7]
 BASE = fp32_baselines(DIMS, layer_blocks(10, 2), ROWS)
@@ -43,7 +43,7 @@ def test_byte_rows_save_against_both_baselines_and_skip_failed_runs():
 
 
 def test_coverage_says_no_data_where_the_files_are_absent(tmp_path):
-    from gnnq.bench.admm import TABLE4_FILES, coverage_rows
+    from benchmarks.admm import TABLE4_FILES, coverage_rows
 
     (tmp_path / TABLE4_FILES["cora"]).parent.mkdir(parents=True)
     (tmp_path / TABLE4_FILES["cora"]).write_bytes(b"")

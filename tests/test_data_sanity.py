@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gnnq.bench.reliability.cases.data import empty_train, nan_features, two_nodes
 from tests.cli_helpers import read_record, run_dirs, run_gnnq
+from tests.reliability.cases.data import empty_train, nan_features, two_nodes
 from tests.test_datasets import write_files_graph
 
 FAST = ["logger=none", "trainer.epochs=2", "model.hidden=16"]

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 
-from gnnq.bench.reliability.files_graph import write_files_graph
 from gnnq.config.registry import DATASETS
 from gnnq.config.schema import DatasetConfig
 from gnnq.config.typed import option_config
@@ -20,6 +19,7 @@ from gnnq.data.registry import data_root, dataset_names, expected_num_nodes, loa
 from gnnq.data.splits import stratified_split
 from gnnq.errors import ConfigError, DatasetError
 from tests.helpers import make_ogbn_arxiv
+from tests.reliability.files_graph import write_files_graph
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -1,11 +1,11 @@
-"""gnnq.bench.profile_fit: message sizes per width and the fit error it reports."""
+"""benchmarks.profile_fit: message sizes per width and the fit error it reports."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from gnnq.bench.profile_fit import RANGES, WIDTHS, message_sizes, summarize
+from benchmarks.profile_fit import RANGES, WIDTHS, message_sizes, summarize
 from gnnq.comm.kernels.torch_codec import row_bytes
 
 

@@ -1,4 +1,4 @@
-"""The reliability catalogue (python -m gnnq.bench.reliability): a few fast cases through the same code as the
+"""The reliability catalogue (python -m tests.reliability): a few fast cases through the same code as the
 benchmark, and its global checks catching a lost record, an orphan process and a written secret for real."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import sys
 
 import pytest
 
-from gnnq.bench.reliability import table
-from gnnq.bench.reliability.case import Case, Expect, Outcome
-from gnnq.bench.reliability.cases import catalogue, select
-from gnnq.bench.reliability.runner import run_case
+from tests.reliability import table
+from tests.reliability.case import Case, Expect, Outcome
+from tests.reliability.cases import catalogue, select
+from tests.reliability.runner import run_case
 
 SAMPLE = ["config/unknown-key", "data/nan-features", "resume/nowhere", "places/runs-root-below-a-file"]
 
@@ -66,7 +66,7 @@ def test_the_global_checks_catch_what_they_count(tmp_path, bad):
     counts = {"lost": result["records_lost"], "orphan": result["orphans"], "secret": result["secrets_written"]}
     assert result["result"] == "FAIL" and counts == {k: int(k == bad) for k in counts}, result
     if bad == "orphan":  # counted, then killed: nothing of the case is left
-        from gnnq.bench.reliability.procs import case_pids
+        from tests.reliability.procs import case_pids
 
         assert not [p for p in case_pids("", tmp_path) if "time.sleep(600)" in open(f"/proc/{p}/cmdline").read()]
 
@@ -75,7 +75,7 @@ def test_the_table_counts_per_family_and_overall(tmp_path):
     rows = [{"family": f, "case": c, "what": "w", "expected": "exit 2", "observed": "exit 2", "result": r, "problems": p,
              "records_lost": lost, "orphans": 0, "secrets_written": 0, "seconds": 1.5}
             for f, c, r, p, lost in [("a", "x", "pass", [], 0), ("a", "y", "FAIL", ["exit 1 | 2"], 1), ("b", "z", "pass", [], 0)]]  # fmt: skip
-    summary = table.write(tmp_path, rows, ["python -m gnnq.bench.reliability"], {"cores": os.cpu_count()})
+    summary = table.write(tmp_path, rows, ["python -m tests.reliability"], {"cores": os.cpu_count()})
     assert summary["families"]["a"] == {"cases": 2, "pass": 1, "fail": 1, "skip": 0, "seconds": 3.0, "records_lost": 1, "orphans": 0,
                                         "secrets_written": 0}  # fmt: skip
     assert summary["overall"]["pass"] == 2 and summary["overall"]["cases"] == 3

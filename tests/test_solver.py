@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pytest
 
+from benchmarks.solver_gap import gap_percent, realistic_problem, row_bytes
 from gnnq.adaptive.solver import (
     BRUTE_FORCE_LIMIT,
     EPS,
@@ -19,7 +20,6 @@ from gnnq.adaptive.solver import (
     solve_greedy,
     solve_milp,
 )
-from gnnq.bench.solver_gap import gap_percent, realistic_problem, row_bytes
 
 BIT_SETS = ((2, 4, 8), (1, 2, 4, 8))
 MILP_LIMIT_S = 5.0

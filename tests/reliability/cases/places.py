@@ -1,0 +1,95 @@
+"""Bad places (docs/runs.md "The run directory"): a run dir that already holds a run is refused unless
+overwrite=true, a sweep dir that holds a finished sweep resumes it (nothing rerun); a runs root that is a file or read-only is named; a read-only data root with complete
+files is read; a full disk at a checkpoint keeps the previous one. Real files and real mounts (root only)."""
+
+from __future__ import annotations
+
+from tests.reliability.case import Case, Expect
+from tests.reliability.cases.common import FAST, OK, failed, refused
+from tests.reliability.context import Context
+
+
+def _fixed(ctx: Context) -> list[str]:
+    return [*FAST, f"hydra.run.dir={ctx.runs / 'fixed'}"]
+
+
+def _earlier_fixed_run(ctx: Context) -> None:
+    out = ctx.run(_fixed(ctx))
+    if out.proc.returncode != 0:
+        raise RuntimeError(f"the earlier run failed: {out.last_line}")
+
+
+def _sweep(ctx: Context) -> list[str]:
+    return ["-m", *FAST, f"hydra.sweep.dir={ctx.runs / 'sweep'}", "trainer.seed=0"]
+
+
+def _earlier_sweep(ctx: Context) -> None:
+    if ctx.run(_sweep(ctx)).proc.returncode != 0:
+        raise RuntimeError("the earlier sweep failed")
+
+
+def _blocker(ctx: Context) -> None:
+    (ctx.root / "a-file").write_text("keep me\n")
+
+
+def _read_only_root(ctx: Context) -> None:
+    (ctx.root / "src").mkdir()
+    ctx.read_only_view(ctx.root / "src", ctx.root / "ro")
+
+
+def _read_only_complete_data(ctx: Context) -> None:
+    """An earlier run built the graph's parts in data/; the case reads data/ through a read-only view."""
+    if ctx.run(FAST).proc.returncode != 0:
+        raise RuntimeError("the earlier run failed")
+    ctx.read_only_view(ctx.data, ctx.root / "ro-data")
+
+
+def _small_disk(ctx: Context) -> None:
+    ctx.mount(ctx.root / "small", ["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+
+
+def _kept_blocker(ctx: Context, _) -> list[str]:
+    return [] if (ctx.root / "a-file").read_text() == "keep me\n" else ["the file in the way was changed"]
+
+
+def _ro_env(ctx: Context) -> dict:
+    return {"GNNQ_RUNS": str(ctx.root / "ro" / "runs")}
+
+
+def _checkpoint_kept(ctx: Context, _) -> list[str]:
+    kept = sorted(p.name for p in (ctx.root / "small" / "run" / "checkpoints").iterdir())
+    return [] if kept == ["epoch-000002", "latest.json"] else [f"checkpoints left: {kept}"]
+
+
+CASES = [
+    Case("places", "reused-run-dir", "a run dir holding a record is refused and kept",
+         refused(r"hydra\.run\.dir: .*fixed already holds a run \(record\.json exists\).*overwrite=true"),
+         args=_fixed, setup=_earlier_fixed_run),
+    Case("places", "overwrite-run-dir", "overwrite=true replaces the run in it",
+         Expect(exit=0, records=("ok",), replaces_records=True), args=lambda ctx: [*_fixed(ctx), "overwrite=true"],
+         setup=_earlier_fixed_run),
+    Case("places", "resumed-sweep-dir", "a sweep dir holding a finished sweep resumes it: its ok point is skipped, kept as it was",
+         Expect(exit=0), args=_sweep, setup=_earlier_sweep),
+    Case("places", "runs-root-below-a-file", "GNNQ_RUNS below a file", refused(r"GNNQ_RUNS: .*a-file is a file, not a directory"),
+         args=FAST, setup=lambda ctx: (_blocker(ctx), ctx.env.update(GNNQ_RUNS=str(ctx.root / "a-file" / "runs"))),
+         verify=_kept_blocker),
+    Case("places", "runs-root-is-a-file", "runs_root= a file", refused(r"runs_root: .*a-file is a file, not a directory"),
+         args=lambda ctx: [*FAST, f"runs_root={ctx.root / 'a-file'}"], setup=_blocker, verify=_kept_blocker),
+    Case("places", "read-only-runs-root", "GNNQ_RUNS on a read-only filesystem",
+         refused(r"GNNQ_RUNS: cannot create directories in .*ro \(Read-only file system \(EROFS\)\)"),
+         args=FAST, setup=lambda ctx: (_read_only_root(ctx), ctx.env.update(_ro_env(ctx)))),
+    Case("places", "read-only-run-dir", "hydra.run.dir on a read-only filesystem", refused(r"hydra\.run\.dir: .*Read-only file system"),
+         args=lambda ctx: [*FAST, f"hydra.run.dir={ctx.root / 'ro' / 'run'}"], setup=_read_only_root),
+    Case("places", "read-only-data-complete", "a read-only data root whose graph and parts are complete is read",
+         OK, args=FAST, setup=lambda ctx: (_read_only_complete_data(ctx), ctx.env.update(GNNQ_DATA=str(ctx.root / "ro-data")))),
+    Case("places", "read-only-data-empty", "a read-only data root that lacks the parts: one line naming it",
+         failed(r"(GNNQ_DATA|dataset\.root): .*ro.*\(Read-only file system \(EROFS\)\)"), args=FAST,
+         setup=lambda ctx: (_read_only_root(ctx), ctx.env.update(GNNQ_DATA=str(ctx.root / "ro")))),
+    Case("places", "data-root-is-a-file", "GNNQ_DATA is a file", failed(r"(GNNQ_DATA|dataset\.root): .*a-file is a file, not a directory"),
+         args=FAST, setup=lambda ctx: (_blocker(ctx), ctx.env.update(GNNQ_DATA=str(ctx.root / "a-file"))), verify=_kept_blocker),
+    Case("places", "disk-full-at-checkpoint", "1 MiB tmpfs: the epoch-4 checkpoint does not fit, epoch 2's stays",
+         failed(r"checkpoint of epoch 4 not written: No space left on device \(ENOSPC\).*the checkpoint of epoch 2 is intact"),
+         args=lambda ctx: ["logger=none", "dataset.num_nodes=1500", "model.hidden=128", "trainer.epochs=6",
+                           "trainer.checkpoint_every=2", f"hydra.run.dir={ctx.root / 'small' / 'run'}"],
+         setup=_small_disk, verify=_checkpoint_kept),
+]  # fmt: skip
