@@ -135,7 +135,8 @@ class AdaptiveQuantizerConfig(UniformQuantizerConfig):
     # last_epoch (the cycle's last training epoch only)
     trace: str = "cycle"
     # backward (gradient) row influence: returned (gnnq: row sum of the owner's operator, exact for gnnq's returned
-    # gradients) | adaqp (AdaQP's published weight: for SAGE sum over in-edges w -> u of 1/deg_out(w); GCN: the same)
+    # gradients) | adaqp (AdaQP's published weight, per holder q: sum over q's nodes w with an edge w -> u of
+    # 1/deg_out(w) for SAGE, deg_out(w)^-1/2 deg_in(u)^-1/2 for GCN)
     backward_influence: str = "returned"
     milp_time_limit_s: float = 10.0  # per message; the best assignment found so far is used after it
     # profile: fit t = a * bytes + c per channel from a startup profile (AdaQP);
