@@ -81,6 +81,9 @@ class ModelConfig:
     hidden: int = 256
     dropout: float = 0.5
     norm: str = "layer"
+    # after each hidden convolution: norm_act_dropout (gnnq: LayerNorm, ReLU, then dropout) | dropout_norm_act
+    # (AdaQP's public code: dropout, then LayerNorm and ReLU)
+    layer_order: str = "norm_act_dropout"
 
 
 @dataclass

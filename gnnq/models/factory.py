@@ -14,7 +14,7 @@ def build_model(cfg: DictConfig, part: Part) -> torch.nn.Module:
     model_cls = MODELS.target(m.name)
     if m.name == "gamlp":
         return model_cls(part.x.shape[1], m.hidden, part.num_classes, m.layers, m.dropout, m.norm)
-    return model_cls(m.name, part.x.shape[1], m.hidden, part.num_classes, m.layers, m.dropout, m.norm)
+    return model_cls(m.name, part.x.shape[1], m.hidden, part.num_classes, m.layers, m.dropout, m.norm, m.layer_order)
 
 
 def count_trainable_parameters(model: torch.nn.Module) -> int:
