@@ -156,12 +156,14 @@ class AdaptiveQuantizerConfig(UniformQuantizerConfig):
 
 @dataclass
 class GridQuantizerConfig(QuantizerConfig):
-    """pdADMM-G-Q (parallel=admm): values on grid_levels evenly spaced points."""
+    """pdADMM-G-Q (parallel=admm): values on grid_levels evenly spaced points. The default grid is gnnq's, fitted
+    to where a GA-MLP's p and q lie ([-0.05, 1], 256 levels, 8-bit codes); the paper's integers -1..20
+    (experiment=pdadmm_g_q_paper) round nearly all of them to 0 or 1 under gnnq's ADMM defaults."""
 
     name: str = "grid"
-    grid_min: float = -1.0
-    grid_max: float = 20.0
-    grid_levels: int = 22  # the paper's integers -1..20; sent as ceil(log2(levels)) bits each
+    grid_min: float = -0.05
+    grid_max: float = 1.0
+    grid_levels: int = 256  # sent as ceil(log2(levels)) bits each
     quantize_p: bool = True  # put p (sent backward) on the grid (the paper); false: p is sent in fp32
     quantize_q: bool = True  # put q (sent forward) on the grid; the public code quantizes q only
 
