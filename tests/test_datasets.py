@@ -395,3 +395,67 @@ def test_every_dataset_choice_names_a_loader_that_knows_it():
     for choice in DATASETS.choices():
         family = DATASETS.target(choice.name)
         assert choice.name in family.names and choice.about == family.about(choice.name), choice.name
+
+
+# --- bring your own graph: what a spreadsheet or a typo leaves in the files (issue 31, items 1-4) ------------
+
+
+def _files_graph_csv(d):
+    """A 40-node graph written as text files: edges.csv with a header line, labels.csv, features.npy."""
+    edges, x, y = write_files_graph(d)
+    (d / "edges.txt").unlink()
+    (d / "labels.npy").unlink()
+    (d / "edges.csv").write_text("src,dst\n" + "".join(f"{a},{b}\n" for a, b in edges))
+    (d / "labels.csv").write_text("".join(f"{v}\n" for v in y))
+    return edges, x, y
+
+
+def test_files_with_a_byte_order_mark_keep_every_edge_and_label(tmp_path, capfd):
+    d = tmp_path / "g"
+    edges, _, y = _files_graph_csv(d)
+    plain = load_dataset(cfg("files", path=str(d), to_undirected=False))
+    assert "dropped 1 header line" in capfd.readouterr().err
+    bom = "\ufeff"
+    (d / "edges.csv").write_text(bom + "".join(f"{a},{b}\n" for a, b in edges), encoding="utf-8")  # no header
+    (d / "labels.csv").write_text(bom + "".join(f"{v}\n" for v in y), encoding="utf-8")
+    g = load_dataset(cfg("files", path=str(d), to_undirected=False))
+    assert "header" not in capfd.readouterr().err, "a BOM is not a header"
+    assert np.array_equal(g.edge_index, plain.edge_index) and np.array_equal(g.y, y)
+    assert g.edge_index.shape[1] == len(canonical_edges(edges.T, 40)[0])
+
+
+def test_files_name_the_line_and_token_that_is_not_a_number(tmp_path):
+    d = tmp_path / "g"
+    write_files_graph(d)
+    lines = [f"{i % 40} {(i * 7) % 40}\n" for i in range(100_000)]
+    lines[50_000] = "3 x7\n"
+    (d / "edges.txt").write_text("".join(lines))
+    with pytest.raises(DatasetError) as e:
+        load_dataset(cfg("files", path=str(d)))
+    assert "edges.txt" in error_line(e) and "line 50001: 'x7'" in error_line(e)
+
+
+def test_files_refuse_a_class_id_far_beyond_the_node_count_naming_file_and_id(tmp_path):
+    d = tmp_path / "g"
+    _, _, y = write_files_graph(d)
+    y[5] = 1_000_000_000
+    np.save(d / "labels.npy", y)
+    with pytest.raises(DatasetError) as e:
+        load_dataset(cfg("files", path=str(d)))
+    assert "labels.npy" in error_line(e) and "class id 1000000000" in error_line(e) and "40 nodes" in error_line(e)
+
+
+def test_files_report_huge_numbers_as_given(tmp_path):
+    d = tmp_path / "g"
+    _, x, _ = write_files_graph(d)
+    (d / "edges.txt").write_text("0 1\n1 1e20\n")
+    with pytest.raises(DatasetError) as e:
+        load_dataset(cfg("files", path=str(d)))
+    assert "1e+20" in error_line(e) and "-9223372036854775808" not in error_line(e)
+    (d / "edges.txt").write_text("0 1\n")
+    big = x.astype(np.float64)
+    big[3, 2] = 1e300
+    np.save(d / "features.npy", big)
+    with pytest.raises(DatasetError) as e:
+        load_dataset(cfg("files", path=str(d)))
+    assert "1e+300" in error_line(e) and "float32" in error_line(e) and "node 3, feature 2" in error_line(e)

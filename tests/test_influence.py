@@ -1,5 +1,5 @@
 """Row influence α: gnnq's backward weight is exact for its returned gradients (checked against the
-whole graph's operator), and AdaQP's published SAGE weight (quantizer.backward_influence=adaqp) differs."""
+whole graph's operator), and AdaQP's published per-holder weight (quantizer.backward_influence=adaqp) differs."""
 
 from __future__ import annotations
 
@@ -51,41 +51,101 @@ def test_returned_gradient_weight_is_exact_against_the_whole_graph(model_name):
         torch.testing.assert_close(exact[has_in], torch.ones(int(has_in.sum())))
 
 
-def test_adaqp_backward_weight_is_the_published_formula():
-    """AdaQP (SAGE): Σ_{w→u} 1/deg_out(w) with global degrees; not the exact weight of gnnq's exchange.
-    GCN: AdaQP's formula is the operator's row sum, so there is nothing to replace (None)."""
-    graph, parts = _parts(3)
+def _published_backward_weights(graph, parts_of, model_name: str) -> dict[tuple[int, int], float]:
+    """AdaQP's rule, from the whole edge list: for node u and holder q, the sum over q's nodes w with an edge
+    w→u of deg_out(w)^-1/2 deg_in(u)^-1/2 (GCN, self loops counted) or 1/deg_out(w) (SAGE)."""
     src, dst = graph.edge_index
     deg_out = np.bincount(src, minlength=graph.num_nodes)
-    published = np.zeros(graph.num_nodes)
-    np.add.at(published, dst, 1.0 / np.maximum(deg_out[src], 1))
-    exact = _global_backward_weight(graph, "sage")
+    deg_in = np.bincount(dst, minlength=graph.num_nodes)
+    weights: dict[tuple[int, int], float] = {}
+    for w, u in zip(src.tolist(), dst.tolist()):
+        holder = int(parts_of[w])
+        if holder == parts_of[u]:
+            continue
+        if model_name == "sage":
+            value = 1.0 / max(deg_out[w], 1)
+        else:
+            value = (deg_out[w] + 1.0) ** -0.5 * (deg_in[u] + 1.0) ** -0.5
+        weights[(u, holder)] = weights.get((u, holder), 0.0) + value
+    return weights
+
+
+def _sent_rows(part) -> list[tuple[int, int]]:
+    """(global node id, holder rank) of every row ``part`` sends, in send order."""
+    holders = torch.repeat_interleave(torch.arange(part.nparts), part.send_counts)
+    return list(zip(part.inner_ids[part.send_idx].tolist(), holders.tolist()))
+
+
+def _toy_parts():
+    """The path 0-1-2-3-4-5 plus the edge 2-5, both directions, no self loops; parts {0,1,2} and {3,4,5}."""
+    edges = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (2, 5)]
+    graph = random_graph(num_nodes=6, num_edges=1, seed=0)
+    graph.edge_index = np.array([[a for a, b in edges] + [b for a, b in edges], [b for a, b in edges] + [a for a, b in edges]])
+    return build_parts(graph, np.array([0, 0, 0, 1, 1, 1]), 2)
+
+
+@pytest.mark.parametrize(
+    "model_name, expected",
+    [
+        ("sage", {(2, 1): 1.0, (3, 0): 1 / 3, (5, 0): 1 / 3}),
+        # GCN, degrees + 1 for the self loop (node 2: 4; nodes 3, 4, 5: 3): node 2 gets 2 x 3^-1/2 4^-1/2
+        ("gcn", {(2, 1): 2 / (3**0.5 * 2), (3, 0): 1 / (2 * 3**0.5), (5, 0): 1 / (2 * 3**0.5)}),
+    ],
+)
+def test_adaqp_backward_weight_per_holder_on_the_toy_graph(model_name, expected):
+    """AdaQP's α_bwd is one value per holder, over the holder's own nodes w with an edge w→u: on the toy graph the
+    boundary nodes 2, 3 and 5 get 1.0 / 0.333 / 0.333 for SAGE (the sum over all in-neighbours of u, which gnnq
+    used before, gives 1.5 / 0.833 / 0.833); for GCN it is not the owner's row sum either."""
+    got = {}
+    for part in _toy_parts():
+        got.update(zip(_sent_rows(part), adaqp_backward_sums(model_name, part).tolist()))
+    assert got.keys() == expected.keys()
+    for key, value in expected.items():
+        assert got[key] == pytest.approx(value, rel=1e-6), key
+
+
+@pytest.mark.parametrize("model_name", ["gcn", "sage"])
+def test_adaqp_backward_weight_is_the_published_formula(model_name):
+    """On a random directed graph in 3 parts every sent row carries AdaQP's per-holder weight, which is not the
+    exact weight of gnnq's returned gradients (the owner's whole row sum)."""
+    graph, parts = _parts(3)
+    parts_of = np.empty(graph.num_nodes, dtype=np.int64)
     for part in parts:
-        ours = adaqp_backward_sums("sage", part)
-        np.testing.assert_allclose(ours.numpy(), published[part.inner_ids.numpy()], rtol=1e-6)
-        assert adaqp_backward_sums("gcn", part) is None
-    assert not np.allclose(published, exact.numpy()), "the labelled option must change α"
+        parts_of[part.inner_ids.numpy()] = part.rank
+    published = _published_backward_weights(graph, parts_of, model_name)
+    exact = _global_backward_weight(graph, model_name)
+    differs = False
+    for part in parts:
+        rows = _sent_rows(part)
+        ours = adaqp_backward_sums(model_name, part).numpy()
+        np.testing.assert_allclose(ours, [published.get(row, 0.0) for row in rows], rtol=1e-5, atol=1e-7)
+        differs |= not np.allclose(ours, exact[[u for u, _ in rows]].numpy())
+    assert differs, "the labelled option must change α"
 
 
 def _bwd_influence(backward_influence: str):
     comm = Communicator()
     graph, parts = _parts(2)
     part = parts[comm.rank]
-    qcfg = OmegaConf.merge(OmegaConf.structured(AdaptiveQuantizerConfig),
-                           {"backward_influence": backward_influence, "time_model": "fixed", "assign_cycle": 1})  # fmt: skip
-    exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(qcfg, 0, comm.rank))
+    qcfg = OmegaConf.merge(
+        OmegaConf.structured(AdaptiveQuantizerConfig),
+        {"backward_influence": backward_influence, "time_model": "fixed", "assign_cycle": 1},
+    )
+    quant = message_quantization(qcfg, 0, comm.rank)
+    exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, quant)
     assigner = AdaptiveAssigner(qcfg, comm, exchange, local_graph_for("sage", part), "sage", 8, 2, part=part)
-    return assigner.influence, part.halo_ids, adaqp_backward_sums("sage", part), part.inner_ids
+    published = dict(zip(_sent_rows(part), adaqp_backward_sums("sage", part).tolist()))
+    return assigner.influence, part.halo_ids, published, comm.rank
 
 
 def test_backward_influence_option_reaches_the_assigner():
     returned = run_distributed(2, _bwd_influence, "returned")
     adaqp = run_distributed(2, _bwd_influence, "adaqp")
-    published = {}
-    for _, _, sums, inner in adaqp:
-        published.update(zip(inner.tolist(), sums.tolist()))
-    for (r_alpha, halo, _, _), (a_alpha, _, _, _) in zip(returned, adaqp):
+    published = {}  # (node, holder) -> the weight the node's owner computed for that holder
+    for _, _, sums, _ in adaqp:
+        published.update(sums)
+    for (r_alpha, _, _, _), (a_alpha, halo, _, rank) in zip(returned, adaqp):
         torch.testing.assert_close(r_alpha["fwd"], a_alpha["fwd"])  # forward weights do not depend on the option
-        # Backward rows go in halo order to the owner; each carries its owner's published weight.
-        torch.testing.assert_close(a_alpha["bwd"], torch.tensor([published[int(u)] for u in halo]))
+        # Backward rows go in halo order to the owner; each carries the weight its owner computed for this holder.
+        torch.testing.assert_close(a_alpha["bwd"], torch.tensor([published[(int(u), rank)] for u in halo]))
         assert not torch.allclose(r_alpha["bwd"], a_alpha["bwd"])

@@ -10,11 +10,13 @@ that sends the row.
 That backward weight (``quantizer.backward_influence=returned``, the default) is exact for gnnq's
 exchange, where the holder returns the partial gradient of halo node u to its owner, which adds it
 to dL/dh_u and passes it on through its own operator transposed (tests/test_adaptive.py checks it
-against a global computation). AdaQP's exchange differs: the owner sends its output gradient
-forward to the holders, and its published weight (``backward_influence=adaqp``) is
-Σ_{w→u} deg_out(w)^-1/2 deg_in(u)^-1/2 for GCN (the same as gnnq's row sum) and
-Σ_{w→u} 1 / deg_out(w) for SAGE, where gnnq's row sum of the mean operator is 1 for every u with
-in-edges. ``adaqp_backward_sums`` computes the published weight from the partition.
+against a global computation). AdaQP's published weight (``backward_influence=adaqp``; AdaQP/manager/
+processing.py, the backward aggregation score) is one value per holder: for the row of u that goes
+between u's owner and the holder q, the sum over q's own nodes w with an edge w→u of
+deg_out(w)^-1/2 deg_in(u)^-1/2 for GCN (self loops counted in both degrees, as AdaQP adds them) and of
+1/deg_out(w) for SAGE. For GCN that is the owner's row sum restricted to q's columns, not the whole
+row sum; for SAGE it is not a sum of the mean operator's entries at all. ``adaqp_backward_sums``
+computes it at the owner, which holds every in-edge w→u of its inner node u.
 
 The local sums depend on the model's operator, so they are cached per model and
 partition under a key that names the model; two models never share an entry.
@@ -62,30 +64,50 @@ def cached_local_sums(graph: LocalGraph, model_name: str, rank: int, cache_dir: 
     return sums
 
 
-def adaqp_backward_sums(model_name: str, part: Part) -> torch.Tensor | None:
-    """AdaQP's published α_bwd of every inner node: Σ_{w→u} 1 / deg_out(w) (global degrees) for SAGE;
-    None for GCN, where it equals the operator's row sum."""
-    if model_name != "sage":
-        return None
-    rows = torch.repeat_interleave(torch.arange(part.num_inner, device=part.indptr.device), part.indptr.diff())
-    weights = part.out_degree.double().clamp(min=1.0).reciprocal()[part.indices]
-    return torch.zeros(part.num_inner, dtype=torch.float64, device=weights.device).index_add_(0, rows, weights).float()
+def adaqp_backward_sums(model_name: str, part: Part) -> torch.Tensor:
+    """AdaQP's published α_bwd of every row this rank sends, in send order: for the row of inner node u
+    sent to holder q, the sum over u's in-edges w→u whose source w is a halo node owned by q of
+    (deg_out(w) + 1)^-1/2 (deg_in(u) + 1)^-1/2 for GCN and 1 / deg_out(w) for SAGE (global degrees)."""
+    n, nparts = part.num_inner, part.nparts
+    device = part.indptr.device
+    rows = torch.repeat_interleave(torch.arange(n, device=device), part.indptr.diff())
+    cols = part.indices.to(torch.int64)
+    from_halo = cols >= n
+    rows, cols = rows[from_halo], cols[from_halo]
+    if model_name == "sage":
+        weights = part.out_degree.double().clamp(min=1.0).reciprocal()[cols]
+    else:
+        weights = (part.out_degree.double() + 1.0)[cols].rsqrt() * (part.in_degree.double() + 1.0)[rows].rsqrt()
+    halo_owner = torch.repeat_interleave(torch.arange(nparts, device=device), part.halo_counts.to(device))
+    edge_key = rows * nparts + halo_owner[cols - n]
+    keys, slot = torch.unique(edge_key, return_inverse=True)
+    sums = torch.zeros(keys.numel(), dtype=torch.float64, device=device).index_add_(0, slot, weights)
+    destination = torch.repeat_interleave(torch.arange(nparts, device=device), part.send_counts.to(device))
+    send_key = part.send_idx.to(torch.int64) * nparts + destination
+    out = torch.zeros(send_key.numel(), dtype=torch.float64, device=device)
+    if keys.numel():  # a row with no in-edge from the holder's nodes keeps weight 0
+        found = torch.searchsorted(keys, send_key).clamp_(max=keys.numel() - 1)
+        hit = keys[found] == send_key
+        out[hit] = sums[found[hit]]
+    return out.float()
 
 
 def message_influence(comm: Communicator, exchange: HaloExchange, graph: LocalGraph, model_name: str,
                       cache_dir: Path | None = None, backward_sums: torch.Tensor | None = None) -> dict[str, torch.Tensor]:  # fmt: skip
     """α of every row this rank sends: "fwd" in send order, "bwd" in halo order.
 
-    ``backward_sums``: α_bwd of every inner node instead of the operator's row sums (AdaQP's weight)."""
+    ``backward_sums``: α_bwd of every row this rank sends, in send order, instead of the operator's row sums
+    (AdaQP's per-holder weight)."""
     sums = cached_local_sums(graph, model_name, comm.rank, cache_dir)
+    sent_row_sums = sums["inner_row_sums"].index_select(0, exchange.send_idx)
     if backward_sums is not None:
-        sums = {**sums, "inner_row_sums": backward_sums.to(sums["inner_row_sums"].device)}
+        sent_row_sums = backward_sums.to(sent_row_sums.device)
     kw = {"category": OVERHEAD, "layer": -1}
     to_owners = comm.all_to_all(
         sums["halo_col_sums"][:, None], exchange.recv_counts, exchange.send_counts, direction="bwd", **kw
     )
     to_holders = comm.all_to_all(
-        sums["inner_row_sums"].index_select(0, exchange.send_idx)[:, None],
+        sent_row_sums[:, None],
         exchange.send_counts,
         exchange.recv_counts,
         direction="fwd",

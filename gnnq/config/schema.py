@@ -80,6 +80,9 @@ class ModelConfig:
     hidden: int = 256
     dropout: float = 0.5
     norm: str = "layer"
+    # after each hidden convolution: norm_act_dropout (gnnq: LayerNorm, ReLU, then dropout) | dropout_norm_act
+    # (AdaQP's public code: dropout, then LayerNorm and ReLU)
+    layer_order: str = "norm_act_dropout"
 
 
 @dataclass
@@ -134,7 +137,8 @@ class AdaptiveQuantizerConfig(UniformQuantizerConfig):
     # last_epoch (the cycle's last training epoch only)
     trace: str = "cycle"
     # backward (gradient) row influence: returned (gnnq: row sum of the owner's operator, exact for gnnq's returned
-    # gradients) | adaqp (AdaQP's published weight: for SAGE sum over in-edges w -> u of 1/deg_out(w); GCN: the same)
+    # gradients) | adaqp (AdaQP's published weight, per holder q: sum over q's nodes w with an edge w -> u of
+    # 1/deg_out(w) for SAGE, deg_out(w)^-1/2 deg_in(u)^-1/2 for GCN)
     backward_influence: str = "returned"
     milp_time_limit_s: float = 10.0  # per message; the best assignment found so far is used after it
     # profile: fit t = a * bytes + c per channel from a startup profile (AdaQP);
@@ -151,12 +155,14 @@ class AdaptiveQuantizerConfig(UniformQuantizerConfig):
 
 @dataclass
 class GridQuantizerConfig(QuantizerConfig):
-    """pdADMM-G-Q (parallel=admm): values on grid_levels evenly spaced points."""
+    """pdADMM-G-Q (parallel=admm): values on grid_levels evenly spaced points. The default grid is gnnq's, fitted
+    to where a GA-MLP's p and q lie ([-0.05, 1], 256 levels, 8-bit codes); the paper's integers -1..20
+    (experiment=pdadmm_g_q_paper) round nearly all of them to 0 or 1 under gnnq's ADMM defaults."""
 
     name: str = "grid"
-    grid_min: float = -1.0
-    grid_max: float = 20.0
-    grid_levels: int = 22  # the paper's integers -1..20; sent as ceil(log2(levels)) bits each
+    grid_min: float = -0.05
+    grid_max: float = 1.0
+    grid_levels: int = 256  # sent as ceil(log2(levels)) bits each
     quantize_p: bool = True  # put p (sent backward) on the grid (the paper); false: p is sent in fp32
     quantize_q: bool = True  # put q (sent forward) on the grid; the public code quantizes q only
 

@@ -15,6 +15,7 @@ from gnnq.errors import ConfigError
 # Values of keys that are not a choice of a registry (those: gnnq.config.registry, see allowed_values()).
 ALLOWED = {
     "model.norm": ("layer", "none"),
+    "model.layer_order": ("norm_act_dropout", "dropout_norm_act"),
     "quantizer.solver": ("greedy", "milp"),
     "quantizer.time_model": ("profile", "fixed"),
     "quantizer.time_objective": ("max_channel", "ring_rounds", "sender_uplink"),

@@ -113,7 +113,7 @@ def resume_job(run_dir: Path) -> dict:
     for log in [*logs.glob("torchrun.log"), *logs.glob("torchrun-h*.log")]:  # one per host under cluster=emulated
         if "-until-epoch-" in log.name:
             continue  # an earlier attempt's, already kept
-        log.replace(log.with_name(f"{log.stem}-until-epoch-{latest['epoch']}.log"))  # kept, not overwritten
+        log.replace(kept_log_path(log, latest["epoch"]))
     say(f"resuming from the checkpoint of epoch {latest['epoch']}")
     marker = internal / RESUME_FILE
     write_json_atomic(marker, {"from_epoch": latest["epoch"], "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
@@ -121,6 +121,17 @@ def resume_job(run_dir: Path) -> dict:
         return run_job(OmegaConf.load(run_dir / CONFIG_FILE), run_dir, extra={"resumed_from_epoch": latest["epoch"]})
     finally:
         marker.unlink(missing_ok=True)
+
+
+def kept_log_path(log: Path, epoch: int) -> Path:
+    """Where an interrupted attempt's log is kept: ``<stem>-until-epoch-<epoch>.log``, or ``...-<k>.log`` when an
+    earlier attempt already ended at that checkpoint (a resume that failed again before its next one)."""
+    kept = log.with_name(f"{log.stem}-until-epoch-{epoch}.log")
+    k = 2
+    while kept.exists():
+        kept = log.with_name(f"{log.stem}-until-epoch-{epoch}-{k}.log")
+        k += 1
+    return kept
 
 
 def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:

@@ -51,19 +51,38 @@ class SAGELayer(nn.Module):
 LAYERS = {"gcn": GCNLayer, "sage": SAGELayer}  # the layer of each model.name GNN builds (registry: gnnq.config.registry.MODELS)
 
 
+# What follows each hidden layer's convolution, in order (``model.layer_order``): gnnq's default normalizes
+# and activates the convolution's output and drops out last; AdaQP's public code (AdaQP/model/distGCN.py,
+# distSAGE.py) drops out first, then normalizes and activates, so the rows it sends are LayerNorm outputs.
+LAYER_ORDERS = ("norm_act_dropout", "dropout_norm_act")
+
+
 class GNN(nn.Module):
     @classmethod
     def from_config(cls, mcfg, in_dim: int, out_dim: int) -> "GNN":
-        return cls(mcfg.name, in_dim, mcfg.hidden, out_dim, mcfg.layers, mcfg.dropout, mcfg.norm)
+        return cls(mcfg.name, in_dim, mcfg.hidden, out_dim, mcfg.layers, mcfg.dropout, mcfg.norm, mcfg.layer_order)
 
     @classmethod
     def resources(cls, mcfg) -> Resources:
         return Resources(weight_paths=LAYERS[mcfg.name].weight_paths)
 
-    def __init__(self, name: str, in_dim: int, hidden: int, out_dim: int, layers: int, dropout: float, norm: str):
+    def __init__(
+        self,
+        name: str,
+        in_dim: int,
+        hidden: int,
+        out_dim: int,
+        layers: int,
+        dropout: float,
+        norm: str,
+        layer_order: str = "norm_act_dropout",
+    ):
         super().__init__()
         if name not in LAYERS:
             raise ValueError(f"model.name={name!r}; GNN builds {', '.join(LAYERS)}")
+        if layer_order not in LAYER_ORDERS:
+            raise ValueError(f"model.layer_order={layer_order!r}; allowed: {', '.join(LAYER_ORDERS)}")
+        self.dropout_first = layer_order == "dropout_norm_act"
         layer_cls = LAYERS[name]
         dims = [in_dim] + [hidden] * (layers - 1) + [out_dim]
         self.convs = nn.ModuleList(layer_cls(a, b) for a, b in zip(dims[:-1], dims[1:]))
@@ -78,5 +97,10 @@ class GNN(nn.Module):
             aggregated = propagate(i, h)
             h = conv(h if num_dst is None else h[: num_dst[i]], aggregated)
             if i < last:
-                h = self.dropout(torch.relu(self.norms[i](h)))
+                h = self._between_layers(i, h)
         return h
+
+    def _between_layers(self, i: int, h: torch.Tensor) -> torch.Tensor:
+        if self.dropout_first:
+            return torch.relu(self.norms[i](self.dropout(h)))
+        return self.dropout(torch.relu(self.norms[i](h)))

@@ -8,6 +8,7 @@ field for field, on success and on failure, and no late history row can overwrit
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -68,9 +69,25 @@ def wandb_run_id(run_dir: Path, resume: bool) -> str:
     return run_id
 
 
+WANDB_MODES = ("online", "offline", "shared", "disabled", "dryrun", "run")  # what W&B's settings accept
+
+
+def check_wandb_mode_env() -> None:
+    """An unknown WANDB_MODE in the environment overrides logger.mode inside W&B and fails there with a pydantic
+    error that names neither: name the variable and what it may hold."""
+    mode = os.environ.get("WANDB_MODE")
+    if mode is not None and mode not in WANDB_MODES:
+        raise GnnqError(
+            f"WANDB_MODE={mode} (in the environment) is not allowed; allowed: {', '.join(WANDB_MODES)}; "
+            "unset it to use logger.mode, or use logger=none"
+        )
+
+
 class WandbLogger(NullLogger):
     def __init__(self, cfg: DictConfig, run_dir: Path, resume: bool = False):
         import wandb
+
+        check_wandb_mode_env()
 
         choices = {
             "dataset": cfg.dataset.name,

@@ -5,7 +5,8 @@
     labels.npy | labels.csv      N integers, or N x C 0/1 multi-hot rows (multi-label)
     train.txt val.txt test.txt   optional node ids, one per line (all three or none)
 
-Text files may hold ``#`` comments, blank lines and one header line.
+Text files may hold ``#`` comments, blank lines and one header line (a first line that holds no number;
+it is dropped with a warning that says so). A UTF-8 byte-order mark, as spreadsheets write it, is read as one.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from gnnq.data.graph import Graph
+from gnnq.data.integrity import warn
 from gnnq.data.loaders import canonical_edges, one_line
 from gnnq.data.sanity import SPLITS
 from gnnq.data.splits import masks_from_ids, seeded_split_source, stratified_split
@@ -27,6 +29,10 @@ LABEL_FILES = ("labels.npy", "labels.csv")
 SPLIT_FILES = ("train.txt", "val.txt", "test.txt")
 NPY_MAGIC = b"\x93NUMPY"
 NAME = "files"
+TEXT_ENCODING = "utf-8-sig"  # UTF-8, with the byte-order mark a spreadsheet may write read as one, not as text
+EXACT_INTEGERS = 2**53  # float values at or above this are not exact integers: named as read, never cast
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+MAX_CLASSES_WITHOUT_NODES = 1024  # class ids may exceed the node count up to this (C classes cost O(C) memory)
 
 
 def load_files(path: str | Path | None, train_frac: float, val_frac: float, seed: int) -> Graph:
@@ -120,21 +126,47 @@ def _read_text(path: Path) -> np.ndarray:
     if first is None:
         return np.empty((0, 0))
     sep = "," if "," in first else r"\s+"
-    header = 0 if not all(_is_number(t) for t in re.split(sep, first.strip()) if t) else None
-    df = pd.read_csv(path, sep=sep, header=header, comment="#", skipinitialspace=True, skip_blank_lines=True)
+    header = 0 if not any(_is_number(t) for t in _tokens(first, sep)) else None  # a header holds no number
+    df = pd.read_csv(
+        path, sep=sep, header=header, comment="#", skipinitialspace=True, skip_blank_lines=True, encoding=TEXT_ENCODING
+    )
     values = df.to_numpy()
+    if values.size == 0:
+        return np.empty((0, values.shape[1]))
     if values.dtype.kind not in "biuf":
-        raise DatasetError(f"{NAME}: {path} holds a value that is not a number")
+        raise DatasetError(f"{NAME}: {path} holds a value that is not a number: {_first_bad_token(path, sep, header)}")
+    if header is not None:
+        warn(f"{NAME}: {path.name}: its first line {first.strip()!r} is not numbers; dropped 1 header line")
     return values
 
 
-def _first_data_line(path: Path) -> str | None:
-    with open(path, "r", encoding="utf-8", errors="replace") as f:
-        for line in f:
+def _tokens(line: str, sep: str) -> list[str]:
+    return [t for t in re.split(sep, line.strip()) if t]
+
+
+def _data_lines(path: Path):
+    """(line number, text without its comment) of every line that holds data."""
+    with open(path, "r", encoding=TEXT_ENCODING, errors="replace") as f:
+        for number, line in enumerate(f, start=1):
             line = line.split("#", 1)[0]
             if line.strip():
-                return line
-    return None
+                yield number, line
+
+
+def _first_data_line(path: Path) -> str | None:
+    return next((line for _, line in _data_lines(path)), None)
+
+
+def _first_bad_token(path: Path, sep: str, header: int | None) -> str:
+    """Where the first token that is not a number is: "line 50001: 'x7'" (the header line not counted)."""
+    lines = _data_lines(path)
+    if header is not None:
+        next(lines, None)
+    for number, line in lines:
+        bad = [t for t in _tokens(line, sep) if not _is_number(t)]
+        if bad:
+            return f"line {number}: {bad[0]!r}"
+    return "a cell pandas could not read as a number"
 
 
 def _is_number(token: str) -> bool:
@@ -149,6 +181,11 @@ def _integers(arr: np.ndarray, path: Path, what: str) -> np.ndarray:
     if arr.dtype.kind == "f":
         if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
             raise DatasetError(f"{NAME}: {path} must hold integer {what}")
+        if arr.size and np.abs(arr).max() >= EXACT_INTEGERS:  # the cast below would wrap it
+            value = arr.reshape(-1)[np.argmax(np.abs(arr).reshape(-1))]
+            raise DatasetError(f"{NAME}: {path} holds {what[:-1]} {value:g}, far beyond any graph's size")
+    if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
+        raise DatasetError(f"{NAME}: {path} holds {what[:-1]} {int(arr.max())}, far beyond any graph's size")
     return arr.astype(np.int64)
 
 
@@ -160,6 +197,15 @@ def _features(arr: np.ndarray, path: Path) -> np.ndarray:
         arr = arr.reshape(-1, 1)
     if arr.ndim != 2 or arr.shape[0] == 0:
         raise DatasetError(f"{NAME}: {path} must be an N x F table with at least one row, got shape {arr.shape}")
+    if arr.dtype.kind == "f" and arr.dtype.itemsize > 4:
+        finite = np.isfinite(arr)
+        too_big = finite & (np.abs(arr, where=finite, out=np.zeros(arr.shape)) > FLOAT32_MAX)
+        if too_big.any():
+            row, col = (int(i) for i in np.argwhere(too_big)[0])
+            raise DatasetError(
+                f"{NAME}: {path} holds {arr[row, col]:g} (node {row}, feature {col}), beyond float32's range "
+                f"(±{FLOAT32_MAX:.1e}), in which gnnq trains: rescale the features"
+            )
     return np.ascontiguousarray(arr, dtype=np.float32)
 
 
@@ -171,6 +217,11 @@ def _labels(arr: np.ndarray, path: Path) -> tuple[np.ndarray, int, bool]:
         y = _integers(arr, path, "class ids")
         if y.size and y.min() < 0:
             raise DatasetError(f"{NAME}: {path} holds a negative class id ({int(y.min())}); class ids must be 0..C-1")
+        if y.size and y.max() >= max(y.size, MAX_CLASSES_WITHOUT_NODES):  # arrays of one entry per class follow
+            raise DatasetError(
+                f"{NAME}: {path} holds class id {int(y.max())}, but the graph has {y.size:,} nodes: class ids must be "
+                f"0..C-1 with C at most the number of nodes (or {MAX_CLASSES_WITHOUT_NODES:,})"
+            )
         return y, int(y.max()) + 1 if y.size else 0, False
     if arr.ndim == 2:
         if not np.isin(arr, (0, 1)).all():
