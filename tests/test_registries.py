@@ -74,7 +74,7 @@ OTHER_OPTION = {
                                   "quantizer.assign_cycle: no such key for quantizer=uniform; allowed keys: name, bits, grad_bits, "
                                   "param_dtype, quantize_input, nonfinite"),
     "uniform key with fp32": (["quantizer.bits=8"], "quantizer.bits: no such key for quantizer=fp32; allowed keys: name"),
-    "gamlp key with gcn": (["model.hops=2"], "model.hops: no such key for model=gcn; allowed keys: name, layers, hidden, dropout, norm"),
+    "gamlp key with gcn": (["model.hops=2"], "model.hops: no such key for model=gcn; allowed keys: name, layers, hidden, dropout, norm, layer_order"),
     "emulated key with local": (["cluster.link=10gbit"],
                                 "cluster.link: no such key for cluster=local; allowed keys: name, nproc, hosts, backend, timeout_s, "
                                 "threads_per_rank, allow_oversubscribe, memory_limit_gib"),
