@@ -142,7 +142,7 @@ def test_multirun_dispatches_one_job_per_point(tmp_path, data_root):
 
 def test_sweep_file_runs_its_points(tmp_path, data_root):
     # sweeps/foundation_check.yaml sweeps model x partitioner x ranks; the command line pins two axes.
-    # `--config-dir sweeps` names the sweeps shipped in the package, from any directory.
+    # `--config-dir sweeps` names the sweeps shipped with gnnq (top-level sweeps/, in the wheel gnnq/sweeps/), from any directory.
     args = ["-m", "--config-dir", "sweeps", "--config-name", "foundation_check", "model=sage",
             "cluster.nproc=1", "dataset.num_nodes=1500", "model.hidden=16", "trainer.epochs=2"]  # fmt: skip
     res = run_gnnq(args, tmp_path, data_root)
