@@ -38,7 +38,8 @@ def test_a_wheel_install_runs_the_main_job_from_another_directory(tmp_path):
     env = gnnq_env(tmp_path / "runs", tmp_path / "data", {"PYTHONPATH": str(target)})  # the installed copy only
 
     def python(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, cwd=elsewhere, timeout=300)
+        cmd = [sys.executable, *args]
+        return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=elsewhere, timeout=300)
 
     where = python("-c", "import gnnq, gnnq.config.compose as c; print(gnnq.__file__, c.CONF_DIR, c.SWEEPS_DIR)")
     assert where.returncode == 0, where.stderr
