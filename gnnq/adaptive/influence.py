@@ -9,7 +9,7 @@ that sends the row.
 
 That backward weight (``quantizer.backward_influence=returned``, the default) is exact for gnnq's
 exchange, where the holder returns the partial gradient of halo node u to its owner, which adds it
-to dL/dh_u and passes it on through its own operator transposed (tests/test_adaptive.py checks it
+to dL/dh_u and passes it on through its own operator transposed (tests/unit/test_influence.py checks it
 against a global computation). AdaQP's exchange differs: the owner sends its output gradient
 forward to the holders, and its published weight (``backward_influence=adaqp``) is
 Σ_{w→u} deg_out(w)^-1/2 deg_in(u)^-1/2 for GCN (the same as gnnq's row sum) and

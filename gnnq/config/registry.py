@@ -2,7 +2,7 @@
 
 Every place that needs a group's choices reads them here (validate, the ConfigStore, the
 dispatch in models/, parallel/, train/, the generated docs/config.md); conf/<group>/ holds one
-file per choice (tests/test_registries.py checks both ways). The dataset registry lives with
+file per choice (tests/unit/test_registries.py checks both ways). The dataset registry lives with
 the loaders (gnnq.data.registry.DATASETS); ``group_registries()`` gathers them all.
 """
 
