@@ -1,4 +1,7 @@
-"""gnnq-bench: real small runs side by side, interleaved and repeated; its table from their records."""
+"""gnnq-bench: real small runs side by side, interleaved and repeated; its table from their records.
+
+Here: the real command-line runs and system services; the others are in `tests/unit/test_bench_harness.py`.
+"""
 
 from __future__ import annotations
 

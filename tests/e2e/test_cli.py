@@ -1,4 +1,7 @@
-"""The real command line: torchrun dispatch, run records, reproducibility, failures, sweeps."""
+"""The real command line: torchrun dispatch, run records, reproducibility, failures, sweeps.
+
+Here: the real command-line runs and system services; the others are in `tests/integration/test_cli.py`.
+"""
 
 from __future__ import annotations
 

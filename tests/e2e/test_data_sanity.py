@@ -2,6 +2,8 @@
 
 Each case: one ``gnnq: error:`` line naming the file, key or path and what is allowed, exit code 1,
 a run dir whose record.json is ``failed`` with that line as its error, and the data left as it was.
+
+Here: the real command-line runs and system services; the others are in `tests/unit/test_data_sanity.py`.
 """
 
 from __future__ import annotations

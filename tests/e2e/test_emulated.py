@@ -1,6 +1,8 @@
 """cluster=emulated on real namespaces, veths, tc and torchrun: shaped throughput, full runs, failures, no leftovers.
 
 These tests need root and iproute2; elsewhere they skip, unless GNNQ_REQUIRE_NETNS=1 (CI) makes that a failure.
+
+Here: the real command-line runs and system services; the others are in `tests/unit/test_emulated.py`.
 """
 
 from __future__ import annotations

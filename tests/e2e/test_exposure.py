@@ -4,6 +4,8 @@ One real ``gnnq`` run (2 ranks, W&B offline) with a fake WANDB_API_KEY in its en
 XDG dirs, W&B dirs and TMPDIR all pointed into the test's directory, so every file the run, W&B,
 torchrun and the report write lands where the test scans it. While the job runs, the test records
 the TCP addresses that any process of the job listens on.
+
+Here: the real command-line runs and system services; the others are in `tests/unit/test_exposure.py`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Partitioning, per-rank parts with halo plans, and the on-disk part cache (real graphs, no mocks)."""
+"""Partitioning, per-rank parts with halo plans, and the on-disk part cache (real graphs, no mocks).
+
+Here: the real command-line runs and system services; the others are in `tests/unit/test_partition.py`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""gnnq-report on real runs: grouping by config minus the seed, mean ± std, leaderboards, bad records."""
+"""gnnq-report on real runs: grouping by config minus the seed, mean ± std, leaderboards, bad records.
+
+Here: the real command-line runs and system services; the others are in `tests/unit/test_report.py`.
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,8 @@
 Exposed: the time the computation waited for a message. Transfer: from posting it to seeing it
 arrive, hidden or not. A message whose peer posts late is waited for; one that arrives while the
 receiver computes is hidden (transfer counted, little exposed).
+
+Here: the cases with real processes (gloo ranks, torchrun or gnnq); the others are in `tests/unit/test_accounting.py`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Adaptive bit-widths on real gloo groups: layouts agree across ranks, bytes match widths, λ extremes, caching."""
+"""Adaptive bit-widths on real gloo groups: layouts agree across ranks, bytes match widths, λ extremes, caching.
+
+Here: the cases with real processes (gloo ranks, torchrun or gnnq); the others are in `tests/unit/test_adaptive.py`.
+"""
 
 from __future__ import annotations
 

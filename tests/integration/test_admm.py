@@ -1,4 +1,7 @@
-"""pdADMM-G / -G-Q: the grid codec, layer blocks, and parallel == serial on real gloo groups."""
+"""pdADMM-G / -G-Q: the grid codec, layer blocks, and parallel == serial on real gloo groups.
+
+Here: the cases with real processes (gloo ranks, torchrun or gnnq); the others are in `tests/unit/test_admm.py`.
+"""
 
 from __future__ import annotations
 

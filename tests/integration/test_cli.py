@@ -1,4 +1,7 @@
-"""The real command line: torchrun dispatch, run records, reproducibility, failures, sweeps."""
+"""The real command line: torchrun dispatch, run records, reproducibility, failures, sweeps.
+
+Here: the cases with real processes (gloo ranks, torchrun or gnnq); the others are in `tests/e2e/test_cli.py`.
+"""
 
 from __future__ import annotations
 

@@ -4,6 +4,9 @@ Raw files: Cora's are checked against gnnq's manifest of the published files, da
 (here a tiny ogbn-arxiv) against the hashes recorded when they were first read. Processed caches
 (PyG's ``processed/``, gnnq's OGB arrays) are checked on every load and rebuilt when they fail. The
 damage flips a bit and keeps the size: PyG's own readers load such files without complaint.
+
+Here: the cases with real processes (gloo ranks, torchrun or gnnq);
+the others are in `tests/unit/test_dataset_integrity.py`.
 """
 
 from __future__ import annotations
@@ -13,16 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from gnnq.config.schema import DatasetConfig
 from gnnq.data.integrity import file_sha256
 from gnnq.data.raw_manifest import PUBLISHED_SHA256
-from gnnq.data.registry import load_dataset
 from tests.cli_helpers import read_record, run_dirs, run_gnnq
 from tests.helpers import flip_byte
-
-
-def load(name: str, root: Path, download: bool = False):
-    return load_dataset(DatasetConfig(name=name, root=str(root), download=download))
 
 
 @pytest.fixture

@@ -1,4 +1,7 @@
-"""The epoch driver: one row schema, best validation, cross-rank rows and resume for every trainer."""
+"""The epoch driver: one row schema, best validation, cross-rank rows and resume for every trainer.
+
+Here: the cases with real processes (gloo ranks, torchrun or gnnq); the others are in `tests/unit/test_driver.py`.
+"""
 
 from __future__ import annotations
 

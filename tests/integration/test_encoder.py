@@ -1,4 +1,7 @@
-"""The encode/send seam: an encoder alone gives the wire bytes the exchange sends, and the channel profile's bytes go through the Communicator."""
+"""The encode/send seam: an encoder alone gives the wire bytes the exchange sends, and the channel profile's bytes go through the Communicator.
+
+Here: the cases with real processes (gloo ranks, torchrun or gnnq); the others are in `tests/unit/test_encoder.py`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Distributed full-graph training computes exactly what one process computes on the whole graph."""
+"""Distributed full-graph training computes exactly what one process computes on the whole graph.
+
+Here: the cases with real processes (gloo ranks, torchrun or gnnq); the others are in `tests/unit/test_equivalence.py`.
+"""
 
 from __future__ import annotations
 

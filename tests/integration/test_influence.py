@@ -1,5 +1,8 @@
 """Row influence α: gnnq's backward weight is exact for its returned gradients (checked against the
-whole graph's operator), and AdaQP's published SAGE weight (quantizer.backward_influence=adaqp) differs."""
+whole graph's operator), and AdaQP's published SAGE weight (quantizer.backward_influence=adaqp) differs.
+
+Here: the cases with real processes (gloo ranks, torchrun or gnnq); the others are in `tests/unit/test_influence.py`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Mini-batch reference trainer: neighbour-sampled blocks and the single-process training loop."""
+"""Mini-batch reference trainer: neighbour-sampled blocks and the single-process training loop.
+
+Here: the cases with real processes (gloo ranks, torchrun or gnnq); the others are in `tests/unit/test_minibatch.py`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""One registry per config group: it matches conf/, validate and the dispatch, and another option's keys are refused."""
+"""One registry per config group: it matches conf/, validate and the dispatch, and another option's keys are refused.
+
+Here: the cases with real processes (gloo ranks, torchrun or gnnq); the others are in `tests/unit/test_registries.py`.
+"""
 
 from __future__ import annotations
 

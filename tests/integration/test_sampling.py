@@ -1,4 +1,7 @@
-"""parallel=sampling (BNS-GCN) on real gloo groups: p = 1 is sync, bytes scale with p, the aggregate is unbiased."""
+"""parallel=sampling (BNS-GCN) on real gloo groups: p = 1 is sync, bytes scale with p, the aggregate is unbiased.
+
+Here: the cases with real processes (gloo ranks, torchrun or gnnq); the others are in `tests/unit/test_sampling.py`.
+"""
 
 from __future__ import annotations
 

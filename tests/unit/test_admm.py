@@ -1,4 +1,7 @@
-"""pdADMM-G / -G-Q: the grid codec, layer blocks, and parallel == serial on real gloo groups."""
+"""pdADMM-G / -G-Q: the grid codec, layer blocks, and parallel == serial on real gloo groups.
+
+Here: the in-process cases (no process started); the others are in `tests/integration/test_admm.py`.
+"""
 
 from __future__ import annotations
 

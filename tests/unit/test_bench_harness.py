@@ -1,21 +1,14 @@
-"""gnnq-bench: real small runs side by side, interleaved and repeated; its table from their records."""
+"""gnnq-bench: real small runs side by side, interleaved and repeated; its table from their records.
+
+Here: the in-process cases (no process started); the others are in `tests/e2e/test_bench_harness.py`.
+"""
 
 from __future__ import annotations
-
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from gnnq.bench.compare import speedup_bounds
 from gnnq.bench.harness import parse_args, run_order
-from tests.cli_helpers import gnnq_env
-
-
-def bench(args: list[str], tmp_path: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "gnnq.bench.harness", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, env=gnnq_env(tmp_path / "unused-runs", tmp_path / "data", env), timeout=600)
 
 
 def test_speedup_bounds_by_hand():

@@ -1,4 +1,7 @@
-"""Checkpoint and resume through the real command line: a resumed run ends exactly as an uninterrupted one."""
+"""Checkpoint and resume through the real command line: a resumed run ends exactly as an uninterrupted one.
+
+Here: the in-process cases (no process started); the others are in `tests/e2e/test_checkpoint.py`.
+"""
 
 from __future__ import annotations
 

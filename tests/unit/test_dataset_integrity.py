@@ -4,6 +4,8 @@ Raw files: Cora's are checked against gnnq's manifest of the published files, da
 (here a tiny ogbn-arxiv) against the hashes recorded when they were first read. Processed caches
 (PyG's ``processed/``, gnnq's OGB arrays) are checked on every load and rebuilt when they fail. The
 damage flips a bit and keeps the size: PyG's own readers load such files without complaint.
+
+Here: the in-process cases (no process started); the others are in `tests/integration/test_dataset_integrity.py`.
 """
 
 from __future__ import annotations

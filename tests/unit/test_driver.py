@@ -1,4 +1,7 @@
-"""The epoch driver: one row schema, best validation, cross-rank rows and resume for every trainer."""
+"""The epoch driver: one row schema, best validation, cross-rank rows and resume for every trainer.
+
+Here: the in-process cases (no process started); the others are in `tests/integration/test_driver.py`.
+"""
 
 from __future__ import annotations
 

@@ -1,12 +1,11 @@
 """cluster=emulated on real namespaces, veths, tc and torchrun: shaped throughput, full runs, failures, no leftovers.
 
 These tests need root and iproute2; elsewhere they skip, unless GNNQ_REQUIRE_NETNS=1 (CI) makes that a failure.
+
+Here: the in-process cases (no process started); the others are in `tests/e2e/test_emulated.py`.
 """
 
 from __future__ import annotations
-
-import re
-import subprocess
 
 import pytest
 
@@ -14,19 +13,6 @@ from gnnq.config.compose import compose_config
 from gnnq.errors import ConfigError
 from gnnq.launch import netns
 from gnnq.launch.cores import pinned_command, plan_host_cores
-
-
-def leftovers() -> list[str]:
-    """Everything gnnq's emulated topology could leave visible from the root namespace."""
-    left = [f"netns {ns}" for ns in netns.list_namespaces() if ns.startswith(netns.PREFIX)]
-    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=True).stdout.splitlines()
-    ours = re.compile(rf"^\d+: ({netns.HOST_IFNAME}|{netns.BRIDGE}|h\d+)[@:]")  # the names gnnq gives its devices
-    left += [f"link {line[:80]}" for line in links if netns.PREFIX in line or ours.match(line)]
-    qdiscs = subprocess.run(["tc", "qdisc"], capture_output=True, text=True, check=True).stdout.splitlines()
-    left += [f"qdisc {q}" for q in qdiscs if re.search(rf"dev ({netns.HOST_IFNAME}|{netns.BRIDGE}|h\d+) ", q)]
-    if netns.STATE_DIR.is_dir():
-        left += [f"state {p.name}" for p in netns.STATE_DIR.iterdir()]
-    return left
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,7 @@
-"""Distributed full-graph training computes exactly what one process computes on the whole graph."""
+"""Distributed full-graph training computes exactly what one process computes on the whole graph.
+
+Here: the in-process cases (no process started); the others are in `tests/integration/test_equivalence.py`.
+"""
 
 from __future__ import annotations
 

@@ -4,23 +4,20 @@ One real ``gnnq`` run (2 ranks, W&B offline) with a fake WANDB_API_KEY in its en
 XDG dirs, W&B dirs and TMPDIR all pointed into the test's directory, so every file the run, W&B,
 torchrun and the report write lands where the test scans it. While the job runs, the test records
 the TCP addresses that any process of the job listens on.
+
+Here: the in-process cases (no process started); the others are in `tests/e2e/test_exposure.py`.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from gnnq.launch.torchrun import torchrun_command
-
-SECRET = "gnnq-fake-secret-0123456789abcdef"
-ARGS = ["logger=wandb", "logger.mode=offline", "dataset.num_nodes=600", "model.hidden=16", "trainer.epochs=3", "cluster.nproc=2"]
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -75,35 +72,6 @@ def _listening(pids: set[int]) -> set[tuple]:
             if target.startswith("socket:[") and target[8:-1] in table:
                 found.add(table[target[8:-1]])
     return found
-
-
-@pytest.fixture(scope="module")
-def job(tmp_path_factory):
-    root = tmp_path_factory.mktemp("secrets")
-    dirs = {name: root / name for name in ("runs", "data", "home", "config", "cache", "wandb", "tmp", "report")}
-    for d in dirs.values():
-        d.mkdir()
-    env = {**os.environ, "WANDB_API_KEY": SECRET, "WANDB_MODE": "offline", "WANDB_SILENT": "true",
-           "GNNQ_RUNS": str(dirs["runs"]), "GNNQ_DATA": str(dirs["data"]), "HOME": str(dirs["home"]),
-           "XDG_CONFIG_HOME": str(dirs["config"]), "XDG_CACHE_HOME": str(dirs["cache"]), "TMPDIR": str(dirs["tmp"]),
-           "WANDB_DIR": str(dirs["wandb"]), "WANDB_CONFIG_DIR": str(dirs["config"] / "wandb"),
-           "WANDB_CACHE_DIR": str(dirs["cache"] / "wandb"), "WANDB_DATA_DIR": str(dirs["wandb"] / "data")}  # fmt: skip
-    env.pop("GNNQ_FAULT_INJECT", None)
-    env.pop("GLOO_SOCKET_IFNAME", None)
-    proc = subprocess.Popen([sys.executable, "-m", "gnnq.cli", *ARGS], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)  # fmt: skip
-    listening: set[tuple] = set()
-    deadline = time.monotonic() + 300
-    while proc.poll() is None and time.monotonic() < deadline:
-        listening |= _listening(_tree(proc.pid))
-        time.sleep(0.1)
-    out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
-    assert proc.returncode == 0, err
-    report = Path(sys.executable).parent / "gnnq-report"
-    rep = subprocess.run([str(report), str(dirs["runs"]), "--out", str(dirs["report"]), "--dashboard"],
-                         capture_output=True, text=True, env=env)  # fmt: skip
-    assert rep.returncode == 0, rep.stderr
-    return {"root": root, "dirs": dirs, "output": out + err + rep.stdout + rep.stderr, "listening": listening}
 
 
 def test_the_local_torchrun_command_uses_a_loopback_rendezvous():

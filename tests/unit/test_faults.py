@@ -3,6 +3,8 @@
 Each test starts ``gnnq`` as a user would, waits until training runs (rank 0 wrote a row of
 metrics.jsonl), then breaks one rank and checks what the user gets: a prompt non-zero exit, a
 record marked failed that names the rank and the cause, and no process of the run left behind.
+
+Here: the in-process cases (no process started); the others are in `tests/e2e/test_faults.py`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Mini-batch reference trainer: neighbour-sampled blocks and the single-process training loop."""
+"""Mini-batch reference trainer: neighbour-sampled blocks and the single-process training loop.
+
+Here: the in-process cases (no process started); the others are in `tests/integration/test_minibatch.py`.
+"""
 
 from __future__ import annotations
 

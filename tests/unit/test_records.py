@@ -1,6 +1,9 @@
 """What a run leaves behind tells the true numbers: record.json and metrics.jsonl are strict JSON and say
 where and with what the run ran; the W&B run's summary is the record, field for field (real gnnq runs,
-W&B offline, read back from its run file)."""
+W&B offline, read back from its run file).
+
+Here: the in-process cases (no process started); the others are in `tests/e2e/test_records.py`.
+"""
 
 from __future__ import annotations
 

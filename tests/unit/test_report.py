@@ -1,4 +1,7 @@
-"""gnnq-report on real runs: grouping by config minus the seed, mean ± std, leaderboards, bad records."""
+"""gnnq-report on real runs: grouping by config minus the seed, mean ± std, leaderboards, bad records.
+
+Here: the in-process cases (no process started); the others are in `tests/e2e/test_report.py`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""parallel=sampling (BNS-GCN) on real gloo groups: p = 1 is sync, bytes scale with p, the aggregate is unbiased."""
+"""parallel=sampling (BNS-GCN) on real gloo groups: p = 1 is sync, bytes scale with p, the aggregate is unbiased.
+
+Here: the in-process cases (no process started); the others are in `tests/integration/test_sampling.py`.
+"""
 
 from __future__ import annotations
 

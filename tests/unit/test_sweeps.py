@@ -1,5 +1,9 @@
 """Sweeps through the real command line: by name from any directory, resume, dry run, the end-of-sweep
-summary, job directory names, the per-job cli.log, --help and --version, and a reader that goes away."""
+summary, job directory names, the per-job cli.log, --help and --version, and a reader that goes away.
+
+Here: the in-process cases (no process started);
+the others are in `tests/e2e/test_sweeps.py`, `tests/integration/test_sweeps.py`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Every table spec in sweeps/ renders against the runs of its sweep; bad specs fail with one clear line."""
+"""Every table spec in sweeps/ renders against the runs of its sweep; bad specs fail with one clear line.
+
+Here: the in-process cases (no process started); the others are in `tests/e2e/test_tables.py`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""AdaQP time model: the constrained linear fit, and profiles of all channels at once on real gloo groups."""
+"""AdaQP time model: the constrained linear fit, and profiles of all channels at once on real gloo groups.
+
+Here: the in-process cases (no process started); the others are in `tests/integration/test_time_model.py`.
+"""
 
 from __future__ import annotations
 
