@@ -197,6 +197,7 @@ def test_finite_rows_decode_finite_and_close(bits, pd):
         assert not flagged[4] and not flagged[9], "only rows whose fp16 parameters overflow"
 
 
+@pytest.mark.slow  # Triton's interpreter on CPU: about 20 s per case
 @pytest.mark.needs_extra("gpu")  # triton; skips without it (tests/conftest.py)
 @pytest.mark.parametrize("pd", PARAMS)
 @pytest.mark.parametrize("bits", BITS)

@@ -304,6 +304,7 @@ def test_unresolvable_values_are_config_errors(overrides, key):
     assert key in error_line(overrides)
 
 
+@pytest.mark.slow  # every point of every sweep file: about 40 s
 def test_every_sweep_file_composes_at_every_point():
     from gnnq.config.compose import preflight
 

@@ -160,6 +160,7 @@ def _compose_checked(overrides: list[str]):
     return cfg, None
 
 
+@pytest.mark.slow  # hypothesis: 120 compositions, about 25 s
 @settings(max_examples=120, **SETTINGS)
 @example(["cluster.backend=x,"])  # found by this test: Hydra's parse error named neither override nor key
 @example(["trainer.epochs=3", "model.hidden=[a"])
@@ -223,6 +224,7 @@ def choice_overrides(choice: dict) -> list[str]:
     return out
 
 
+@pytest.mark.slow  # hypothesis: 80 compositions, about 30 s
 @settings(max_examples=80, **SETTINGS)
 @given(group_choice)
 def test_group_combinations_compose_exactly_when_allowed(choice):
@@ -293,6 +295,7 @@ def allowed_config(draw) -> tuple[list[str], dict]:
     return choice_overrides(choice) + [f"{k}={render(v)}" for k, v in values.items()], values
 
 
+@pytest.mark.slow  # hypothesis: 50 compositions, about 30 s
 @settings(max_examples=50, **SETTINGS)
 @given(allowed_config())
 def test_allowed_combinations_with_in_range_values_compose(drawn):
