@@ -51,9 +51,10 @@ def pytest_runtest_setup(item):
 
 
 # ---- Markers from the folder a test sits in: what it costs (tests/README.md) ----
-# tests/unit: in-process, seconds (`quick` is its older name: `pytest -m quick` = `pytest tests/unit`);
-# tests/integration: real processes on small graphs (gloo ranks, torchrun, gnnq); tests/e2e: the heavy real command
-# lines and system services (CI's phase 2). A folder not named here (tests/reliability, tests/gpu) sets its own markers.
+# tests/unit: in-process, seconds; `quick`, its older name, leaves out its slow cases (`pytest -m quick` is
+# `pytest tests/unit`). tests/integration: real processes on small graphs (gloo ranks, torchrun, gnnq).
+# tests/e2e: the heavy real command lines and system services (CI's phase 2). A folder not named here
+# (tests/reliability, tests/gpu) sets its own markers.
 FOLDER_MARKERS = {"unit": ("unit", "quick"), "integration": ("integration",), "e2e": ("e2e",)}
 TESTS = Path(__file__).resolve().parent
 
@@ -62,7 +63,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         parts = item.path.resolve().relative_to(TESTS).parts if item.path.resolve().is_relative_to(TESTS) else ()
         for name in FOLDER_MARKERS.get(parts[0], ()) if len(parts) > 1 else ():
-            item.add_marker(name)
+            if name != "quick" or item.get_closest_marker("slow") is None:
+                item.add_marker(name)
 
 
 # ---- The skip log of .ci/run: with GNNQ_SKIP_LOG=FILE the ids of the skipped tests are written there, so that
