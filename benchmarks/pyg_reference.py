@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> None:
     from gnnq.data.registry import load_dataset
 
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--dataset", required=True, help="a file of gnnq/conf/dataset/, e.g. cora or synthetic-large")
+    p.add_argument("--dataset", required=True, help="a file of conf/dataset/, e.g. cora or synthetic-large")
     p.add_argument("--root", required=True)
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--layers", type=int, default=3)

@@ -1,14 +1,11 @@
 """Shared fixtures (real data copied to a writable place, isolated caches and run dirs), and the test
-run's rules: which tests are ``quick``, skips for a missing extra or system service, the CI skip log."""
+run's rules: markers from the folder a test sits in, skips for a missing extra or system service, the CI skip log."""
 
 from __future__ import annotations
 
-import dis
 import importlib.util
-import inspect
 import os
 import shutil
-import sys
 from pathlib import Path
 from typing import NoReturn
 
@@ -53,87 +50,21 @@ def pytest_runtest_setup(item):
         require_extra(*mark.args)
 
 
-# ---- `pytest -m quick`: the inner loop, every test that starts no process and takes seconds at most ----
-# A test is `multiprocess` when its function or one of its fixtures, or a function or class of tests/ that
-# they use (followed transitively), names one of these: the helpers that run gnnq or torchrun in a subprocess
-# or gloo ranks (run_distributed), or a module that starts processes. Every other test not slow nor HEAVY is `quick`.
-# The slowest single-process tests (seconds per case even on an idle 2-core machine: model training,
-# hypothesis searches, every sweep point or allowed combination composed, Triton's interpreter, iterative
-# solvers) are left out of `quick` too, by id (a prefix: a parametrized test's every case). The rest of their
-# modules stays in.
-HEAVY = (
-    "tests/test_datasets.py::test_synthetic_default_gcn_beats_mlp",
-    "tests/test_codec.py::test_triton_kernels_equal_torch_bit_for_bit",
-    "tests/test_admm_updates.py::test_update_z_out_converges",
-    "tests/test_admm_updates.py::test_z_out_grad_matches_autograd_and_minimizer_is_kept",
-    "tests/test_solver.py::test_greedy_within_two_percent_of_milp",
-    "tests/test_configs.py::test_every_sweep_file_composes_at_every_point",
-    "tests/test_configs.py::test_preflight_composes_every_sweep_point",
-    "tests/test_config_properties.py::test_any_overrides_compose_or_fail_with_one_line_naming_the_key",
-    "tests/test_config_properties.py::test_group_combinations_compose_exactly_when_allowed",
-    "tests/test_config_properties.py::test_allowed_combinations_with_in_range_values_compose",
-    "tests/test_config_properties.py::test_every_allowed_combination_of_model_parallel_quantizer_composes",
-    "tests/test_minibatch.py::test_sampled_aggregate_is_unbiased",
-)
-PROCESS_HELPERS = {"run_distributed", "run_gnnq", "start_gnnq", "run_case"}
-PROCESS_MODULES = {"subprocess", "multiprocessing", "torch.multiprocessing", "concurrent.futures"}
-
-
-def _referenced(code) -> list[tuple[str, str]]:
-    """(opcode, name) of every global, import and imported name in ``code`` and the code nested in it."""
-    found = []
-    for ins in dis.get_instructions(code):
-        if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME", "IMPORT_NAME", "IMPORT_FROM"):
-            found.append((ins.opname, ins.argval))
-    for const in code.co_consts:
-        if inspect.iscode(const):
-            found += _referenced(const)
-    return found
-
-
-def _starts_processes(obj, seen: set) -> bool:
-    obj = getattr(getattr(obj, "hypothesis", None), "inner_test", None) or inspect.unwrap(obj)
-    if id(obj) in seen:
-        return False
-    seen.add(id(obj))
-    if inspect.isclass(obj):
-        return any(_starts_processes(f, seen) for f in vars(obj).values() if inspect.isfunction(f))
-    code, scope = getattr(obj, "__code__", None), getattr(obj, "__globals__", {})
-    if code is None:
-        return False
-    module = None
-    for op, name in _referenced(code):
-        if op == "IMPORT_NAME":
-            module = name
-            if name in PROCESS_MODULES:
-                return True
-            continue
-        if name in PROCESS_HELPERS:
-            return True
-        target = getattr(sys.modules.get(module or ""), name, None) if op == "IMPORT_FROM" else scope.get(name)
-        if inspect.ismodule(target):
-            if target.__name__ in PROCESS_MODULES:
-                return True
-        elif (inspect.isfunction(target) or inspect.isclass(target)) and target.__module__.split(".")[0] == "tests":
-            if _starts_processes(target, seen):
-                return True
-    return False
-
-
-def starts_processes(item) -> bool:
-    """Whether ``item`` (a test), one of its fixtures or a tests/ helper they use starts a process."""
-    info = getattr(item, "_fixtureinfo", None)
-    fixtures = [d.func for defs in info.name2fixturedefs.values() for d in defs] if info else []
-    seen: set = set()
-    return any(_starts_processes(f, seen) for f in [item.function, *fixtures] if f.__module__.split(".")[0] == "tests")
+# ---- Markers from the folder a test sits in: what it costs (tests/README.md) ----
+# tests/unit: in-process, seconds; `quick`, its older name, leaves out its slow cases (`pytest -m quick` is
+# `pytest tests/unit`). tests/integration: real processes on small graphs (gloo ranks, torchrun, gnnq).
+# tests/e2e: the heavy real command lines and system services (CI's phase 2). A folder not named here
+# (tests/reliability, tests/gpu) sets its own markers.
+FOLDER_MARKERS = {"unit": ("unit", "quick"), "integration": ("integration",), "e2e": ("e2e",)}
+TESTS = Path(__file__).resolve().parent
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if starts_processes(item):
-            item.add_marker(pytest.mark.multiprocess)
-        elif item.get_closest_marker("slow") is None and not item.nodeid.startswith(HEAVY):
-            item.add_marker(pytest.mark.quick)
+        parts = item.path.resolve().relative_to(TESTS).parts if item.path.resolve().is_relative_to(TESTS) else ()
+        for name in FOLDER_MARKERS.get(parts[0], ()) if len(parts) > 1 else ():
+            if name != "quick" or item.get_closest_marker("slow") is None:
+                item.add_marker(name)
 
 
 # ---- The skip log of .ci/run: with GNNQ_SKIP_LOG=FILE the ids of the skipped tests are written there, so that

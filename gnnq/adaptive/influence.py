@@ -9,7 +9,7 @@ that sends the row.
 
 That backward weight (``quantizer.backward_influence=returned``, the default) is exact for gnnq's
 exchange, where the holder returns the partial gradient of halo node u to its owner, which adds it
-to dL/dh_u and passes it on through its own operator transposed (tests/test_adaptive.py checks it
+to dL/dh_u and passes it on through its own operator transposed (tests/unit/test_influence.py checks it
 against a global computation). AdaQP's published weight (``backward_influence=adaqp``; AdaQP/manager/
 processing.py, the backward aggregation score) is one value per holder: for the row of u that goes
 between u's owner and the holder q, the sum over q's own nodes w with an edge w→u of

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 from dataclasses import fields, is_dataclass
 from pathlib import Path
@@ -20,8 +21,27 @@ from gnnq.config.validate import no_such_key_message, validate
 from gnnq.errors import ConfigError
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
-CONF_DIR = PACKAGE_DIR / "conf"  # shipped inside the package: `pip install .` works from any directory
-SWEEPS_DIR = PACKAGE_DIR / "sweeps"
+
+
+def _shipped_dir(name: str) -> Path:
+    """The checkout's top-level ``conf/`` or ``sweeps/``, wherever gnnq is imported from.
+
+    A wheel (``pip install .``) holds them as the packages ``gnnq.conf`` and ``gnnq.sweeps`` (pyproject's
+    package-dir), so they sit inside the installed package. A source checkout (editable install, or PYTHONPATH)
+    has them next to ``gnnq/``. Anything else, e.g. an editable install with another layout: the importable
+    package ``gnnq.<name>``."""
+    inside, beside = PACKAGE_DIR / name, PACKAGE_DIR.parent / name
+    if inside.is_dir():
+        return inside
+    if beside.is_dir() and (PACKAGE_DIR.parent / "pyproject.toml").is_file():
+        return beside
+    spec = importlib.util.find_spec(f"gnnq.{name}")
+    found = [Path(p) for p in (spec.submodule_search_locations or []) if Path(p).is_dir()] if spec else []
+    return found[0] if found else beside  # none: check_conf_dir names the missing directory
+
+
+CONF_DIR = _shipped_dir("conf")  # Hydra's config groups: top-level conf/, shipped as gnnq.conf
+SWEEPS_DIR = _shipped_dir("sweeps")  # the sweep files: top-level sweeps/, shipped as gnnq.sweeps
 MAX_SWEEP_POINTS = 10000
 
 
@@ -76,8 +96,9 @@ def check_conf_dir() -> None:
 def resolve_config_dir(config_dir: str) -> Path:
     """Hydra's ``--config-dir``: a directory, or the name of one shipped with gnnq (``sweeps``), from anywhere."""
     path = Path(config_dir).expanduser()
-    if not path.is_dir() and not path.is_absolute() and (PACKAGE_DIR / path).is_dir() and path.parts[0] == "sweeps":
-        return (PACKAGE_DIR / path).resolve()
+    shipped = SWEEPS_DIR.joinpath(*path.parts[1:]) if path.parts and path.parts[0] == "sweeps" else None
+    if not path.is_dir() and not path.is_absolute() and shipped is not None and shipped.is_dir():
+        return shipped.resolve()
     return path.resolve()
 
 
@@ -156,7 +177,7 @@ def compose_point(point: list[str], i: int, n: int, config_name: str, config_dir
 
 
 def resolve_sweep(name: str) -> tuple[str, str]:
-    """(config dir, config name) of a sweep given by name (shipped in gnnq/sweeps/) or by the path of its .yaml file."""
+    """(config dir, config name) of a sweep given by name (shipped in sweeps/) or by the path of its .yaml file."""
     path = Path(name).expanduser()
     if path.suffix in (".yaml", ".yml") and path.is_file():
         return str(path.resolve().parent), path.stem

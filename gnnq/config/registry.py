@@ -2,7 +2,7 @@
 
 Every place that needs a group's choices reads them here (validate, the ConfigStore, the
 dispatch in data/, models/, parallel/, train/, the generated docs/config.md); conf/<group>/ holds one
-file per choice (tests/test_registries.py checks both ways). A choice names what it dispatches to
+file per choice (tests/unit/test_registries.py checks both ways). A choice names what it dispatches to
 by "module:attribute", imported on first use: config imports nothing above it (tools/check_layers.py).
 
 A method (model, quantizer, parallel) is one line here: schema, implementation, the choices it needs of

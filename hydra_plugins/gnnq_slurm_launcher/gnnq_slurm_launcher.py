@@ -1,7 +1,7 @@
 """Hydra launcher for cluster=slurm: hydra-submitit-launcher's, with its sbatch parameters taken from ``cluster.*``.
 
 Hydra instantiates launchers only from the ``hydra_plugins`` package, so this class lives here.
-gnnq/conf/cluster/slurm.yaml selects it (``hydra/launcher=gnnq_slurm``, registered in gnnq.config.schema).
+conf/cluster/slurm.yaml selects it (``hydra/launcher=gnnq_slurm``, registered in gnnq.config.schema).
 It submits every point of the (multi)run as one job of a Slurm job array, waits for all of them,
 then shows each run's result as a local run would and counts failed runs into gnnq's exit code.
 Without hydra-submitit-launcher installed it defines nothing (gnnq's preflight names the extra).
