@@ -60,7 +60,7 @@ LAYER_ORDERS = ("norm_act_dropout", "dropout_norm_act")
 class GNN(nn.Module):
     @classmethod
     def from_config(cls, mcfg, in_dim: int, out_dim: int) -> "GNN":
-        return cls(mcfg.name, in_dim, mcfg.hidden, out_dim, mcfg.layers, mcfg.dropout, mcfg.norm, mcfg.layer_order)
+        return cls(mcfg.name, in_dim, mcfg.hidden, out_dim, mcfg.layers, mcfg.dropout, mcfg.norm, mcfg.get("layer_order", "norm_act_dropout"))
 
     @classmethod
     def resources(cls, mcfg) -> Resources:
