@@ -77,6 +77,7 @@ class AdmmTrainer(Trainer):
         self.layer_blocks = split_layers(self.dims, comm.world_size, pcfg.blocks)
         self.block, self.links = build_block(comm, x, y, self.dims, seed, self.p_grid, self.q_grid, pcfg.hidden_init, first_layer, network,
                                              steps, self.layer_blocks, train_comm)
+        self.block.z_out, self.block.z_pick = str(pcfg.z_out), str(pcfg.z_pick)
         self.pending: PendingQ | None = None
         self.pen = self.penalties()
         self.eval_loss = 0.0

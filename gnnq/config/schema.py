@@ -235,6 +235,8 @@ class AdmmParallelConfig(ParallelConfig):
     # which layers each rank owns (gnnq/admm/partition.py): cost: contiguous blocks minimizing the largest
     # block's estimated FLOPs (gnnq) | layers: equal layer counts (the paper's and the public code's split)
     blocks: str = "cost"
+    z_out: str = "gnnq"  # output z step: gnnq (FISTA 1/(1/2+nu), rel tol 1e-6, best iterate) | authors (eta 4, abs 1e-3, last point)
+    z_pick: str = "gnnq"  # hidden z step: gnnq (candidates compared with the (z-z_old)^2 term) | authors (without it)
     overlap_q: bool = True  # true: the q exchange stays in flight into the next iteration's p-steps (same iterates)
 
 
