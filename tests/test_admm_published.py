@@ -70,3 +70,40 @@ def test_bad_value_is_refused_in_one_line():
         compose_config(["experiment=pdadmm_g_paper", "parallel.z_out=nope"])
     msg = str(e.value)
     assert "\n" not in msg and "parallel.z_out" in msg and "authors" in msg and "gnnq" in msg
+
+
+def _chain_q(quantize: bool):
+    from gnnq.admm.chain import Published, Stage, chain_network
+    from gnnq.comm.grid_codec import Grid
+
+    torch.manual_seed(1)
+    x, y = torch.randn(12, 4), torch.randint(0, 3, (12,))
+    grid = Grid(-1.0, 2.0, 7)
+    published = Published(q_grid=grid if quantize else None)
+    net = chain_network(x, y, [4, 5, 5, 3], 0, [Stage(2, 3, 1e-2, 0.1)], 1.0, published=published)
+    return net[0].q, grid  # layer 1's q as the 2-layer stage left it
+
+
+@pytest.mark.parametrize("quantize", [True, False])
+def test_quantized_chain_leaves_q_on_the_grid(quantize):
+    q, grid = _chain_q(quantize)
+    on_grid = torch.allclose(grid.project(q), q)
+    assert on_grid == quantize
+
+
+@pytest.mark.parametrize("preset", ["pdadmm_g_q_paper", "pdadmm_g_q_code"])
+def test_q_paper_presets_run_the_authors_q_chain(preset):
+    cfg = compose_config([f"experiment={preset}"])
+    assert cfg.parallel.chain_quantize and list(cfg.parallel.chain_iterations) == [200, 200]
+    assert cfg.parallel.chain_stall_tol == 0.01
+    assert not compose_config(["experiment=pdadmm_g_q_gnnq"]).parallel.chain_quantize
+
+
+def test_stall_tolerance_is_the_schedules():
+    from gnnq.admm.schedule import RhoSchedule
+
+    loose, strict = RhoSchedule(1e-3, "paper", 1.0, tol=0.01), RhoSchedule(1e-3, "paper", 1.0)
+    for loss in (1.0, 0.995, 0.99, 0.985):  # falls by 0.005 each time: a stall only under tol 0.01
+        loose.after(loss)
+        strict.after(loss)
+    assert loose.rho == pytest.approx(1e-2) and strict.rho == pytest.approx(1e-3)
