@@ -134,6 +134,8 @@ class LayerBlock:
         self.p_above: torch.Tensor | None = None
 
     GHOSTS = ("q_below", "u_below", "p_above")
+    z_out = "gnnq"  # parallel.z_out: gnnq | authors (updates.update_z_out / update_z_out_authors)
+    z_pick = "gnnq"  # parallel.z_pick: gnnq | authors (updates.update_z_hidden's pick)
 
     def state_dict(self) -> dict:
         """Every variable of this block's layers and its ghosts (tensors, floats and None only)."""
@@ -184,7 +186,9 @@ class LayerBlock:
             layer.b = updates.update_b(p, layer.W, layer.z)
             a = p @ layer.W + layer.b
             if layer.index < self.L:
-                layer.z = updates.update_z_hidden(a, layer.q, layer.z)
+                layer.z = updates.update_z_hidden(a, layer.q, layer.z, self.z_pick)
+            elif self.z_out == "authors":
+                layer.z = updates.update_z_out_authors(layer.z, a, self.y, pen.nu)
             else:
                 layer.z = updates.update_z_out(layer.z, a, self.y, pen.nu)
 

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from gnnq.admm.block import Layer, LayerBlock, Penalties, StepRule
-from gnnq.admm.schedule import RhoSchedule
+from gnnq.admm.schedule import STALL_TOLERANCE, RhoSchedule
 
 INIT_STD = 0.1  # the authors' random layers: N(0, 0.1^2)
 
@@ -36,6 +36,22 @@ class Stage:
     iterations: int
     rho: float  # start of rho = nu
     mu: float  # weight decay on ||W||^2
+
+
+@dataclass(frozen=True)
+class Published:
+    """What the chain's stages take from the authors' scripts when the options ask for it."""
+
+    q_grid: object = None  # parallel.chain_quantize: q projected on the grid in every stage (their Q chain)
+    z_out: str = "gnnq"  # parallel.z_out
+    z_pick: str = "gnnq"  # parallel.z_pick
+    stall_tol: float = STALL_TOLERANCE  # parallel.chain_stall_tol: the stages' stall tolerance
+
+
+def chain_published(pcfg, q_grid) -> Published:
+    """The chain's published behaviours from ``parallel.*``; q_grid is the run's grid (None in fp32)."""
+    tol = STALL_TOLERANCE if pcfg.chain_stall_tol is None else float(pcfg.chain_stall_tol)
+    return Published(q_grid if pcfg.chain_quantize else None, str(pcfg.z_out), str(pcfg.z_pick), tol)
 
 
 def chain_stages(pcfg) -> list[Stage]:
@@ -74,11 +90,12 @@ def train_loss(block: LayerBlock) -> float:
 
 
 def run_stage(x: torch.Tensor, y: torch.Tensor, layers: list[Layer], stage: Stage, rho_max: float,
-              steps: StepRule = StepRule()) -> list[Layer]:  # fmt: skip
+              steps: StepRule = StepRule(), published: Published = Published()) -> list[Layer]:  # fmt: skip
     """``stage.iterations`` serial ADMM iterations of the whole network ``layers``."""
-    block = LayerBlock(layers, len(layers), x, y, steps=steps)
+    block = LayerBlock(layers, len(layers), x, y, q_grid=published.q_grid, steps=steps)
+    block.z_out, block.z_pick = published.z_out, published.z_pick
     block.q_below = block.u_below = block.p_above = None
-    schedule = RhoSchedule(stage.rho, "paper", rho_max)
+    schedule = RhoSchedule(stage.rho, "paper", rho_max, published.stall_tol)
     for _ in range(stage.iterations):
         pen = Penalties(schedule.rho, schedule.rho, stage.mu)
         block.step_p(pen)
@@ -89,12 +106,12 @@ def run_stage(x: torch.Tensor, y: torch.Tensor, layers: list[Layer], stage: Stag
 
 
 def chain_network(x: torch.Tensor, y: torch.Tensor, dims: list[int], seed: int, stages: list[Stage],
-                  rho_max: float, steps: StepRule = StepRule()) -> list[Layer]:  # fmt: skip
+                  rho_max: float, steps: StepRule = StepRule(), published: Published = Published()) -> list[Layer]:  # fmt: skip
     """Every layer of the full network (``dims``) after the chain of ``stages``, identical on every rank."""
     gen = torch.Generator().manual_seed(seed)
     width, classes = dims[1], dims[-1]
     kept: list[Layer] = []
     for stage in stages:
-        layers = run_stage(x, y, grown_network(x, y, width, classes, stage.layers, kept, False, gen), stage, rho_max, steps)
+        layers = run_stage(x, y, grown_network(x, y, width, classes, stage.layers, kept, False, gen), stage, rho_max, steps, published)
         kept = layers[:-1]
     return grown_network(x, y, width, classes, len(dims) - 1, kept, True, gen)

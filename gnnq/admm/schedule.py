@@ -21,10 +21,10 @@ STALL_TOLERANCE = 1e-3
 
 
 class RhoSchedule:
-    def __init__(self, rho: float, mode: str = "none", cap: float = 1.0):
+    def __init__(self, rho: float, mode: str = "none", cap: float = 1.0, tol: float = STALL_TOLERANCE):
         if mode not in SCHEDULES:
             raise ValueError(f"rho schedule {mode!r} is not allowed; allowed: {', '.join(SCHEDULES)}")
-        self.rho, self.mode, self.cap = float(rho), mode, float(cap)
+        self.rho, self.mode, self.cap, self.tol = float(rho), mode, float(cap), float(tol)
         self.losses: list[float] = []
 
     def state_dict(self) -> dict:
@@ -39,7 +39,7 @@ class RhoSchedule:
         if self.mode == "none" or len(self.losses) < (4 if self.mode == "paper" else 3):
             return
         a, b, c = self.losses[-3:]
-        if c > b - STALL_TOLERANCE and b > a - STALL_TOLERANCE:
+        if c > b - self.tol and b > a - self.tol:
             self.rho = min(10.0 * self.rho, self.cap)
             if self.mode == "grow":
                 self.losses.clear()  # the next growth needs two more stalled iterations

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from omegaconf import DictConfig
 
 from gnnq.admm.block import Layer, LayerBlock, Penalties, StepRule, initial_block, warm_start
-from gnnq.admm.chain import chain_network, chain_stages
+from gnnq.admm.chain import chain_network, chain_published, chain_stages
 from gnnq.admm.links import NeighbourLinks, fp32_baselines
 from gnnq.admm.partition import split_layers
 from gnnq.admm.schedule import RhoSchedule
@@ -71,7 +71,8 @@ class AdmmTrainer(Trainer):
         first_layer, network = None, None
         steps = StepRule(None if pcfg.step_start is None else float(pcfg.step_start), int(pcfg.max_backtracks))
         if pcfg.init == "chain":
-            network = chain_network(x, y, self.dims, seed, chain_stages(pcfg), float(pcfg.rho_max), steps)
+            network = chain_network(x, y, self.dims, seed, chain_stages(pcfg), float(pcfg.rho_max), steps,
+                                    chain_published(pcfg, self.q_grid))
         elif pcfg.warmup_iterations > 0 and m.layers > 2:
             first_layer = warm_start(x, y, self.dims, seed, self.penalties(), pcfg.warmup_iterations)
         self.warmup_time = time.perf_counter() - t0
@@ -83,6 +84,7 @@ class AdmmTrainer(Trainer):
         self.layer_blocks = split_layers(self.dims, comm.world_size, pcfg.blocks)
         self.block, self.links = build_block(comm, x, y, self.dims, seed, self.p_grid, self.q_grid, pcfg.hidden_init, first_layer, network,
                                              steps, self.layer_blocks, train_comm)
+        self.block.z_out, self.block.z_pick = str(pcfg.z_out), str(pcfg.z_pick)
         self.pending: PendingQ | None = None
         self.pen = self.penalties()
         self.eval_loss = 0.0

@@ -132,8 +132,9 @@ def update_b(p: Tensor, W: Tensor, z: Tensor) -> Tensor:
     return (z - p @ W).mean(dim=0)
 
 
-def _z_hidden_terms(z: Tensor, a: Tensor, q: Tensor, z_old: Tensor) -> Tensor:
-    return (z - a) ** 2 + (q - torch.relu(z)) ** 2 + (z - z_old) ** 2
+def _z_hidden_terms(z: Tensor, a: Tensor, q: Tensor, z_old: Tensor | None) -> Tensor:
+    terms = (z - a) ** 2 + (q - torch.relu(z)) ** 2
+    return terms if z_old is None else terms + (z - z_old) ** 2
 
 
 def z_hidden_objective(z: Tensor, a: Tensor, q: Tensor, z_old: Tensor, nu: float) -> Tensor:
@@ -142,12 +143,17 @@ def z_hidden_objective(z: Tensor, a: Tensor, q: Tensor, z_old: Tensor, nu: float
 
 
 @torch.no_grad()
-def update_z_hidden(a: Tensor, q: Tensor, z_old: Tensor) -> Tensor:
-    """Elementwise global minimizer of :func:`z_hidden_objective` (independent of nu); a = pW + b."""
+def update_z_hidden(a: Tensor, q: Tensor, z_old: Tensor, pick: str = "gnnq") -> Tensor:
+    """Elementwise global minimizer of :func:`z_hidden_objective` (independent of nu); a = pW + b.
+
+    pick="authors" compares the two candidates without the (z - z_old)^2 term, as the authors'
+    pdADMM_G_serial/common.py update_z does (parallel.z_pick); gnnq's "gnnq" compares the full objective.
+    """
     z1 = torch.clamp((a + z_old) / 2, max=0.0)
     z2 = torch.clamp((a + z_old + q) / 3, min=0.0)
-    f1 = _z_hidden_terms(z1, a, q, z_old)
-    f2 = _z_hidden_terms(z2, a, q, z_old)
+    old = None if pick == "authors" else z_old
+    f1 = _z_hidden_terms(z1, a, q, old)
+    f2 = _z_hidden_terms(z2, a, q, old)
     return torch.where(f2 < f1, z2, z1)
 
 
@@ -188,6 +194,34 @@ def update_z_out(z: Tensor, a: Tensor, y: Tensor, nu: float, *, iters: int = 50,
         yk = x + ((t - 1.0) / t_next) * (x - x_prev)
         x_prev, f_prev, t = x, fx, t_next
     return best
+
+
+@torch.no_grad()
+def update_z_out_authors(z: Tensor, a: Tensor, y: Tensor, nu: float, *, iters: int = 50, eta: float = 4.0,
+                         tol: float = 1e-3) -> Tensor:
+    """The authors' output-layer z step (pdADMM_G_serial/common.py update_zl; parallel.z_out=authors).
+
+    Accelerated proximal steps of size eta on the cross-entropy (the nu/2 ||z - a||^2 term solved exactly),
+    stopping when the objective at the current point changes by less than tol (absolute), and returning
+    the last extrapolated point, not the best one.
+    """
+    f = math.inf
+    lam = 1.0
+    zeta = z
+    for _ in range(iters):
+        f_old = f
+        f = z_out_objective(z, a, y, nu).item()
+        if abs(f - f_old) < tol:
+            break
+        lam_old = lam
+        lam = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * lam * lam))
+        gamma = (1.0 - lam_old) / lam
+        g = torch.softmax(z, dim=1)
+        g[torch.arange(z.shape[0]), y] -= 1.0
+        zeta_old = zeta
+        zeta = (nu * a + (z - eta * g) / eta) / (nu + 1.0 / eta)
+        z = (1.0 - gamma) * zeta + gamma * zeta_old
+    return z
 
 
 def q_objective(q: Tensor, p_next: Tensor, z: Tensor, u: Tensor, rho: float, nu: float) -> Tensor:

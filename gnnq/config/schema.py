@@ -231,6 +231,8 @@ class AdmmParallelConfig(ParallelConfig):
     chain_iterations: List[int] = field(default_factory=lambda: [200, 10])  # init=chain: ADMM iterations of each
     chain_rho: List[float] = field(default_factory=lambda: [1e-5, 1e-5])  # init=chain: each stage's start of rho = nu
     chain_mu: List[float] = field(default_factory=lambda: [10.0, 1.0])  # init=chain: each stage's weight decay on ||W||^2
+    chain_quantize: bool = False  # init=chain, quantizer=grid: q on the grid in the chain's stages too (the authors' Q chain)
+    chain_stall_tol: Optional[float] = None  # init=chain: the stages' stall tolerance; null: 1e-3 (the authors' Q chain: 0.01)
     # none | grow: rho x10 (up to rho_max) when the training loss stalls 2 iterations, then wait 2 more |
     # paper: the authors' rule, from iteration 4 on x10 after every iteration ending 2 stalled ones (gnnq/admm/schedule.py)
     rho_schedule: str = "none"
@@ -240,6 +242,8 @@ class AdmmParallelConfig(ParallelConfig):
     # which layers each rank owns (gnnq/admm/partition.py): cost: contiguous blocks minimizing the largest
     # block's estimated FLOPs (gnnq) | layers: equal layer counts (the paper's and the public code's split)
     blocks: str = "cost"
+    z_out: str = "gnnq"  # output z step: gnnq (FISTA 1/(1/2+nu), rel tol 1e-6, best iterate) | authors (eta 4, abs 1e-3, last point)
+    z_pick: str = "gnnq"  # hidden z step: gnnq (candidates compared with the (z-z_old)^2 term) | authors (without it)
     overlap_q: bool = True  # true: the q exchange stays in flight into the next iteration's p-steps (same iterates)
 
 

@@ -28,6 +28,8 @@ ALLOWED = {
     "parallel.init": ("warmup2", "chain"),
     "parallel.hidden_init": ("he", "identity"),
     "parallel.blocks": ("cost", "layers"),
+    "parallel.z_out": ("gnnq", "authors"),
+    "parallel.z_pick": ("gnnq", "authors"),
     "parallel.warmup": ("sync", "zeros"),
     "parallel.smooth": ("both", "features", "gradients"),
     "parallel.sample_size": ("floor", "at_least_one"),
