@@ -40,18 +40,33 @@ PAPER_RATES = {
     "cora": [],
     "citeseer": ["parallel.rho=1e-3", "parallel.chain_mu=[10,0.1]"],
     "pubmed": ["parallel.rho=1e-4", "parallel.chain_mu=[0.1,0.1]"],
-    "amazon-computers": ["parallel.rho=1e-3", "trainer.weight_decay=0.001", "parallel.chain_rho=[1e-3,1e-3]", "parallel.chain_mu=[1,1]"],
-    "amazon-photo": ["parallel.rho=1e-3", "trainer.weight_decay=0.001", "parallel.chain_rho=[1e-3,1e-3]", "parallel.chain_mu=[1,1]"],
+    "amazon-computers": [
+        "parallel.rho=1e-3",
+        "trainer.weight_decay=0.001",
+        "parallel.chain_rho=[1e-3,1e-3]",
+        "parallel.chain_mu=[1,1]",
+    ],
+    "amazon-photo": [
+        "parallel.rho=1e-3",
+        "trainer.weight_decay=0.001",
+        "parallel.chain_rho=[1e-3,1e-3]",
+        "parallel.chain_mu=[1,1]",
+    ],
     "coauthor-cs": ["parallel.rho=1e-2", "parallel.chain_mu=[10,0.1]"],
     "coauthor-physics": ["parallel.rho=1e-2", "parallel.chain_mu=[10,10]"],
 }
 # Table IV's datasets with the files each needs under the data root (absent: "no data").
 TABLE4_FILES = {
-    "cora": "Cora/raw/ind.cora.graph", "citeseer": "CiteSeer/raw/ind.citeseer.graph", "pubmed": "PubMed/raw/ind.pubmed.graph",
-    "amazon-computers": "Computers/raw/amazon_electronics_computers.npz", "amazon-photo": "Photo/raw/amazon_electronics_photo.npz",
-    "coauthor-cs": "CS/raw/ms_academic_cs.npz", "coauthor-physics": "Physics/raw/ms_academic_phy.npz",
-    "flickr": "Flickr/raw/adj_full.npz", "ogbn-arxiv": "ogbn_arxiv/raw/edge.csv.gz",
-}  # fmt: skip
+    "cora": "Cora/raw/ind.cora.graph",
+    "citeseer": "CiteSeer/raw/ind.citeseer.graph",
+    "pubmed": "PubMed/raw/ind.pubmed.graph",
+    "amazon-computers": "Computers/raw/amazon_electronics_computers.npz",
+    "amazon-photo": "Photo/raw/amazon_electronics_photo.npz",
+    "coauthor-cs": "CS/raw/ms_academic_cs.npz",
+    "coauthor-physics": "Physics/raw/ms_academic_phy.npz",
+    "flickr": "Flickr/raw/adj_full.npz",
+    "ogbn-arxiv": "ogbn_arxiv/raw/edge.csv.gz",
+}
 
 
 def present_datasets(data: Path) -> list[str]:
@@ -65,12 +80,34 @@ def table4_records(data: Path, runs: list[Path] | None, work: Path, seeds: str) 
         runs = []
         for dataset in present_datasets(data):
             runs.append(work / f"table4-{dataset}")
-            run_gnnq(["-m", "--config-dir", str(SWEEPS), "--config-name", "table4", f"dataset={dataset}", f"trainer.seed={seeds}"],
-                     data, runs[-1])  # fmt: skip
+            run_gnnq(
+                [
+                    "-m",
+                    "--config-dir",
+                    str(SWEEPS),
+                    "--config-name",
+                    "table4",
+                    f"dataset={dataset}",
+                    f"trainer.seed={seeds}",
+                ],
+                data,
+                runs[-1],
+            )
             if dataset in PAPER_RATES:
                 runs.append(work / f"paper-{dataset}")
-                run_gnnq(["-m", f"experiment={PAPER_PRESETS}", f"dataset={dataset}", f"trainer.seed={seeds}", "cluster.nproc=2",
-                          "logger=none", *PAPER_RATES[dataset]], data, runs[-1])  # fmt: skip
+                run_gnnq(
+                    [
+                        "-m",
+                        f"experiment={PAPER_PRESETS}",
+                        f"dataset={dataset}",
+                        f"trainer.seed={seeds}",
+                        "cluster.nproc=2",
+                        "logger=none",
+                        *PAPER_RATES[dataset],
+                    ],
+                    data,
+                    runs[-1],
+                )
     return find_records(runs)[0]
 
 
@@ -112,13 +149,19 @@ def byte_rows(records: list[dict]) -> list[dict]:
         sent = statistics.mean(r["comm_bytes_per_epoch"] for r in runs)
         base = (runs[0].get("summary", {}).get("admm") or {}).get("fp32_baseline_bytes_per_iteration") or {}
         finals = [r["summary"]["final_test"] for r in runs if r.get("summary", {}).get("final_test") is not None]
-        rows.append({
-            "dataset": dataset, "init": init, "messages": sent_as, "runs": len(runs), "bytes / iter": f"{sent:,.0f}",
-            "saved vs gnnq fp32 (2 msgs)": _saved(sent, base.get("gnnq_fp32")),
-            "saved vs public code fp32 (3 msgs)": _saved(sent, base.get("public_code_fp32")),
-            "test (best val)": f"{statistics.mean(r['test'] for r in runs):.4f}",
-            "test (final)": f"{statistics.mean(finals):.4f}" if finals else "-",
-        })  # fmt: skip
+        rows.append(
+            {
+                "dataset": dataset,
+                "init": init,
+                "messages": sent_as,
+                "runs": len(runs),
+                "bytes / iter": f"{sent:,.0f}",
+                "saved vs gnnq fp32 (2 msgs)": _saved(sent, base.get("gnnq_fp32")),
+                "saved vs public code fp32 (3 msgs)": _saved(sent, base.get("public_code_fp32")),
+                "test (best val)": f"{statistics.mean(r['test'] for r in runs):.4f}",
+                "test (final)": f"{statistics.mean(finals):.4f}" if finals else "-",
+            }
+        )
     return rows
 
 
@@ -135,12 +178,21 @@ def run_rows(run_dirs: list[Path]) -> list[dict]:
         epochs = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
         tests = [e["test"] for e in epochs if e.get("test") is not None]
         s = rec.get("summary") or {}
-        rows.append({
-            "dataset": cfg["dataset"]["name"], "messages": messages(rec), "init": cfg["parallel"].get("init", "warmup2"),
-            "seed": cfg["trainer"]["seed"], "iterations done": len(epochs), "status": rec["status"],
-            "test final": s.get("final_test", "-"), "test best-val": rec.get("test", "-"), "best-val iteration": s.get("best_epoch", "-"),
-            "peak test": max(tests, default="-"), "final rho": epochs[-1].get("rho", "-") if epochs else "-",
-        })  # fmt: skip
+        rows.append(
+            {
+                "dataset": cfg["dataset"]["name"],
+                "messages": messages(rec),
+                "init": cfg["parallel"].get("init", "warmup2"),
+                "seed": cfg["trainer"]["seed"],
+                "iterations done": len(epochs),
+                "status": rec["status"],
+                "test final": s.get("final_test", "-"),
+                "test best-val": rec.get("test", "-"),
+                "best-val iteration": s.get("best_epoch", "-"),
+                "peak test": max(tests, default="-"),
+                "final rho": epochs[-1].get("rho", "-") if epochs else "-",
+            }
+        )
     return rows
 
 
@@ -150,16 +202,29 @@ def timing_rows(data: Path, work: Path, iterations: int) -> list[dict]:
         return rows
     for ranks in (1, 2, 4):
         for label, preset in METHODS.items():
-            args = [f"experiment={preset}", "dataset=cora", f"cluster.nproc={ranks}", f"trainer.epochs={iterations}",
-                    f"trainer.eval_every={iterations}", "parallel.warmup_iterations=0", "cluster.threads_per_rank=1", "logger=none"]  # fmt: skip
+            args = [
+                f"experiment={preset}",
+                "dataset=cora",
+                f"cluster.nproc={ranks}",
+                f"trainer.epochs={iterations}",
+                f"trainer.eval_every={iterations}",
+                "parallel.warmup_iterations=0",
+                "cluster.threads_per_rank=1",
+                "logger=none",
+            ]
             (rec,) = run_gnnq(args, data, work / f"timing-{preset}-{ranks}")
             s = rec["summary"]
             base.setdefault(label, s["epoch_time_s"])
-            rows.append({
-                "method": label, "ranks": ranks, "ms / iteration": f"{1000 * s['epoch_time_s']:.1f}",
-                "vs 1 rank": f"{s['epoch_time_s'] / base[label]:.2f}", "exposed comm ms": f"{1000 * s['comm_time_s']:.1f}",
-                "bytes / iteration": f"{s['comm_bytes_per_epoch']:,}",
-            })  # fmt: skip
+            rows.append(
+                {
+                    "method": label,
+                    "ranks": ranks,
+                    "ms / iteration": f"{1000 * s['epoch_time_s']:.1f}",
+                    "vs 1 rank": f"{s['epoch_time_s'] / base[label]:.2f}",
+                    "exposed comm ms": f"{1000 * s['comm_time_s']:.1f}",
+                    "bytes / iteration": f"{s['comm_bytes_per_epoch']:,}",
+                }
+            )
     return rows
 
 
@@ -171,10 +236,23 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, required=True, help="data root holding Cora/ and CiteSeer/")
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--runs", type=Path, nargs="+", default=None, help="directories holding the runs of sweeps/table4.yaml (skip running them)")
-    parser.add_argument("--bytes-runs", type=Path, nargs="+", default=None,
-                        help="directories holding the multi-rank runs whose bytes the byte table compares (default: the Table IV runs)")
-    parser.add_argument("--timing-iterations", type=int, default=20, help="iterations of each timing run; 0 skips the timing table")
+    parser.add_argument(
+        "--runs",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="directories holding the runs of sweeps/table4.yaml (skip running them)",
+    )
+    parser.add_argument(
+        "--bytes-runs",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="directories holding the multi-rank runs whose bytes the byte table compares (default: the Table IV runs)",
+    )
+    parser.add_argument(
+        "--timing-iterations", type=int, default=20, help="iterations of each timing run; 0 skips the timing table"
+    )
     parser.add_argument("--seeds", default="0,1,2,3,4", help="trainer.seed values of the Table IV runs")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -185,7 +263,9 @@ def main(argv: list[str] | None = None) -> None:
         coverage = coverage_rows(args.data, records)
         table_md, _ = render_all(load_spec(SWEEPS / "table4.table.yaml"), records, args.out)
         runs = run_rows([run_dir for run_dir, _ in found])
-        bytes_table = byte_rows(records if args.bytes_runs is None else [r for _, r in find_records(args.bytes_runs)[0]])
+        bytes_table = byte_rows(
+            records if args.bytes_runs is None else [r for _, r in find_records(args.bytes_runs)[0]]
+        )
         timing = timing_rows(args.data, work, args.timing_iterations)
     machine = describe_machine()
     results = {"runs": runs, "bytes": bytes_table, "timing": timing, "coverage": coverage, "machine": machine}
@@ -213,10 +293,21 @@ def main(argv: list[str] | None = None) -> None:
         "",
         _md(bytes_table),
         "",
-        *([f"## Time per iteration on Cora, 10 layers of 500 ({args.timing_iterations} iterations, medians, 1 thread per rank)",
-           "", _md(timing), "",
-           *([f"4 ranks ran on {machine['cores']} cores, so ranks shared cores there."] if (machine.get("cores") or 0) < 4 else [])]
-          if timing else []),
+        *(
+            [
+                f"## Time per iteration on Cora, 10 layers of 500 ({args.timing_iterations} iterations, medians, 1 thread per rank)",
+                "",
+                _md(timing),
+                "",
+                *(
+                    [f"4 ranks ran on {machine['cores']} cores, so ranks shared cores there."]
+                    if (machine.get("cores") or 0) < 4
+                    else []
+                ),
+            ]
+            if timing
+            else []
+        ),
         "",
     ]
     (args.out / "README.md").write_text("\n".join(text))

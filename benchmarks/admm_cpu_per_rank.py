@@ -35,7 +35,9 @@ def _rank(rank: int, world: int, port: int, blocks: str, iterations: int, out: s
     comm = Communicator()
     gen = torch.Generator().manual_seed(0)
     x, y = torch.rand(ROWS, DIMS[0], generator=gen), torch.randint(0, CLASSES, (ROWS,), generator=gen)
-    block, links = build_block(comm, x, y, DIMS, 0, None, None, "identity", blocks=blocks, train_comm=comm.with_own_group())
+    block, links = build_block(
+        comm, x, y, DIMS, 0, None, None, "identity", blocks=blocks, train_comm=comm.with_own_group()
+    )
     pen = Penalties(1.0, 1.0, 0.01)
     iterate(block, links, pen)  # the first iteration is not timed
     comm.stats.reset()
@@ -43,8 +45,15 @@ def _rank(rank: int, world: int, port: int, blocks: str, iterations: int, out: s
     for _ in range(iterations):
         iterate(block, links, pen)  # blocking q: the CPU time of a rank is the same either way
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    torch.save({"layers": [block.first, block.last], "cpu_ms": 1e3 * cpu / iterations, "wall_ms": 1e3 * wall / iterations,
-                "wait_ms": 1e3 * comm.stats.total_seconds(ADMM_TRAIN) / iterations}, os.path.join(out, f"rank{rank}.pt"))  # fmt: skip
+    torch.save(
+        {
+            "layers": [block.first, block.last],
+            "cpu_ms": 1e3 * cpu / iterations,
+            "wall_ms": 1e3 * wall / iterations,
+            "wait_ms": 1e3 * comm.stats.total_seconds(ADMM_TRAIN) / iterations,
+        },
+        os.path.join(out, f"rank{rank}.pt"),
+    )
     dist.destroy_process_group()
 
 
@@ -68,7 +77,10 @@ def main() -> None:
                 res = [torch.load(os.path.join(out, f"rank{r}.pt")) for r in range(world)]
             spans = ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in (r["layers"] for r in res))
             cpu = ", ".join(f"{r['cpu_ms']:.0f}" for r in res)
-            print(f"| {world} | {blocks} | {spans} | {cpu} | {max(r['cpu_ms'] for r in res):.0f} | {max(r['wall_ms'] for r in res):.0f} |", flush=True)
+            print(
+                f"| {world} | {blocks} | {spans} | {cpu} | {max(r['cpu_ms'] for r in res):.0f} | {max(r['wall_ms'] for r in res):.0f} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -33,7 +33,9 @@ from gnnq.track.progress import markdown_table
 TIME_KEYS = ("epoch_time_s", "comm_time_s", "compute_time_s")
 
 
-def _gnnq(args: list[str], data: Path, runs: Path, env: dict | None = None) -> tuple[subprocess.CompletedProcess, float]:
+def _gnnq(
+    args: list[str], data: Path, runs: Path, env: dict | None = None
+) -> tuple[subprocess.CompletedProcess, float]:
     full_env = {**os.environ, "GNNQ_DATA": str(data), "GNNQ_RUNS": str(runs), **(env or {})}
     started = time.perf_counter()
     res = subprocess.run([sys.executable, "-m", "gnnq.cli", *args], capture_output=True, text=True, env=full_env)
@@ -50,8 +52,13 @@ def _rows(run_dir: Path) -> list[dict]:
 
 
 def measure(data: Path, runs: Path, epochs: int, nproc: int) -> dict:
-    args = ["experiment=synthetic_large", f"cluster.nproc={nproc}", "logger=none", f"trainer.epochs={epochs}",
-            "trainer.checkpoint_every=1"]  # fmt: skip
+    args = [
+        "experiment=synthetic_large",
+        f"cluster.nproc={nproc}",
+        "logger=none",
+        f"trainer.epochs={epochs}",
+        "trainer.checkpoint_every=1",
+    ]
     res, _ = _gnnq(args + ["trainer.epochs=1"], data, runs / "warmup")  # builds the dataset and its parts once
     if res.returncode != 0:
         raise RuntimeError(f"warm-up run failed: {res.stderr[-2000:]}")
@@ -96,7 +103,10 @@ def write_report(result: dict, out: Path, command: str) -> None:
     (out / "results.json").write_text(json.dumps(result, indent=1))
     epoch = result["epoch_time_s_median"]
     mib = [b / 2**20 for b in result["checkpoint_bytes_per_rank"]]
-    per_epoch = [[e["epoch"], f"{e['checkpoint_write_s'] * 1e3:.0f}", f"{e['checkpoint_bytes'] / 2**20:.1f}"] for e in result["checkpoint_log"]]
+    per_epoch = [
+        [e["epoch"], f"{e['checkpoint_write_s'] * 1e3:.0f}", f"{e['checkpoint_bytes'] / 2**20:.1f}"]
+        for e in result["checkpoint_log"]
+    ]
     wall = result["wall_s"]
     lines = [
         "# Checkpoint and resume cost",
@@ -110,36 +120,53 @@ def write_report(result: dict, out: Path, command: str) -> None:
         "",
         "## Writing",
         "",
-        markdown_table(["", "value"], [
-            ["checkpoint write, median over epochs (slowest rank)", f"{result['checkpoint_write_s_median'] * 1e3:.0f} ms"],
-            ["epoch time, median", f"{epoch * 1e3:.0f} ms"],
-            ["write / epoch time", f"{100 * result['checkpoint_write_s_median'] / epoch:.2f}%"],
-            ["size per rank (last checkpoint)", ", ".join(f"{m:.1f}" for m in mib) + " MiB"],
-        ]),
+        markdown_table(
+            ["", "value"],
+            [
+                [
+                    "checkpoint write, median over epochs (slowest rank)",
+                    f"{result['checkpoint_write_s_median'] * 1e3:.0f} ms",
+                ],
+                ["epoch time, median", f"{epoch * 1e3:.0f} ms"],
+                ["write / epoch time", f"{100 * result['checkpoint_write_s_median'] / epoch:.2f}%"],
+                ["size per rank (last checkpoint)", ", ".join(f"{m:.1f}" for m in mib) + " MiB"],
+            ],
+        ),
         "",
         markdown_table(["epoch", "write (ms, slowest rank)", "all ranks (MiB)"], per_epoch),
         "",
         "## Resuming",
         "",
-        markdown_table(["", "value"], [
-            [f"load every rank's checkpoint (epoch {result['resumed_from_epoch']}), slowest rank", f"{result['resume_load_s'] * 1e3:.0f} ms"],
-            ["`gnnq resume=...` wall time (1 epoch left)", f"{wall['resume']:.1f} s"],
-            [f"straight run wall time ({result['epochs']} epochs)", f"{wall['straight']:.1f} s"],
-            ["resumed metrics equal the straight run's (all epochs, times aside)", result["resumed_metrics_equal_straight"]],
-        ]),
+        markdown_table(
+            ["", "value"],
+            [
+                [
+                    f"load every rank's checkpoint (epoch {result['resumed_from_epoch']}), slowest rank",
+                    f"{result['resume_load_s'] * 1e3:.0f} ms",
+                ],
+                ["`gnnq resume=...` wall time (1 epoch left)", f"{wall['resume']:.1f} s"],
+                [f"straight run wall time ({result['epochs']} epochs)", f"{wall['straight']:.1f} s"],
+                [
+                    "resumed metrics equal the straight run's (all epochs, times aside)",
+                    result["resumed_metrics_equal_straight"],
+                ],
+            ],
+        ),
         "",
         "Commands (each run in a fresh process, one after the other, on the same cached parts):",
         "",
         *[f"- {k}: `{v}`" for k, v in result["commands"].items()],
         "",
-    ]  # fmt: skip
+    ]
     (out / "README.md").write_text("\n".join(lines))
     print("\n".join(lines))
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", type=Path, required=True, help="data root (the synthetic graph and its parts are cached there)")
+    p.add_argument(
+        "--data", type=Path, required=True, help="data root (the synthetic graph and its parts are cached there)"
+    )
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--epochs", type=int, default=6)
     p.add_argument("--nproc", type=int, default=4)

@@ -44,7 +44,9 @@ def message_sizes(send_counts: list[int], halo_counts: list[int], dim: int) -> d
     return {"fp32": [n * dim * 4 for n in rows], **sizes}
 
 
-def _rank(rank: int, world_size: int, port: int, parts: list, dim: int, rounds: int, repeats: int, out_dir: str) -> None:
+def _rank(
+    rank: int, world_size: int, port: int, parts: list, dim: int, rounds: int, repeats: int, out_dir: str
+) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world_size)
@@ -91,8 +93,11 @@ def summarize(per_rank: list[list[dict]]) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.profile_fit", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.profile_fit",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--data", type=Path, help="data root (default: $GNNQ_DATA)")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--dataset", default="cora")
@@ -118,12 +123,25 @@ def main(argv: list[str] | None = None) -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     with tempfile.TemporaryDirectory() as out_dir:
-        mp.spawn(_rank, args=(args.nproc, port, parts, args.dim, args.rounds, args.repeats, out_dir), nprocs=args.nproc, join=True)
+        mp.spawn(
+            _rank,
+            args=(args.nproc, port, parts, args.dim, args.rounds, args.repeats, out_dir),
+            nprocs=args.nproc,
+            join=True,
+        )
         per_rank = [torch.load(os.path.join(out_dir, f"rank{r}.pt"), weights_only=False) for r in range(args.nproc)]
     rows = summarize(per_rank)
     command = "python -m benchmarks.profile_fit " + shlex.join(argv if argv is not None else sys.argv[1:])
-    result = {"command": command, "machine": describe_machine(), "load_before": load_before, "load_after": os.getloadavg(),
-              "dataset": args.dataset, "nproc": args.nproc, "dim": args.dim, "rows": rows}  # fmt: skip
+    result = {
+        "command": command,
+        "machine": describe_machine(),
+        "load_before": load_before,
+        "load_after": os.getloadavg(),
+        "dataset": args.dataset,
+        "nproc": args.nproc,
+        "dim": args.dim,
+        "rows": rows,
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(result, indent=1) + "\n")
     (args.out / "README.md").write_text(_readme(result))
@@ -136,26 +154,42 @@ def _readme(result: dict) -> str:
     def med(name: str, field: str) -> float:
         return statistics.median(r[field] for r in rows if r["range"] == name)
 
-    summary = [[name, f"{med(name, 'r2'):.3f}", *(f"{100 * med(name, f'rel_err_{w}'):.1f}%" for w in WIDTHS)] for name in RANGES]
-    detail = [[r["round"], r["channel"], r["range"], f"{r['r2']:.3f}", *(f"{100 * r[f'rel_err_{w}']:.1f}%" for w in WIDTHS)]
-              for r in sorted(rows, key=lambda r: (r["channel"], r["round"], r["range"]))]  # fmt: skip
+    summary = [
+        [name, f"{med(name, 'r2'):.3f}", *(f"{100 * med(name, f'rel_err_{w}'):.1f}%" for w in WIDTHS)]
+        for name in RANGES
+    ]
+    detail = [
+        [r["round"], r["channel"], r["range"], f"{r['r2']:.3f}", *(f"{100 * r[f'rel_err_{w}']:.1f}%" for w in WIDTHS)]
+        for r in sorted(rows, key=lambda r: (r["channel"], r["round"], r["range"]))
+    ]
     m = result["machine"]
     load = ", ".join(f"{x:.2f}" for x in result["load_before"]), ", ".join(f"{x:.2f}" for x in result["load_after"])
     sizes = sorted({(r["channel"], *(r[f"bytes_{w}"] for w in WIDTHS)) for r in rows if r["round"] == 0})
-    return "\n".join([
-        "# Time-model fit error by profile range (quantizer.profile_range)", "",
-        f"Command: `{result['command']}`", "",
-        f"Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, torch {m.get('torch', '?')}; load average (1, 5, 15 min) "
-        f"before {load[0]}, after {load[1]} (shared with other jobs).", "",
-        f"{result['dataset']}, {result['nproc']} ranks (METIS), messages of {result['dim']} columns; held-out sizes per "
-        "channel are its 2-, 4- and 8-bit messages (fp16 row parameters), as adaptive widths send them.", "",
-        "Medians over channels and rounds: R² of the fit on its own profile; relative error of its prediction "
-        "against the held-out median time at each width.", "",
-        markdown_table(["profile_range", "R²", *(f"error at {w}-bit" for w in WIDTHS)], summary), "",
-        "Held-out sizes (bytes) per channel: " + "; ".join(f"{c}: {b2}/{b4}/{b8}" for c, b2, b4, b8 in sizes), "",
-        "## Every channel and round", "",
-        markdown_table(["round", "channel", "range", "R²", *(f"err {w}-bit" for w in WIDTHS)], detail), "",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "# Time-model fit error by profile range (quantizer.profile_range)",
+            "",
+            f"Command: `{result['command']}`",
+            "",
+            f"Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, torch {m.get('torch', '?')}; load average (1, 5, 15 min) "
+            f"before {load[0]}, after {load[1]} (shared with other jobs).",
+            "",
+            f"{result['dataset']}, {result['nproc']} ranks (METIS), messages of {result['dim']} columns; held-out sizes per "
+            "channel are its 2-, 4- and 8-bit messages (fp16 row parameters), as adaptive widths send them.",
+            "",
+            "Medians over channels and rounds: R² of the fit on its own profile; relative error of its prediction "
+            "against the held-out median time at each width.",
+            "",
+            markdown_table(["profile_range", "R²", *(f"error at {w}-bit" for w in WIDTHS)], summary),
+            "",
+            "Held-out sizes (bytes) per channel: " + "; ".join(f"{c}: {b2}/{b4}/{b8}" for c, b2, b4, b8 in sizes),
+            "",
+            "## Every channel and round",
+            "",
+            markdown_table(["round", "channel", "range", "R²", *(f"err {w}-bit" for w in WIDTHS)], detail),
+            "",
+        ]
+    )
 
 
 if __name__ == "__main__":

@@ -52,7 +52,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--adjacency", choices=("edge_index", "sparse_csr"), default="edge_index")
     args = p.parse_args(argv)
 
-    cfg = compose_config([f"dataset={args.dataset}", f"dataset.root={args.root}", "dataset.download=false", "logger=none"])
+    cfg = compose_config(
+        [f"dataset={args.dataset}", f"dataset.root={args.root}", "dataset.download=false", "logger=none"]
+    )
     g = load_dataset(cfg.dataset)
     x, y = torch.from_numpy(g.x), torch.from_numpy(g.y)
     train = torch.from_numpy(g.train_mask)
@@ -75,14 +77,18 @@ def main(argv: list[str] | None = None) -> None:
         F.cross_entropy(model(x, adjacency)[train], y[train]).backward()
         opt.step()
         times.append(time.perf_counter() - t0)
-    print(json.dumps({
-        "epoch_time_s": statistics.median(times),
-        "epoch_times_s": times,
-        "peak_memory_mib": peak_rss_mib(),
-        "threads": torch.get_num_threads(),
-        "num_nodes": g.num_nodes,
-        "num_edges": g.num_edges,
-    }))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "epoch_time_s": statistics.median(times),
+                "epoch_times_s": times,
+                "peak_memory_mib": peak_rss_mib(),
+                "threads": torch.get_num_threads(),
+                "num_nodes": g.num_nodes,
+                "num_edges": g.num_edges,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -47,10 +47,20 @@ def wire_bytes(data: Path, runs: Path) -> list[dict]:
     fp32 = run_gnnq(common, data, runs / "fp32")[0]["comm_bytes_per_epoch"]
     rows = []
     for bits in BITS:
-        q = run_gnnq([*common, "quantizer=uniform", f"quantizer.bits={bits}"], data, runs / f"b{bits}")[0]["comm_bytes_per_epoch"]
+        q = run_gnnq([*common, "quantizer=uniform", f"quantizer.bits={bits}"], data, runs / f"b{bits}")[0][
+            "comm_bytes_per_epoch"
+        ]
         limit = 4 * HIDDEN / (torch_codec.code_bytes(HIDDEN, bits) + PARAM_BYTES)
-        rows.append({"bits": bits, "fp32_bytes": fp32, "bytes": q, "reduction": fp32 / q, "limit": limit,
-                     "target": BYTE_TARGETS.get(bits)})  # fmt: skip
+        rows.append(
+            {
+                "bits": bits,
+                "fp32_bytes": fp32,
+                "bytes": q,
+                "reduction": fp32 / q,
+                "limit": limit,
+                "target": BYTE_TARGETS.get(bits),
+            }
+        )
     return rows
 
 
@@ -76,7 +86,9 @@ def codec_throughput(rows: int, dim: int, repeats: int, mixed_widths=MIXED_WIDTH
         for mode, label in (("torch", "torch"), ("c", "C")):
             enc = UniformEncoder(codec, kernels_named(mode))
             cases[f"{b}-bit encode with draws, {label}"] = lambda enc=enc: enc.encode(x, idx, counts, key, "bench")
-        cases[f"{b}-bit unpack+dequantize, torch"] = lambda b=b, w=wire: torch_codec.unpack_dequantize(w, dim, b, torch.float16)
+        cases[f"{b}-bit unpack+dequantize, torch"] = lambda b=b, w=wire: torch_codec.unpack_dequantize(
+            w, dim, b, torch.float16
+        )
         cases[f"{b}-bit unpack+dequantize, C"] = lambda b=b, w=wire: c_codec.unpack_dequantize(w, dim, b, torch.float16)
         dec = UniformEncoder(codec, kernels_named("c"))
         cases[f"{b}-bit {BEFORE}, C"] = lambda dec=dec, w=wire: halo.copy_(dec.decode(w, dim))
@@ -106,8 +118,16 @@ def codec_throughput(rows: int, dim: int, repeats: int, mixed_widths=MIXED_WIDTH
     rows_out = []
     for k, t in med.items():
         twin = k[: -len(", C")] + ", torch" if k.endswith(", C") else None
-        rows_out.append({"op": k, "median_s": t, "gb_per_s": nbytes / t / 1e9, "vs_fp16_copy": t / base,
-                         "vs_fp16_copy_into_buffer": t / buffered, "speedup_vs_torch": med[twin] / t if twin in med else None})  # fmt: skip
+        rows_out.append(
+            {
+                "op": k,
+                "median_s": t,
+                "gb_per_s": nbytes / t / 1e9,
+                "vs_fp16_copy": t / base,
+                "vs_fp16_copy_into_buffer": t / buffered,
+                "speedup_vs_torch": med[twin] / t if twin in med else None,
+            }
+        )
     return rows_out
 
 
@@ -115,9 +135,19 @@ def accuracy(data: Path, runs: Path) -> list[dict]:
     rows = []
     for dataset in ("cora", "citeseer"):
         for model in ("gcn", "sage"):
-            base = [f"dataset={dataset}", f"model={model}", "logger=none", "cluster.nproc=4", "model.layers=2",
-                    "model.hidden=64", "model.norm=none", "trainer.weight_decay=0.0005", "trainer.epochs=150",
-                    "dataset.download=false", "trainer.seed=0,1,2"]  # fmt: skip
+            base = [
+                f"dataset={dataset}",
+                f"model={model}",
+                "logger=none",
+                "cluster.nproc=4",
+                "model.layers=2",
+                "model.hidden=64",
+                "model.norm=none",
+                "trainer.weight_decay=0.0005",
+                "trainer.epochs=150",
+                "dataset.download=false",
+                "trainer.seed=0,1,2",
+            ]
             out = runs / f"acc-{dataset}-{model}"
             run_gnnq(["-m", *base], data, out / "fp32")
             run_gnnq(["-m", *base, "quantizer=uniform", "quantizer.bits=8,4,2,1"], data, out / "q")
@@ -137,9 +167,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--data", type=Path, required=True, help="data root (Cora/CiteSeer raw files for --accuracy)")
     p.add_argument("--out", type=Path, default=Path("results/quantized_messages"))
     p.add_argument("--accuracy", action="store_true", help="also run the 4-rank Cora/CiteSeer accuracy sweep (~15 min)")
-    p.add_argument("--codec-only", action="store_true", help="time the codecs only; keep the other sections of results.json")
+    p.add_argument(
+        "--codec-only", action="store_true", help="time the codecs only; keep the other sections of results.json"
+    )
     p.add_argument("--repeats", type=int, default=7)
-    p.add_argument("--threads", type=int, default=1, help="torch threads for the codec timings (torchrun gives each rank 1)")
+    p.add_argument(
+        "--threads", type=int, default=1, help="torch threads for the codec timings (torchrun gives each rank 1)"
+    )
     args = p.parse_args(argv)
     command = command_line("benchmarks.quantized_messages", argv)
     runs = Path(tempfile.mkdtemp(prefix="gnnq-qbench-"))
@@ -156,30 +190,73 @@ def main(argv: list[str] | None = None) -> None:
     codec_rows = codec_throughput(65536, HIDDEN, args.repeats)
     machine = describe_machine()
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps({"command": command, "sections": sections, "machine": machine,
-                                                       "torch_threads": torch.get_num_threads(), "wire_bytes": byte_rows,
-                                                       "codec": codec_rows, "accuracy": acc_rows}, indent=1))  # fmt: skip
+    (args.out / "results.json").write_text(
+        json.dumps(
+            {
+                "command": command,
+                "sections": sections,
+                "machine": machine,
+                "torch_threads": torch.get_num_threads(),
+                "wire_bytes": byte_rows,
+                "codec": codec_rows,
+                "accuracy": acc_rows,
+            },
+            indent=1,
+        )
+    )
     encode = [r["vs_fp16_copy_into_buffer"] for r in codec_rows if "encode with draws, C" in r["op"]]
     decode = [r["vs_fp16_copy_into_buffer"] for r in codec_rows if r["op"].endswith(f"{INTO}, C")]
     md = [
-        "# Quantized halo messages", "", f"Command: `{command}`", "",
+        "# Quantized halo messages",
+        "",
+        f"Command: `{command}`",
+        "",
         f"Machine: {machine['cpu']}, {machine['cores']} cores, torch {machine['torch']} (torch threads: {torch.get_num_threads()}), "
-        f"CUDA {'yes' if machine['cuda'] else 'no'}.", "",
-    ]  # fmt: skip
+        f"CUDA {'yes' if machine['cuda'] else 'no'}.",
+        "",
+    ]
     if args.codec_only:
-        md += [f"Only the codec section was rerun; wire bytes come from `{sections['wire_bytes']}` and accuracy "
-               f"from `{sections['accuracy']}`.", ""]  # fmt: skip
+        md += [
+            f"Only the codec section was rerun; wire bytes come from `{sections['wire_bytes']}` and accuracy "
+            f"from `{sections['accuracy']}`.",
+            "",
+        ]
     md += [
-        f"## Wire bytes per training epoch against fp32 (hidden {HIDDEN}, 2 ranks, fp16 parameters, inputs cached)", "",
-        markdown_table(["bits", "fp32 bytes", "quantized bytes", "reduction", "limit", "target"],
-                       [[r["bits"], f"{r['fp32_bytes']:,}", f"{r['bytes']:,}", f"{r['reduction']:.2f}x", f"{r['limit']:.2f}x",
-                         f">= {r['target']}x" if r["target"] else "-"] for r in byte_rows]),
-        "", f"## CPU codec throughput ({65536} x {HIDDEN} fp32 = 64 MiB input, median of {args.repeats}, interleaved)", "",
-        markdown_table(["op", "ms", "GB/s of fp32 input", "vs fp32->fp16 copy", "vs copy into a buffer", "C speedup over torch"],
-                       [[r["op"], f"{r['median_s'] * 1000:.1f}", f"{r['gb_per_s']:.2f}", f"{r['vs_fp16_copy']:.1f}x",
-                         f"{r['vs_fp16_copy_into_buffer']:.1f}x",
-                         f"{r['speedup_vs_torch']:.1f}x" if r["speedup_vs_torch"] else "-"] for r in codec_rows]),
-        "", f"Target: C encode with draws within 1.5x of the copy into an existing buffer: {min(encode):.1f}-{max(encode):.1f}x "
+        f"## Wire bytes per training epoch against fp32 (hidden {HIDDEN}, 2 ranks, fp16 parameters, inputs cached)",
+        "",
+        markdown_table(
+            ["bits", "fp32 bytes", "quantized bytes", "reduction", "limit", "target"],
+            [
+                [
+                    r["bits"],
+                    f"{r['fp32_bytes']:,}",
+                    f"{r['bytes']:,}",
+                    f"{r['reduction']:.2f}x",
+                    f"{r['limit']:.2f}x",
+                    f">= {r['target']}x" if r["target"] else "-",
+                ]
+                for r in byte_rows
+            ],
+        ),
+        "",
+        f"## CPU codec throughput ({65536} x {HIDDEN} fp32 = 64 MiB input, median of {args.repeats}, interleaved)",
+        "",
+        markdown_table(
+            ["op", "ms", "GB/s of fp32 input", "vs fp32->fp16 copy", "vs copy into a buffer", "C speedup over torch"],
+            [
+                [
+                    r["op"],
+                    f"{r['median_s'] * 1000:.1f}",
+                    f"{r['gb_per_s']:.2f}",
+                    f"{r['vs_fp16_copy']:.1f}x",
+                    f"{r['vs_fp16_copy_into_buffer']:.1f}x",
+                    f"{r['speedup_vs_torch']:.1f}x" if r["speedup_vs_torch"] else "-",
+                ]
+                for r in codec_rows
+            ],
+        ),
+        "",
+        f"Target: C encode with draws within 1.5x of the copy into an existing buffer: {min(encode):.1f}-{max(encode):.1f}x "
         f"({'met' if max(encode) <= 1.5 else 'missed'}). Encodes run as the exchange runs them (the encoder with the message's "
         "noise key, 4 peers): the Philox4x32-10 draws are computed inside the kernel (the torch rows compute them with "
         "vectorized torch ops) and included. The C codec is single-threaded; torch ops used "
@@ -191,13 +268,20 @@ def main(argv: list[str] | None = None) -> None:
         "halo part of that: the fresh decode and its copy; a fresh 64 MiB output also pays its first touch whenever the "
         "allocator hands back new pages, see `fresh fp32 output, first touch`). "
         f"Mixed rows: {'/'.join(map(str, MIXED_WIDTHS))} bits at random over 4 peers, fp16 parameters, "
-        "one flat buffer per message.", "",
-    ]  # fmt: skip
+        "one flat buffer per message.",
+        "",
+    ]
     if acc_rows:
         bits_cols = [k for k in acc_rows[0] if k not in ("dataset", "model")]
-        md += ["## Test accuracy by bit width (4 ranks, METIS, mean of 3 seeds)", "",
-               markdown_table(["dataset", "model"] + [f"{b}-bit" if b != "32" else "fp32" for b in bits_cols],
-                              [[r["dataset"], r["model"]] + [f"{r[b]:.4f}" for b in bits_cols] for r in acc_rows]), ""]  # fmt: skip
+        md += [
+            "## Test accuracy by bit width (4 ranks, METIS, mean of 3 seeds)",
+            "",
+            markdown_table(
+                ["dataset", "model"] + [f"{b}-bit" if b != "32" else "fp32" for b in bits_cols],
+                [[r["dataset"], r["model"]] + [f"{r[b]:.4f}" for b in bits_cols] for r in acc_rows],
+            ),
+            "",
+        ]
     (args.out / "README.md").write_text("\n".join(md))
     print("\n".join(md))
 

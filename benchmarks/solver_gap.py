@@ -115,20 +115,55 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     payload = {"command": command, "machine": machine, "time_limit_s": args.time_limit, "instances": rows}
     (args.out / "solver_gap.json").write_text(json.dumps(payload, indent=1))
-    headers = ["ranks", "channels", "groups", "lam", "MILP J", "MILP bound", "greedy J", "gap %", "gap to bound %",
-               "MILP s", "MILP status", "greedy ms", "speedup"]  # fmt: skip
-    table = [[r["ranks"], r["channels"], r["groups"], r["lam"], f"{r['milp']['objective']:.6f}", _fmt(r["milp"]["bound"], ".6f"),
-              f"{r['greedy']['objective']:.6f}", f"{r['gap_pct']:+.4f}", _fmt(r["gap_to_bound_pct"], ".4f"),
-              f"{r['milp']['time_s']:.2f}", r["milp"]["status"], f"{r['greedy']['time_s'] * 1e3:.2f}",
-              f"{r['speedup']:,.0f}x"] for r in rows]  # fmt: skip
+    headers = [
+        "ranks",
+        "channels",
+        "groups",
+        "lam",
+        "MILP J",
+        "MILP bound",
+        "greedy J",
+        "gap %",
+        "gap to bound %",
+        "MILP s",
+        "MILP status",
+        "greedy ms",
+        "speedup",
+    ]
+    table = [
+        [
+            r["ranks"],
+            r["channels"],
+            r["groups"],
+            r["lam"],
+            f"{r['milp']['objective']:.6f}",
+            _fmt(r["milp"]["bound"], ".6f"),
+            f"{r['greedy']['objective']:.6f}",
+            f"{r['gap_pct']:+.4f}",
+            _fmt(r["gap_to_bound_pct"], ".4f"),
+            f"{r['milp']['time_s']:.2f}",
+            r["milp"]["status"],
+            f"{r['greedy']['time_s'] * 1e3:.2f}",
+            f"{r['speedup']:,.0f}x",
+        ]
+        for r in rows
+    ]
     md = [
-        "# AdaQP bit-width solvers: greedy vs MILP", "", f"Command: `{command}`", "",
+        "# AdaQP bit-width solvers: greedy vs MILP",
+        "",
+        f"Command: `{command}`",
+        "",
         f"Machine: {machine['cpu']}, {machine['cores']} cores. MILP: scipy.optimize.milp (HiGHS), relative gap 1e-6, "
-        f"time limit {args.time_limit:g} s. Bits (2, 4, 8), hidden {HIDDEN}, fp16 parameters; seed {args.seed}.", "",
-        markdown_table(headers, table), "", *_summary(rows), "",
+        f"time limit {args.time_limit:g} s. Bits (2, 4, 8), hidden {HIDDEN}, fp16 parameters; seed {args.seed}.",
+        "",
+        markdown_table(headers, table),
+        "",
+        *_summary(rows),
+        "",
         "J is the objective of gnnq/adaptive/solver.py; gap % = greedy J / MILP J - 1; gap to bound % uses the MILP's "
-        "dual bound, so it holds against the true optimum.", "",
-    ]  # fmt: skip
+        "dual bound, so it holds against the true optimum.",
+        "",
+    ]
     (args.out / "solver_gap.md").write_text("\n".join(md))
     print("\n".join(md))
 

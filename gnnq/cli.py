@@ -118,15 +118,29 @@ def _refuse(exc: Exception) -> None:
 
 
 # Hydra's modes: it takes one (a traceback otherwise); gnnq itself serves -m with --cfg (the sweep's points).
-_MODES = {"-m": "-m", "--multirun": "-m", "-r": "--run", "--run": "--run", "-c": "--cfg", "--cfg": "--cfg",
-          "-i": "--info", "--info": "--info", "-sc": "--shell-completion", "--shell-completion": "--shell-completion"}  # fmt: skip
+_MODES = {
+    "-m": "-m",
+    "--multirun": "-m",
+    "-r": "--run",
+    "--run": "--run",
+    "-c": "--cfg",
+    "--cfg": "--cfg",
+    "-i": "--info",
+    "--info": "--info",
+    "-sc": "--shell-completion",
+    "--shell-completion": "--shell-completion",
+}
 
 
 def _refuse_mixed_modes(argv: list[str]) -> None:
     given = sorted({_MODES[a.split("=", 1)[0]] for a in argv if a.split("=", 1)[0] in _MODES})
     if len(given) > 1 and given != ["--cfg", "-m"]:
-        _refuse(GnnqError(f"{' and '.join(given)} cannot be given together: give one of -m, --run, --cfg, --info, "
-                          "--shell-completion (a sweep's points: gnnq -m ... --dry-run)"))  # fmt: skip
+        _refuse(
+            GnnqError(
+                f"{' and '.join(given)} cannot be given together: give one of -m, --run, --cfg, --info, "
+                "--shell-completion (a sweep's points: gnnq -m ... --dry-run)"
+            )
+        )
 
 
 def _help_or_version(argv: list[str]) -> bool:
@@ -152,9 +166,13 @@ def _sweep_by_name(argv: list[str]) -> tuple[list[str], bool]:
     named = [a for a in argv if a.startswith("sweep=")]
     if not named:
         return argv, dry_run
-    if len(named) > 1 or any(a in ("-cn", "--config-name", "-cd", "--config-dir") or a.startswith(("--config-name=", "--config-dir="))
-                             for a in argv):  # fmt: skip
-        raise ConfigError("sweep=NAME names the sweep's config: give it once, and without --config-name or --config-dir")
+    if len(named) > 1 or any(
+        a in ("-cn", "--config-name", "-cd", "--config-dir") or a.startswith(("--config-name=", "--config-dir="))
+        for a in argv
+    ):
+        raise ConfigError(
+            "sweep=NAME names the sweep's config: give it once, and without --config-name or --config-dir"
+        )
     config_dir, config_name = resolve_sweep(named[0].split("=", 1)[1])
     rest = [a for a in argv if a != named[0] and a not in ("-m", "--multirun")]
     return ["-m", "--config-dir", config_dir, "--config-name", config_name, *rest], dry_run
@@ -169,8 +187,10 @@ def _show_plan(points: list, dry_run: bool) -> None:
 
     print("\n".join(dry_run_lines(points)))
     if not dry_run:  # -m with --cfg
-        print("gnnq: --cfg shows one run's config; for a point's, give its overrides without -m, "
-              "e.g. gnnq " + " ".join(points[0][0]) + " --cfg job")  # fmt: skip
+        print(
+            "gnnq: --cfg shows one run's config; for a point's, give its overrides without -m, "
+            "e.g. gnnq " + " ".join(points[0][0]) + " --cfg job"
+        )
 
 
 def _dirname_excludes(points: list[list[str]]) -> str:
@@ -194,8 +214,10 @@ def _resume(argv: list[str]) -> None:
 
     if len(argv) != 1:
         others = " ".join(a for a in argv if not a.startswith("resume=")) or "a second resume="
-        print(f"gnnq: error: resume=<run dir> continues a run with its saved config and takes nothing else (got also: {others})",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"gnnq: error: resume=<run dir> continues a run with its saved config and takes nothing else (got also: {others})",
+            file=sys.stderr,
+        )
         sys.exit(2)
     try:
         record = resume_job(Path(argv[0].split("=", 1)[1]))

@@ -46,9 +46,16 @@ def help_text() -> str:
     shipped = sweeps()
     width = max(map(len, shipped), default=0)
     sweep_lines = [f"  {name:<{width}}  {text}" for name, text in shipped.items()]
-    return "\n".join([USAGE, "config groups (GROUP=OPTION):", *groups, "",
-                      "sweeps (gnnq -m sweep=NAME; gnnq-bench NAME; gnnq-report RUNS_DIR --table NAME where a table exists):",
-                      *sweep_lines])  # fmt: skip
+    return "\n".join(
+        [
+            USAGE,
+            "config groups (GROUP=OPTION):",
+            *groups,
+            "",
+            "sweeps (gnnq -m sweep=NAME; gnnq-bench NAME; gnnq-report RUNS_DIR --table NAME where a table exists):",
+            *sweep_lines,
+        ]
+    )
 
 
 def version_text() -> str:
@@ -59,5 +66,7 @@ def version_text() -> str:
         commit = "commit unknown (not a git checkout)"
     else:
         commit = f"commit {src['git_commit'][:12]}" + (" with uncommitted changes" if src["git_dirty"] else "")
-    return (f"gnnq {v['gnnq']} ({commit}), torch {v['torch']}, hydra-core {v['hydra-core']}, "
-            f"Python {platform.python_version()}")  # fmt: skip
+    return (
+        f"gnnq {v['gnnq']} ({commit}), torch {v['torch']}, hydra-core {v['hydra-core']}, "
+        f"Python {platform.python_version()}"
+    )

@@ -9,12 +9,23 @@ import sys
 from pathlib import Path
 
 # Keys that hold wall-clock times (rows and summaries): they differ between otherwise identical runs.
-TIME_KEYS = ("epoch_time_s", "comm_time_s", "compute_time_s", "transfer_time_s", "codec_time_s", "halo_comm_time_s",
-             "overhead_time_s", "overhead_by_kind", "training_time_s", "throughput_epochs_per_s")  # fmt: skip
+TIME_KEYS = (
+    "epoch_time_s",
+    "comm_time_s",
+    "compute_time_s",
+    "transfer_time_s",
+    "codec_time_s",
+    "halo_comm_time_s",
+    "overhead_time_s",
+    "overhead_by_kind",
+    "training_time_s",
+    "throughput_epochs_per_s",
+)
 
 
-def run_gnnq(args: list[str], runs: Path, data: Path, env: dict | None = None, timeout: float = 300,
-             cwd: Path | None = None) -> subprocess.CompletedProcess:  # fmt: skip
+def run_gnnq(
+    args: list[str], runs: Path, data: Path, env: dict | None = None, timeout: float = 300, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
     """``gnnq ARGS`` (in ``cwd``: e.g. a directory outside the checkout)."""
     cmd = [sys.executable, "-m", "gnnq.cli", *args]
     return subprocess.run(cmd, capture_output=True, text=True, env=gnnq_env(runs, data, env), timeout=timeout, cwd=cwd)
@@ -46,4 +57,6 @@ def gnnq_env(runs: Path, data: Path, env: dict | None = None) -> dict:
 def start_gnnq(args: list[str], runs: Path, data: Path, env: dict | None = None) -> subprocess.Popen:
     """``gnnq ARGS`` started in the background (stdout and stderr piped, text)."""
     cmd = [sys.executable, "-m", "gnnq.cli", *args]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=gnnq_env(runs, data, env))
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=gnnq_env(runs, data, env)
+    )

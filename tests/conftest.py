@@ -16,7 +16,9 @@ os.environ.setdefault("TRITON_INTERPRET", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 _CANDIDATES = [os.environ.get("GNNQ_SHARED_DATASETS"), REPO.parent / "shared" / "datasets", "/work/shared/datasets"]
-SHARED_DATASETS = next((Path(c) for c in _CANDIDATES if c and (Path(c) / "planetoid").is_dir()), Path(str(_CANDIDATES[1])))
+SHARED_DATASETS = next(
+    (Path(c) for c in _CANDIDATES if c and (Path(c) / "planetoid").is_dir()), Path(str(_CANDIDATES[1]))
+)
 
 
 def skip_or_fail(env_var: str, reason: str) -> NoReturn:
@@ -92,7 +94,9 @@ def planetoid_root(tmp_path_factory) -> Path:
     """A writable data root holding the raw Cora and CiteSeer files (PyG Planetoid layout)."""
     src = SHARED_DATASETS / "planetoid"
     if not (src / "Cora" / "raw").is_dir():
-        skip_or_fail("GNNQ_REQUIRE_SHARED_DATA", f"raw Planetoid files not found under {src} (set GNNQ_SHARED_DATASETS)")
+        skip_or_fail(
+            "GNNQ_REQUIRE_SHARED_DATA", f"raw Planetoid files not found under {src} (set GNNQ_SHARED_DATASETS)"
+        )
     root = tmp_path_factory.mktemp("data")
     for name in ("Cora", "CiteSeer"):
         shutil.copytree(src / name / "raw", root / name / "raw")
@@ -105,8 +109,16 @@ def report_runs(tmp_path_factory) -> Path:
     from tests.cli_helpers import run_gnnq
 
     root = tmp_path_factory.mktemp("report")
-    args = ["-m", "logger=none", "dataset.num_nodes=1500", "model.hidden=32", "trainer.epochs=3", "cluster.nproc=2",
-            "model=gcn,sage", "trainer.seed=0,1"]  # fmt: skip
+    args = [
+        "-m",
+        "logger=none",
+        "dataset.num_nodes=1500",
+        "model.hidden=32",
+        "trainer.epochs=3",
+        "cluster.nproc=2",
+        "model=gcn,sage",
+        "trainer.seed=0,1",
+    ]
     res = run_gnnq(args, root / "runs", root / "data")
     assert res.returncode == 0, res.stderr
     return root / "runs"

@@ -17,8 +17,14 @@ import torch.multiprocessing as mp
 from gnnq.data.graph import Graph
 
 
-def random_graph(num_nodes: int = 90, num_edges: int = 500, num_features: int = 12, num_classes: int = 4,
-                 seed: int = 0, directed: bool = True) -> Graph:  # fmt: skip
+def random_graph(
+    num_nodes: int = 90,
+    num_edges: int = 500,
+    num_features: int = 12,
+    num_classes: int = 4,
+    seed: int = 0,
+    directed: bool = True,
+) -> Graph:
     """A random graph with some one-way edges (so in- and out-degrees differ) and isolated nodes."""
     rng = np.random.default_rng(seed)
     src = rng.integers(0, num_nodes - 3, num_edges)  # the last 3 nodes send nothing
@@ -34,11 +40,15 @@ def random_graph(num_nodes: int = 90, num_edges: int = 500, num_features: int = 
     masks[1][split[num_nodes // 2 : 3 * num_nodes // 4]] = True
     masks[2][split[3 * num_nodes // 4 :]] = True
     return Graph(
-        name="random", edge_index=edge_index,
+        name="random",
+        edge_index=edge_index,
         x=rng.standard_normal((num_nodes, num_features)).astype(np.float32),
         y=rng.integers(0, num_classes, num_nodes).astype(np.int64),
-        train_mask=masks[0], val_mask=masks[1], test_mask=masks[2], num_classes=num_classes,
-    )  # fmt: skip
+        train_mask=masks[0],
+        val_mask=masks[1],
+        test_mask=masks[2],
+        num_classes=num_classes,
+    )
 
 
 def _free_port() -> int:
@@ -68,15 +78,28 @@ def _worker(rank, world_size, port, fn, args, out_dir, environ):
 # The ranks are forked from a forkserver that imported torch and gnnq once (not spawned, each importing
 # them again: seconds per rank on 2 cores). A fresh process like a spawned one: no state of the test's
 # process but its environment, which each rank takes over as it is at the call.
-PRELOAD = ["torch", "torch.distributed", "gnnq.comm", "gnnq.parallel", "gnnq.models", "gnnq.train.full_graph", "tests.helpers"]
+PRELOAD = [
+    "torch",
+    "torch.distributed",
+    "gnnq.comm",
+    "gnnq.parallel",
+    "gnnq.models",
+    "gnnq.train.full_graph",
+    "tests.helpers",
+]
 
 
 def run_distributed(world_size: int, fn, *args) -> list:
     """Run ``fn(*args)`` on ``world_size`` processes joined in a gloo group; return each rank's result."""
     mp.set_forkserver_preload(PRELOAD)
     with tempfile.TemporaryDirectory() as out_dir:
-        mp.start_processes(_worker, args=(world_size, _free_port(), fn, args, out_dir, dict(os.environ)), nprocs=world_size,
-                           join=True, start_method="forkserver")  # fmt: skip
+        mp.start_processes(
+            _worker,
+            args=(world_size, _free_port(), fn, args, out_dir, dict(os.environ)),
+            nprocs=world_size,
+            join=True,
+            start_method="forkserver",
+        )
         return [torch.load(os.path.join(out_dir, f"rank{r}.pt"), weights_only=False) for r in range(world_size)]
 
 
@@ -99,7 +122,7 @@ def make_ogbn_arxiv(root: Path, n: int = 60, e: int = 200, f: int = 8, classes: 
     write_csv_gz(d / "raw" / "num-node-list.csv.gz", [[n]])
     write_csv_gz(d / "raw" / "num-edge-list.csv.gz", [[e]])
     perm = rng.permutation(n)
-    split = {"train": perm[: n // 2], "valid": perm[n // 2: 3 * n // 4], "test": perm[3 * n // 4:]}
+    split = {"train": perm[: n // 2], "valid": perm[n // 2 : 3 * n // 4], "test": perm[3 * n // 4 :]}
     for part, ids in split.items():
         write_csv_gz(d / "split" / "time" / f"{part}.csv.gz", ids.reshape(-1, 1))
     (d / "RELEASE_v1.txt").write_text("ogbn-arxiv v1 (test fixture)\n")

@@ -65,8 +65,17 @@ class PrivateSlurm:
         key, sock = self.root / "munge.key", self.root / "munge.sock"
         subprocess.run(["mungekey", "--create", f"--keyfile={key}", "--force"], check=True, capture_output=True)
         self._write_conf(sock)
-        self._spawn(["munged", "--foreground", f"--socket={sock}", f"--key-file={key}", f"--pid-file={self.root / 'munged.pid'}",
-                     f"--seed-file={self.root / 'munged.seed'}", f"--log-file={self.root / 'munged.log'}"])  # fmt: skip
+        self._spawn(
+            [
+                "munged",
+                "--foreground",
+                f"--socket={sock}",
+                f"--key-file={key}",
+                f"--pid-file={self.root / 'munged.pid'}",
+                f"--seed-file={self.root / 'munged.seed'}",
+                f"--log-file={self.root / 'munged.log'}",
+            ]
+        )
         self._wait(lambda: sock.exists(), timeout_s, "munged did not create its socket")
         self._spawn(["slurmctld", "-D", "-i", "-f", str(self.conf)])
         for node in self.nodes:
@@ -85,20 +94,28 @@ class PrivateSlurm:
         self.procs.clear()
 
     def scontrol(self, *args: str) -> str:
-        return subprocess.run(["scontrol", *args], env=self.env, capture_output=True, text=True, check=True, timeout=60).stdout
+        return subprocess.run(
+            ["scontrol", *args], env=self.env, capture_output=True, text=True, check=True, timeout=60
+        ).stdout
 
     def job_info(self, job_id: str) -> dict[str, str]:
         """``scontrol show job`` as key=value pairs (Slurm keeps a finished job there for MinJobAge, 300 s)."""
-        return dict(tok.split("=", 1) for tok in self.scontrol("show", "job", "--oneliner", job_id).split() if "=" in tok)
+        return dict(
+            tok.split("=", 1) for tok in self.scontrol("show", "job", "--oneliner", job_id).split() if "=" in tok
+        )
 
     def _all_idle(self) -> bool:
-        out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %T"], env=self.env, capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            ["sinfo", "-h", "-N", "-o", "%N %T"], env=self.env, capture_output=True, text=True, timeout=30
+        )
         states = dict(line.split() for line in out.stdout.splitlines() if line.strip())
         return sorted(states) == sorted(self.nodes) and all(s == "idle" for s in states.values())
 
     def _spawn(self, cmd: list[str]) -> None:
         log = open(self.root / f"{Path(cmd[0]).name}-{len(self.procs)}.out", "w")
-        self.procs.append(subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
+        self.procs.append(
+            subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        )
         log.close()
 
     def _wait(self, ready, timeout_s: float, what: str) -> None:
@@ -106,31 +123,34 @@ class PrivateSlurm:
         while not ready():
             dead = [p.args[0] for p in self.procs if p.poll() is not None]
             if dead or time.monotonic() > deadline:
-                logs = "; ".join(f"{p.name}: {p.read_text()[-500:]}" for p in sorted(self.root.glob("*.out")) if p.stat().st_size)
+                logs = "; ".join(
+                    f"{p.name}: {p.read_text()[-500:]}" for p in sorted(self.root.glob("*.out")) if p.stat().st_size
+                )
                 raise RuntimeError(f"{what} (exited: {dead or 'none'}; {logs})")
             time.sleep(0.5)
 
     def _write_conf(self, munge_socket: Path) -> None:
         cpus = os.cpu_count() or 1
         nodes = "\n".join(
-            f"NodeName={n} NodeAddr=127.0.0.1 Port={_free_port()} CPUs={cpus} RealMemory=1000 State=UNKNOWN" for n in self.nodes
+            f"NodeName={n} NodeAddr=127.0.0.1 Port={_free_port()} CPUs={cpus} RealMemory=1000 State=UNKNOWN"
+            for n in self.nodes
         )
         r = self.root
         self.conf.write_text(f"""\
 ClusterName=gnnqtest
-SlurmctldHost={socket.gethostname().split('.')[0]}(127.0.0.1)
+SlurmctldHost={socket.gethostname().split(".")[0]}(127.0.0.1)
 SlurmctldPort={_free_port()}
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket={munge_socket}
-StateSaveLocation={r / 'state'}
-SlurmdSpoolDir={r / 'spool'}/%n
-SlurmctldPidFile={r / 'slurmctld.pid'}
-SlurmdPidFile={r / 'slurmd-%n.pid'}
-SlurmctldLogFile={r / 'slurmctld.log'}
-SlurmdLogFile={r / 'slurmd-%n.log'}
+StateSaveLocation={r / "state"}
+SlurmdSpoolDir={r / "spool"}/%n
+SlurmctldPidFile={r / "slurmctld.pid"}
+SlurmdPidFile={r / "slurmd-%n.pid"}
+SlurmctldLogFile={r / "slurmctld.log"}
+SlurmdLogFile={r / "slurmd-%n.log"}
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
@@ -141,5 +161,5 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 ReturnToService=2
 {nodes}
-PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE State=UP
+PartitionName=debug Nodes={",".join(self.nodes)} Default=YES MaxTime=INFINITE State=UP
 """)

@@ -32,7 +32,9 @@ def sampler() -> None:
 def mark(what: str, t0: float) -> None:
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rss = proc.memory_info().rss / 2**20
-    print(f"{what:30s} maxrss {maxrss:8.0f} rss {rss:8.0f} MiB  peak {peak[0] / 2**20:8.0f} MiB  {time.perf_counter() - t0:6.1f}s")
+    print(
+        f"{what:30s} maxrss {maxrss:8.0f} rss {rss:8.0f} MiB  peak {peak[0] / 2**20:8.0f} MiB  {time.perf_counter() - t0:6.1f}s"
+    )
     peak[0] = proc.memory_info().rss
 
 
@@ -41,8 +43,15 @@ n, deg = int(sys.argv[1]), float(sys.argv[2])
 nparts = int(sys.argv[3]) if len(sys.argv) > 3 else 4
 t0 = time.perf_counter()
 mark("start", t0)
-cfg = compose_config(["dataset=synthetic", f"dataset.num_nodes={n}", f"dataset.avg_degree={deg}",
-                      "dataset.feature_dim=100", "dataset.num_classes=47"])  # fmt: skip
+cfg = compose_config(
+    [
+        "dataset=synthetic",
+        f"dataset.num_nodes={n}",
+        f"dataset.avg_degree={deg}",
+        "dataset.feature_dim=100",
+        "dataset.num_classes=47",
+    ]
+)
 t0 = time.perf_counter()
 g = load_dataset(cfg.dataset)
 mark(f"load_dataset E={g.num_edges}", t0)

@@ -23,6 +23,10 @@ rss = psutil.Process().memory_info().rss / 2**20
 rec = sys.argv[2] == "rec"
 t = time.perf_counter()
 options = pymetis.Options(seed=0)
-cut, _ = pymetis.part_graph(4, adjacency=pymetis.CSRAdjacency(xadj, adj), options=options, recursive=rec, warn_on_copies=True)
+cut, _ = pymetis.part_graph(
+    4, adjacency=pymetis.CSRAdjacency(xadj, adj), options=options, recursive=rec, warn_on_copies=True
+)
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(f"E={adj.size} recursive={rec} maxrss before {base:.0f} rss {rss:.0f} after {after:.0f} MiB cut {cut} {time.perf_counter() - t:.1f}s")
+print(
+    f"E={adj.size} recursive={rec} maxrss before {base:.0f} rss {rss:.0f} after {after:.0f} MiB cut {cut} {time.perf_counter() - t:.1f}s"
+)

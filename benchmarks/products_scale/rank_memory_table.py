@@ -25,8 +25,10 @@ def row(path: Path) -> str:
     estimates = per_rank_estimates(cfg, meta, features) if features else meta["memory_estimate_mib_per_rank"]
     peaks = record["summary"]["peak_memory_mib_per_rank"]
     m = cfg.model
-    return (f"| {meta['num_nodes']:,} | {m.name} {m.layers} x {m.hidden} | {meta['num_edges']:,} | {max(meta['inner_nodes']):,} | "
-            f"{max(meta['halo_nodes']):,} | {max(estimates):,.0f} | {min(peaks):,.0f}-{max(peaks):,.0f} | {max(peaks) / max(estimates):.2f} |")
+    return (
+        f"| {meta['num_nodes']:,} | {m.name} {m.layers} x {m.hidden} | {meta['num_edges']:,} | {max(meta['inner_nodes']):,} | "
+        f"{max(meta['halo_nodes']):,} | {max(estimates):,.0f} | {min(peaks):,.0f}-{max(peaks):,.0f} | {max(peaks) / max(estimates):.2f} |"
+    )
 
 
 def main() -> None:

@@ -28,7 +28,10 @@ def reset_peak() -> None:
 
 def phase(name: str, before: float) -> float:
     now = rss_mib()
-    print(f"{name:<34} rss {now:8.0f} MiB   phase peak +{peak_rss_mib() - before:7.0f} MiB   held +{now - before:7.0f} MiB", flush=True)
+    print(
+        f"{name:<34} rss {now:8.0f} MiB   phase peak +{peak_rss_mib() - before:7.0f} MiB   held +{now - before:7.0f} MiB",
+        flush=True,
+    )
     reset_peak()
     return now
 
@@ -56,8 +59,8 @@ def main() -> None:
         if layer == 0:
             return graph.aggregate(torch.cat([h, x_halo]))
         full = buffers.setdefault(layer, torch.empty(part.num_inner + part.num_halo, h.shape[1]))
-        full[part.num_inner:].normal_()
-        return graph.aggregate(torch.cat([h, full[part.num_inner:]]))
+        full[part.num_inner :].normal_()
+        return graph.aggregate(torch.cat([h, full[part.num_inner :]]))
 
     model.train()
     logits = model(part.x, propagate)

@@ -39,9 +39,19 @@ DIRECTIONS = (Direction.FORWARD, Direction.BACKWARD)
 
 
 class AdaptiveAssigner:
-    def __init__(self, qcfg, comm: Communicator, exchange: HaloExchange, graph: LocalGraph, model_name: str,
-                 dim: int, layers: int, cache_dir: Path | None = None, overheads: OverheadClock | None = None,
-                 part: Part | None = None):  # fmt: skip
+    def __init__(
+        self,
+        qcfg,
+        comm: Communicator,
+        exchange: HaloExchange,
+        graph: LocalGraph,
+        model_name: str,
+        dim: int,
+        layers: int,
+        cache_dir: Path | None = None,
+        overheads: OverheadClock | None = None,
+        part: Part | None = None,
+    ):
         """``overheads`` times the startup profile, the α exchange and every reassignment (outside epochs);
         ``part``: this rank's partition, needed for ``backward_influence=adaqp`` (its global out-degrees)."""
         self.overheads = overheads if overheads is not None else OverheadClock()
@@ -57,7 +67,9 @@ class AdaptiveAssigner:
             backward_sums = None
             if qcfg.backward_influence == "adaqp":
                 if part is None:
-                    raise ValueError("quantizer.backward_influence=adaqp needs the partition (AdaptiveAssigner part=...)")
+                    raise ValueError(
+                        "quantizer.backward_influence=adaqp needs the partition (AdaptiveAssigner part=...)"
+                    )
                 backward_sums = adaqp_backward_sums(model_name, part)
             self.influence = message_influence(comm, exchange, graph, model_name, cache_dir, backward_sums)
         with self.overheads.measure("profile"):
@@ -70,11 +82,15 @@ class AdaptiveAssigner:
         ex, c = self.exchange, self.cfg
         most_rows = [max(s, r) for s, r in zip(ex.send_counts, ex.recv_counts)]
         if c.time_model == "fixed":
-            return fixed_link_model(self.comm, [n * self.dim * 4 for n in most_rows], c.link_gbit_per_s, c.link_latency_ms / 1e3)
+            return fixed_link_model(
+                self.comm, [n * self.dim * 4 for n in most_rows], c.link_gbit_per_s, c.link_latency_ms / 1e3
+            )
         if c.profile_range == "fp32":
             return fit_time_model(self.comm, [n * self.dim * 4 for n in most_rows], repeats=c.profile_repeats)
         lo, hi = self.row_bytes[self.bit_choices[0]], self.row_bytes[self.bit_choices[-1]]
-        return fit_time_model(self.comm, [n * hi for n in most_rows], repeats=c.profile_repeats, low_bytes=[n * lo for n in most_rows])
+        return fit_time_model(
+            self.comm, [n * hi for n in most_rows], repeats=c.profile_repeats, low_bytes=[n * lo for n in most_rows]
+        )
 
     def before_epoch(self, epoch: int) -> dict | None:
         """Reassign at the start of each new cycle. Returns metrics when it reassigned."""
@@ -97,7 +113,9 @@ class AdaptiveAssigner:
     def record_ranges(self, layer: int, direction: Direction, ranges: torch.Tensor) -> None:
         key = (layer, Direction(direction).value)
         squares = ranges.double().square()
-        self.range_squares[key] = squares if key not in self.range_squares else self.range_squares[key].to(squares.device) + squares
+        self.range_squares[key] = (
+            squares if key not in self.range_squares else self.range_squares[key].to(squares.device) + squares
+        )
 
     def reassign(self, epoch: int) -> dict:
         started = time.perf_counter()
@@ -166,8 +184,14 @@ class AdaptiveAssigner:
                 for dst, (weights, rows) in sorted(groups[key].items()):
                     fit = self.time_model.channel(src, dst)
                     channels.append(Channel(src, dst, weights, rows, fit.a, fit.c))
-            problem = BitProblem(tuple(channels), self.bit_choices, self.row_bytes, float(self.cfg.variance_weight),
-                                 self.cfg.time_objective, self.comm.world_size)  # fmt: skip
+            problem = BitProblem(
+                tuple(channels),
+                self.bit_choices,
+                self.row_bytes,
+                float(self.cfg.variance_weight),
+                self.cfg.time_objective,
+                self.comm.world_size,
+            )
             solution = solve(problem, **options)
             seconds += solution.solve_time_s
             objective[f"{key[0]}.{key[1]}"] = solution.objective
@@ -175,8 +199,12 @@ class AdaptiveAssigner:
             for ch, b in zip(channels, solution.bits):
                 for width in self.bit_choices:
                     histogram[width] += int(ch.group_rows[b == width].sum())
-        return {"bits": bits, "histogram": {str(b): n for b, n in histogram.items()}, "solve_time_s": seconds,
-                "objective": objective}  # fmt: skip
+        return {
+            "bits": bits,
+            "histogram": {str(b): n for b, n in histogram.items()},
+            "solve_time_s": seconds,
+            "objective": objective,
+        }
 
     def _install_layout(self, key, bits: dict, orders: dict) -> None:
         layer, direction = key
@@ -187,9 +215,13 @@ class AdaptiveAssigner:
                 send_bits[torch.from_numpy(rows)] = int(width)
         device = self.exchange.send_idx.device
         recv_bits = self.comm.all_to_all(
-            send_bits.to(torch.uint8, copy=True).to(device)[:, None], send_counts, recv_counts,
-            category=OVERHEAD, layer=layer, direction=direction,
-        ).flatten()  # fmt: skip
+            send_bits.to(torch.uint8, copy=True).to(device)[:, None],
+            send_counts,
+            recv_counts,
+            category=OVERHEAD,
+            layer=layer,
+            direction=direction,
+        ).flatten()
         self.layouts[key] = WireLayout(send_bits, send_counts, recv_bits.cpu(), recv_counts)
 
     def state_dict(self) -> dict:
@@ -199,7 +231,9 @@ class AdaptiveAssigner:
             "time_model": self.time_model.to_record(),
             "assignments": self.assignments,
             "layouts": [{"layer": k[0], "direction": k[1], **v.state_dict()} for k, v in sorted(self.layouts.items())],
-            "range_squares": [{"layer": k[0], "direction": k[1], "squares": v.cpu()} for k, v in sorted(self.range_squares.items())],
+            "range_squares": [
+                {"layer": k[0], "direction": k[1], "squares": v.cpu()} for k, v in sorted(self.range_squares.items())
+            ],
         }
 
     def load_state_dict(self, state: dict) -> None:

@@ -57,7 +57,10 @@ def cached_local_sums(graph: LocalGraph, model_name: str, rank: int, cache_dir: 
     path = cache_path(cache_dir, model_name, rank)
     if path.is_file():
         sums = torch.load(path, weights_only=True)
-        if sums["halo_col_sums"].numel() == graph.num_cols - graph.num_rows and sums["inner_row_sums"].numel() == graph.num_rows:
+        if (
+            sums["halo_col_sums"].numel() == graph.num_cols - graph.num_rows
+            and sums["inner_row_sums"].numel() == graph.num_rows
+        ):
             return {k: v.to(graph.matrix.device) for k, v in sums.items()}
     sums = local_sums(graph)
     write_torch_atomic(path, {k: v.cpu() for k, v in sums.items()})
@@ -92,8 +95,14 @@ def adaqp_backward_sums(model_name: str, part: Part) -> torch.Tensor:
     return out.float()
 
 
-def message_influence(comm: Communicator, exchange: HaloExchange, graph: LocalGraph, model_name: str,
-                      cache_dir: Path | None = None, backward_sums: torch.Tensor | None = None) -> dict[str, torch.Tensor]:  # fmt: skip
+def message_influence(
+    comm: Communicator,
+    exchange: HaloExchange,
+    graph: LocalGraph,
+    model_name: str,
+    cache_dir: Path | None = None,
+    backward_sums: torch.Tensor | None = None,
+) -> dict[str, torch.Tensor]:
     """α of every row this rank sends: "fwd" in send order, "bwd" in halo order.
 
     ``backward_sums``: α_bwd of every row this rank sends, in send order, instead of the operator's row sums

@@ -73,12 +73,24 @@ class Channel:
         name = f"Channel {self.src}->{self.dst}:"
         weights = _vector(self.group_weights, f"{name} group_weights")
         rows = _vector(self.group_rows, f"{name} group_rows")
-        _require(bool(np.isfinite(weights).all() and (weights >= 0).all()), f"{name} group_weights", "must be finite and >= 0")
-        _require(bool((rows > 0).all() and (rows == np.round(rows)).all()), f"{name} group_rows", "must be integers > 0")
-        _require(len(weights) == len(rows), f"{name} group_weights/group_rows", f"lengths differ ({len(weights)} vs {len(rows)})")
+        _require(
+            bool(np.isfinite(weights).all() and (weights >= 0).all()),
+            f"{name} group_weights",
+            "must be finite and >= 0",
+        )
+        _require(
+            bool((rows > 0).all() and (rows == np.round(rows)).all()), f"{name} group_rows", "must be integers > 0"
+        )
+        _require(
+            len(weights) == len(rows),
+            f"{name} group_weights/group_rows",
+            f"lengths differ ({len(weights)} vs {len(rows)})",
+        )
         for field in ("a", "c"):
             value = float(getattr(self, field))
-            _require(bool(np.isfinite(value) and value >= 0), f"{name} {field}", f"must be finite and >= 0, got {value}")
+            _require(
+                bool(np.isfinite(value) and value >= 0), f"{name} {field}", f"must be finite and >= 0, got {value}"
+            )
             object.__setattr__(self, field, value)
         object.__setattr__(self, "group_weights", _readonly(weights))
         object.__setattr__(self, "group_rows", _readonly(rows.astype(np.int64)))
@@ -93,7 +105,9 @@ class BitProblem:
     row_bytes: dict[int, int]  # wire bytes of one row at each width
     variance_weight: float  # lam in [0, 1]
     time_objective: str = "max_channel"  # one of TIME_OBJECTIVES
-    world_size: int | None = None  # ring_rounds: channel s -> d is in round (d - s) mod world_size; None: 1 + the highest rank
+    world_size: int | None = (
+        None  # ring_rounds: channel s -> d is in round (d - s) mod world_size; None: 1 + the highest rank
+    )
 
     def __post_init__(self) -> None:
         channels = tuple(self.channels)
@@ -101,14 +115,20 @@ class BitProblem:
         bits = tuple(int(b) for b in self.bit_choices)
         _require(len(bits) > 0, "BitProblem.bit_choices", "must not be empty")
         _require(list(bits) == sorted(set(bits)), "BitProblem.bit_choices", f"must be strictly ascending, got {bits}")
-        _require(set(bits) <= set(ALLOWED_BITS), "BitProblem.bit_choices", f"must be a subset of {ALLOWED_BITS}, got {bits}")
+        _require(
+            set(bits) <= set(ALLOWED_BITS), "BitProblem.bit_choices", f"must be a subset of {ALLOWED_BITS}, got {bits}"
+        )
         missing = [b for b in bits if b not in self.row_bytes]
         _require(not missing, "BitProblem.row_bytes", f"has no entry for widths {missing}")
         row_bytes = {int(b): int(n) for b, n in self.row_bytes.items()}
         _require(all(row_bytes[b] > 0 for b in bits), "BitProblem.row_bytes", f"must be > 0, got {row_bytes}")
         lam = float(self.variance_weight)
         _require(0.0 <= lam <= 1.0, "BitProblem.variance_weight", f"must be in [0, 1], got {self.variance_weight}")
-        _require(self.time_objective in TIME_OBJECTIVES, "BitProblem.time_objective", f"must be one of {TIME_OBJECTIVES}, got {self.time_objective!r}")
+        _require(
+            self.time_objective in TIME_OBJECTIVES,
+            "BitProblem.time_objective",
+            f"must be one of {TIME_OBJECTIVES}, got {self.time_objective!r}",
+        )
         highest = max((max(ch.src, ch.dst) for ch in channels), default=-1)
         world = highest + 1 if self.world_size is None else int(self.world_size)
         _require(world > highest, "BitProblem.world_size", f"must exceed every rank ({highest}), got {self.world_size}")
@@ -258,26 +278,43 @@ def _stages(m: _Model):
         nbytes = m.nbytes[groups] * (m.a[m.chan[groups]][:, None] if merged else 1.0)
         first = np.array([chans[0] for chans in members])
         sub = _Model(
-            lam=m.lam, widths=m.widths, unit_bytes=m.unit_bytes, unit_var=m.unit_var, var=m.var[groups], nbytes=nbytes,
-            chan=np.repeat(np.arange(len(members)), per_term), starts=np.concatenate([[0], np.cumsum(per_term)[:-1]]),
-            a=np.ones(len(members)) if merged else m.a[first], c=np.array([m.c[chans].sum() for chans in members]),
-            sizes=per_term, term=np.arange(len(members)), stage=np.zeros(len(members), dtype=np.int64),
-            eps_den=m.eps_den, vn=m.vn, tn=m.tn,
-        )  # fmt: skip
+            lam=m.lam,
+            widths=m.widths,
+            unit_bytes=m.unit_bytes,
+            unit_var=m.unit_var,
+            var=m.var[groups],
+            nbytes=nbytes,
+            chan=np.repeat(np.arange(len(members)), per_term),
+            starts=np.concatenate([[0], np.cumsum(per_term)[:-1]]),
+            a=np.ones(len(members)) if merged else m.a[first],
+            c=np.array([m.c[chans].sum() for chans in members]),
+            sizes=per_term,
+            term=np.arange(len(members)),
+            stage=np.zeros(len(members), dtype=np.int64),
+            eps_den=m.eps_den,
+            vn=m.vn,
+            tn=m.tn,
+        )
         yield sub, groups
 
 
 def _indices(problem: BitProblem, m: _Model, bits: list[np.ndarray]) -> np.ndarray:
     """Width indices (G,) of an assignment given per channel, validated against the problem."""
-    _require(len(bits) == len(problem.channels), "bits", f"has {len(bits)} entries for {len(problem.channels)} channels")
+    _require(
+        len(bits) == len(problem.channels), "bits", f"has {len(bits)} entries for {len(problem.channels)} channels"
+    )
     for i, (b, n) in enumerate(zip(bits, m.sizes)):
         _require(np.shape(b) == (n,), f"bits[{i}]", f"has shape {np.shape(b)}, expected ({n},)")
-        _require(bool(np.isin(b, m.widths).all()), f"bits[{i}]", f"holds widths outside bit_choices {problem.bit_choices}")
+        _require(
+            bool(np.isin(b, m.widths).all()), f"bits[{i}]", f"holds widths outside bit_choices {problem.bit_choices}"
+        )
     flat = np.concatenate([np.asarray(b, dtype=np.int64) for b in bits]) if bits else np.zeros(0, dtype=np.int64)
     return np.searchsorted(m.widths, flat)
 
 
-def _solution(m: _Model, idx: np.ndarray, solver: str, started: float, status: str, bound: float | None = None) -> Solution:
+def _solution(
+    m: _Model, idx: np.ndarray, solver: str, started: float, status: str, bound: float | None = None
+) -> Solution:
     if m.num_groups:
         idx = np.where(m.var[:, -1] == 0, int(np.argmin(m.unit_bytes)), idx)  # zero-weight groups: fewest bytes
     widths = m.widths[idx] if m.num_groups else np.zeros(0, dtype=np.int64)
@@ -301,7 +338,9 @@ def brute_force(problem: BitProblem) -> Solution:
     m = _model(problem)
     num_widths = len(m.widths)
     combos = num_widths**m.num_groups
-    _require(combos <= BRUTE_FORCE_LIMIT, "brute_force:", f"{combos} combinations exceed the limit of {BRUTE_FORCE_LIMIT}")
+    _require(
+        combos <= BRUTE_FORCE_LIMIT, "brute_force:", f"{combos} combinations exceed the limit of {BRUTE_FORCE_LIMIT}"
+    )
     if not m.num_groups:
         return _solution(m, np.zeros(0, dtype=np.int64), "brute_force", started, "optimal")
     idx = np.indices((num_widths,) * m.num_groups).reshape(m.num_groups, -1).T
@@ -320,7 +359,8 @@ def solve_milp(problem: BitProblem, time_limit_s: float | None = None) -> Soluti
     norm_time = (m.a[m.chan] / m.tn)[:, None] * m.nbytes
     cost = np.append(m.lam / m.vn * m.var + (1 - m.lam) * EPS / m.eps_den * norm_time, np.full(num_z, 1 - m.lam))
     one_hot = sparse.csr_array(
-        (np.ones(num_x), (np.repeat(np.arange(num_groups), num_widths), np.arange(num_x))), shape=(num_groups, num_x + num_z)
+        (np.ones(num_x), (np.repeat(np.arange(num_groups), num_widths), np.arange(num_x))),
+        shape=(num_groups, num_x + num_z),
     )
     # One row per term: its channels' times <= Z of its stage.
     time_rows = np.concatenate([np.repeat(m.term[m.chan], num_widths), np.arange(num_terms)])
@@ -338,7 +378,9 @@ def solve_milp(problem: BitProblem, time_limit_s: float | None = None) -> Soluti
     if res.x is None:
         # No incumbent within the time limit; any assignment is feasible, so fall back to the heuristic.
         fallback = solve_greedy(problem)
-        return Solution(fallback.bits, fallback.objective, time.perf_counter() - started, "milp", f"no incumbent ({res.message})")
+        return Solution(
+            fallback.bits, fallback.objective, time.perf_counter() - started, "milp", f"no incumbent ({res.message})"
+        )
     idx = res.x[:num_x].reshape(num_groups, num_widths).argmax(axis=1)
     status = {0: "optimal", 1: "time_limit"}.get(res.status, res.message)
     bound = None

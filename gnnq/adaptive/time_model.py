@@ -129,13 +129,18 @@ def sent_sizes(high_bytes: list[int], low_bytes: list[int], steps: int = 5) -> l
     if steps < 1:
         raise ValueError(f"steps must be at least 1, got {steps}")
     if len(high_bytes) != len(low_bytes):
-        raise ValueError(f"sent_sizes needs one low and one high size per peer, got {len(low_bytes)} and {len(high_bytes)}")
+        raise ValueError(
+            f"sent_sizes needs one low and one high size per peer, got {len(low_bytes)} and {len(high_bytes)}"
+        )
     spans = [(lo - lo / 2, hi + lo / 2) if hi > 0 else (0, 0) for hi, lo in zip(high_bytes, low_bytes)]
-    return [[round(float(v)) for v in column] for column in np.linspace([s[0] for s in spans], [s[1] for s in spans], steps)]
+    return [
+        [round(float(v)) for v in column] for column in np.linspace([s[0] for s in spans], [s[1] for s in spans], steps)
+    ]
 
 
-def fit_time_model(comm: Communicator, message_bytes: list[int], repeats: int = 3, steps: int = 5,
-                   low_bytes: list[int] | None = None) -> TimeModel:  # fmt: skip
+def fit_time_model(
+    comm: Communicator, message_bytes: list[int], repeats: int = 3, steps: int = 5, low_bytes: list[int] | None = None
+) -> TimeModel:
     """Profile all channels at once and fit each; every rank returns the same full TimeModel.
 
     ``message_bytes[q]`` is what this rank sends to rank q in one real exchange (its own entry

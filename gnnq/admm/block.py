@@ -57,15 +57,18 @@ class Layer:
 HIDDEN_INITS = ("he", "identity")
 
 
-def _initial_network(x: torch.Tensor, dims: list[int], seed: int, hidden_init: str,
-                     first: tuple[torch.Tensor, torch.Tensor] | None):  # fmt: skip
+def _initial_network(
+    x: torch.Tensor, dims: list[int], seed: int, hidden_init: str, first: tuple[torch.Tensor, torch.Tensor] | None
+):
     """Yield the layers of the initial network in order (see ``initial_layers``)."""
     gen = torch.Generator().manual_seed(seed)
     h = x
     top = len(dims) - 1
     for i in range(1, top + 1):
         d_in, d_out = dims[i - 1], dims[i]
-        W = (torch.randn(d_in, d_out, generator=gen) * math.sqrt(2.0 / d_in)).to(x.device)  # drawn for every layer alike
+        W = (torch.randn(d_in, d_out, generator=gen) * math.sqrt(2.0 / d_in)).to(
+            x.device
+        )  # drawn for every layer alike
         b = torch.zeros(d_out, device=x.device)
         if i == 1 and first is not None:
             W, b = first
@@ -77,8 +80,13 @@ def _initial_network(x: torch.Tensor, dims: list[int], seed: int, hidden_init: s
         h = q
 
 
-def initial_layers(x: torch.Tensor, dims: list[int], seed: int, hidden_init: str = "he",
-                   first: tuple[torch.Tensor, torch.Tensor] | None = None) -> list[Layer]:  # fmt: skip
+def initial_layers(
+    x: torch.Tensor,
+    dims: list[int],
+    seed: int,
+    hidden_init: str = "he",
+    first: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> list[Layer]:
     """Every layer of the network, identical on every rank, with p, z, q from one forward pass
     over the training rows (so every constraint starts satisfied) and u = 0.
 
@@ -89,9 +97,19 @@ def initial_layers(x: torch.Tensor, dims: list[int], seed: int, hidden_init: str
     return list(_initial_network(x, dims, seed, hidden_init, first))
 
 
-def initial_block(x: torch.Tensor, y: torch.Tensor, dims: list[int], seed: int, keep: range, hidden_init: str = "he",
-                  first: tuple[torch.Tensor, torch.Tensor] | None = None, p_grid=None, q_grid=None,
-                  network: list[Layer] | None = None, steps: StepRule = StepRule()) -> "LayerBlock":  # fmt: skip
+def initial_block(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    dims: list[int],
+    seed: int,
+    keep: range,
+    hidden_init: str = "he",
+    first: tuple[torch.Tensor, torch.Tensor] | None = None,
+    p_grid=None,
+    q_grid=None,
+    network: list[Layer] | None = None,
+    steps: StepRule = StepRule(),
+) -> "LayerBlock":
     """The block of layers ``keep`` of ``initial_layers`` (or of ``network``, every layer of a
     given start) with its neighbour values; the other layers' variables are dropped as the
     forward pass goes, so a rank never holds them all."""
@@ -120,8 +138,16 @@ class Penalties:
 class LayerBlock:
     """One rank's layers and the neighbour values it reads (ghosts)."""
 
-    def __init__(self, layers: list[Layer], num_layers: int, x: torch.Tensor, y: torch.Tensor, p_grid=None, q_grid=None,
-                 steps: StepRule = StepRule()):  # fmt: skip
+    def __init__(
+        self,
+        layers: list[Layer],
+        num_layers: int,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        p_grid=None,
+        q_grid=None,
+        steps: StepRule = StepRule(),
+    ):
         self.layers, self.L, self.x, self.y, self.steps = layers, num_layers, x, y, steps
         self.project_p = p_grid.project if p_grid is not None else None
         self.project_q = q_grid.project if q_grid is not None else None
@@ -139,13 +165,18 @@ class LayerBlock:
 
     def state_dict(self) -> dict:
         """Every variable of this block's layers and its ghosts (tensors, floats and None only)."""
-        return {"layers": [dataclasses.asdict(layer) for layer in self.layers], **{k: getattr(self, k) for k in self.GHOSTS}}
+        return {
+            "layers": [dataclasses.asdict(layer) for layer in self.layers],
+            **{k: getattr(self, k) for k in self.GHOSTS},
+        }
 
     def load_state_dict(self, state: dict) -> None:
         device = self.x.device
         moved = [{k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in e.items()} for e in state["layers"]]
         if [e["index"] for e in moved] != [layer.index for layer in self.layers]:
-            raise ValueError(f"the checkpoint holds layers {[e['index'] for e in moved]}, this rank's block is {self.first}..{self.last}")
+            raise ValueError(
+                f"the checkpoint holds layers {[e['index'] for e in moved]}, this rank's block is {self.first}..{self.last}"
+            )
         self.layers = [Layer(**e) for e in moved]
         for k in self.GHOSTS:
             setattr(self, k, None if state[k] is None else state[k].to(device))
@@ -173,15 +204,31 @@ class LayerBlock:
                 continue
             q_prev, u_prev = self.below(layer)
             layer.p, layer.t_p = updates.update_p(
-                layer.p, layer.W, layer.b, layer.z, q_prev, u_prev, pen.rho, pen.nu, t0=self.steps.start(layer.t_p),
-                max_backtracks=self.steps.max_backtracks, project=self.project_p,
+                layer.p,
+                layer.W,
+                layer.b,
+                layer.z,
+                q_prev,
+                u_prev,
+                pen.rho,
+                pen.nu,
+                t0=self.steps.start(layer.t_p),
+                max_backtracks=self.steps.max_backtracks,
+                project=self.project_p,
             )
 
     def step_wbz(self, pen: Penalties) -> None:
         for layer in self.layers:
             p = self.input_of(layer)
             layer.W, layer.t_w = updates.update_W(
-                p, layer.W, layer.b, layer.z, pen.nu, pen.mu, t0=self.steps.start(layer.t_w), max_backtracks=self.steps.max_backtracks
+                p,
+                layer.W,
+                layer.b,
+                layer.z,
+                pen.nu,
+                pen.mu,
+                t0=self.steps.start(layer.t_w),
+                max_backtracks=self.steps.max_backtracks,
             )
             layer.b = updates.update_b(p, layer.W, layer.z)
             a = p @ layer.W + layer.b

@@ -56,12 +56,22 @@ def chain_published(pcfg, q_grid) -> Published:
 
 def chain_stages(pcfg) -> list[Stage]:
     """The stages of ``parallel.chain_*`` (validated: equal lengths, increasing depths)."""
-    return [Stage(int(d), int(n), float(r), float(m)) for d, n, r, m in
-            zip(pcfg.chain_layers, pcfg.chain_iterations, pcfg.chain_rho, pcfg.chain_mu)]  # fmt: skip
+    return [
+        Stage(int(d), int(n), float(r), float(m))
+        for d, n, r, m in zip(pcfg.chain_layers, pcfg.chain_iterations, pcfg.chain_rho, pcfg.chain_mu)
+    ]
 
 
-def grown_network(x: torch.Tensor, y: torch.Tensor, width: int, classes: int, depth: int, kept: list[Layer],
-           final: bool, gen: torch.Generator) -> list[Layer]:  # fmt: skip
+def grown_network(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    width: int,
+    classes: int,
+    depth: int,
+    kept: list[Layer],
+    final: bool,
+    gen: torch.Generator,
+) -> list[Layer]:
     """A ``depth``-layer network: ``kept`` (u reset), identity hidden layers, a new output layer."""
     layers = [Layer(k.index, k.W, k.b, k.z, k.p, k.q, torch.zeros_like(k.q)) for k in kept]
     h = kept[-1].q if kept else x
@@ -89,8 +99,15 @@ def train_loss(block: LayerBlock) -> float:
     return F.cross_entropy(block.forward(block.x), block.y).item()
 
 
-def run_stage(x: torch.Tensor, y: torch.Tensor, layers: list[Layer], stage: Stage, rho_max: float,
-              steps: StepRule = StepRule(), published: Published = Published()) -> list[Layer]:  # fmt: skip
+def run_stage(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    layers: list[Layer],
+    stage: Stage,
+    rho_max: float,
+    steps: StepRule = StepRule(),
+    published: Published = Published(),
+) -> list[Layer]:
     """``stage.iterations`` serial ADMM iterations of the whole network ``layers``."""
     block = LayerBlock(layers, len(layers), x, y, q_grid=published.q_grid, steps=steps)
     block.z_out, block.z_pick = published.z_out, published.z_pick
@@ -105,13 +122,23 @@ def run_stage(x: torch.Tensor, y: torch.Tensor, layers: list[Layer], stage: Stag
     return block.layers
 
 
-def chain_network(x: torch.Tensor, y: torch.Tensor, dims: list[int], seed: int, stages: list[Stage],
-                  rho_max: float, steps: StepRule = StepRule(), published: Published = Published()) -> list[Layer]:  # fmt: skip
+def chain_network(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    dims: list[int],
+    seed: int,
+    stages: list[Stage],
+    rho_max: float,
+    steps: StepRule = StepRule(),
+    published: Published = Published(),
+) -> list[Layer]:
     """Every layer of the full network (``dims``) after the chain of ``stages``, identical on every rank."""
     gen = torch.Generator().manual_seed(seed)
     width, classes = dims[1], dims[-1]
     kept: list[Layer] = []
     for stage in stages:
-        layers = run_stage(x, y, grown_network(x, y, width, classes, stage.layers, kept, False, gen), stage, rho_max, steps, published)
+        layers = run_stage(
+            x, y, grown_network(x, y, width, classes, stage.layers, kept, False, gen), stage, rho_max, steps, published
+        )
         kept = layers[:-1]
     return grown_network(x, y, width, classes, len(dims) - 1, kept, True, gen)

@@ -21,8 +21,19 @@ from gnnq.comm.grid_codec import Grid
 
 
 class NeighbourLinks:
-    def __init__(self, comm: Communicator, first: int, last: int, num_layers: int, rows: int, below_width: int,
-                 above_width: int, p_grid: Grid | None, q_grid: Grid | None, train_comm: Communicator | None = None):  # fmt: skip
+    def __init__(
+        self,
+        comm: Communicator,
+        first: int,
+        last: int,
+        num_layers: int,
+        rows: int,
+        below_width: int,
+        above_width: int,
+        p_grid: Grid | None,
+        q_grid: Grid | None,
+        train_comm: Communicator | None = None,
+    ):
         self.comm, self.first, self.last = comm, first, last
         self.train_comm = comm if train_comm is None else train_comm
         self.below = comm.rank - 1 if first > 1 else None
@@ -44,22 +55,30 @@ class NeighbourLinks:
         """Send p_first down, start receiving p_{last+1} from above; returns a handle for ``finish``."""
         sent = None
         if self.below is not None:
-            sent = self.train_comm.send_start(self._wire(p_first, self.p_grid), self.below, category=ADMM_TRAIN, layer=self.first, direction="bwd")
+            sent = self.train_comm.send_start(
+                self._wire(p_first, self.p_grid), self.below, category=ADMM_TRAIN, layer=self.first, direction="bwd"
+            )
         recv = None
         if self.above is not None:
             out = self._empty_wire(self.above_shape, self.p_grid, device)
-            recv = self.train_comm.recv_start(out, self.above, category=ADMM_TRAIN, layer=self.last + 1, direction="bwd")
+            recv = self.train_comm.recv_start(
+                out, self.above, category=ADMM_TRAIN, layer=self.last + 1, direction="bwd"
+            )
         return sent, recv, self.p_grid, self.above_shape
 
     def exchange_q_start(self, q_last: torch.Tensor | None, device):
         """Send q_last up, start receiving q_{first-1} from below."""
         sent = None
         if self.above is not None:
-            sent = self.train_comm.send_start(self._wire(q_last, self.q_grid), self.above, category=ADMM_TRAIN, layer=self.last, direction="fwd")
+            sent = self.train_comm.send_start(
+                self._wire(q_last, self.q_grid), self.above, category=ADMM_TRAIN, layer=self.last, direction="fwd"
+            )
         recv = None
         if self.below is not None:
             out = self._empty_wire(self.below_shape, self.q_grid, device)
-            recv = self.train_comm.recv_start(out, self.below, category=ADMM_TRAIN, layer=self.first - 1, direction="fwd")
+            recv = self.train_comm.recv_start(
+                out, self.below, category=ADMM_TRAIN, layer=self.first - 1, direction="fwd"
+            )
         return sent, recv, self.q_grid, self.below_shape
 
     def finish(self, handle) -> torch.Tensor | None:

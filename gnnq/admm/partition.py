@@ -64,7 +64,9 @@ def _best_split(prefix: list[int], ranks: int, score, combine) -> tuple[int, lis
     """The split of layers 1..n (``prefix``: their cumulative costs) into ``ranks`` blocks whose
     ``combine``d block ``score``s (None: not allowed) are least, and that value."""
     n = len(prefix) - 1
-    best: list[list[int | None]] = [[None] * (n + 1) for _ in range(ranks + 1)]  # best[r][i]: first i layers in r blocks
+    best: list[list[int | None]] = [
+        [None] * (n + 1) for _ in range(ranks + 1)
+    ]  # best[r][i]: first i layers in r blocks
     cut = [[0] * (n + 1) for _ in range(ranks + 1)]  # where the last of those blocks starts
     best[0][0] = 0
     for r in range(1, ranks + 1):

@@ -56,7 +56,9 @@ class AdmmTrainer(Trainer):
             raise ConfigError("parallel=admm trains single-label classification; this dataset is multi-label")
         part = part.to(device)
         self.metric, self.device, self.cfg, self.comm = part.metric, device, cfg, comm
-        seed = int(comm.broadcast(torch.tensor([cfg.trainer.seed], dtype=torch.int64, device=device), category=CONTROL).item())
+        seed = int(
+            comm.broadcast(torch.tensor([cfg.trainer.seed], dtype=torch.int64, device=device), category=CONTROL).item()
+        )
         m, pcfg = cfg.model, cfg.parallel
         self.dims = [part.x.shape[1]] + [m.hidden] * (m.layers - 1) + [part.num_classes]
         x, y = part.x[part.train_mask], part.y[part.train_mask]
@@ -71,8 +73,16 @@ class AdmmTrainer(Trainer):
         first_layer, network = None, None
         steps = StepRule(None if pcfg.step_start is None else float(pcfg.step_start), int(pcfg.max_backtracks))
         if pcfg.init == "chain":
-            network = chain_network(x, y, self.dims, seed, chain_stages(pcfg), float(pcfg.rho_max), steps,
-                                    chain_published(pcfg, self.q_grid))
+            network = chain_network(
+                x,
+                y,
+                self.dims,
+                seed,
+                chain_stages(pcfg),
+                float(pcfg.rho_max),
+                steps,
+                chain_published(pcfg, self.q_grid),
+            )
         elif pcfg.warmup_iterations > 0 and m.layers > 2:
             first_layer = warm_start(x, y, self.dims, seed, self.penalties(), pcfg.warmup_iterations)
         self.warmup_time = time.perf_counter() - t0
@@ -82,8 +92,21 @@ class AdmmTrainer(Trainer):
         self.overlap_q = bool(pcfg.overlap_q)
         train_comm = comm.with_own_group() if self.overlap_q else comm
         self.layer_blocks = split_layers(self.dims, comm.world_size, pcfg.blocks)
-        self.block, self.links = build_block(comm, x, y, self.dims, seed, self.p_grid, self.q_grid, pcfg.hidden_init, first_layer, network,
-                                             steps, self.layer_blocks, train_comm)
+        self.block, self.links = build_block(
+            comm,
+            x,
+            y,
+            self.dims,
+            seed,
+            self.p_grid,
+            self.q_grid,
+            pcfg.hidden_init,
+            first_layer,
+            network,
+            steps,
+            self.layer_blocks,
+            train_comm,
+        )
         self.block.z_out, self.block.z_pick = str(pcfg.z_out), str(pcfg.z_pick)
         self.pending: PendingQ | None = None
         self.pen = self.penalties()
@@ -92,7 +115,9 @@ class AdmmTrainer(Trainer):
     def penalties(self) -> Penalties:
         """nu: parallel.nu, or rho at every iteration where parallel.nu is null (the authors' code)."""
         nu = self.cfg.parallel.nu
-        return Penalties(self.schedule.rho, self.schedule.rho if nu is None else float(nu), float(self.cfg.trainer.weight_decay))
+        return Penalties(
+            self.schedule.rho, self.schedule.rho if nu is None else float(nu), float(self.cfg.trainer.weight_decay)
+        )
 
     def stateful(self) -> dict:
         return {"block": self.block, "schedule": self.schedule}
@@ -128,8 +153,12 @@ class AdmmTrainer(Trainer):
         return {"objective": objective, "residual": residual, "loss": self.eval_loss}
 
     def row_fields(self, epoch: int, sums: dict[str, float], evaluated: bool) -> dict:
-        if not (math.isfinite(sums["objective"]) and math.isfinite(sums["residual"])):  # the same sums on every rank: all stop
-            raise GnnqError(f"parallel=admm diverged: non-finite objective at iteration {epoch}; lower parallel.rho/nu or check the inputs")
+        if not (
+            math.isfinite(sums["objective"]) and math.isfinite(sums["residual"])
+        ):  # the same sums on every rank: all stop
+            raise GnnqError(
+                f"parallel=admm diverged: non-finite objective at iteration {epoch}; lower parallel.rho/nu or check the inputs"
+            )
         loss = sums["loss"] / self.num_train if evaluated else None
         if loss is not None:
             self.schedule.after(loss)
@@ -140,36 +169,66 @@ class AdmmTrainer(Trainer):
         p_grid, q_grid = self.p_grid, self.q_grid
         grid = p_grid or q_grid
         own = sum(layer.W.numel() + layer.b.numel() for layer in self.block.layers)  # this rank's block of layers
-        num_params = self.comm.all_reduce(torch.tensor([float(own)], dtype=torch.float64, device=self.device), category=CONTROL)
-        return {"num_params": int(num_params.item()), "admm": {
-            "layer_blocks": [[r.start, r.stop - 1] for r in self.layer_blocks],
-            "blocks": self.cfg.parallel.blocks,
-            "overlap_q": self.overlap_q,
-            "final_objective": history[-1]["objective"],
-            "final_residual": history[-1]["residual"],
-            "final_rho": self.schedule.rho,
-            "fp32_baseline_bytes_per_iteration": fp32_baselines(self.dims, self.layer_blocks, int(self.num_train)),
-            "init": self.cfg.parallel.init,
-            "warmup_iterations": self.cfg.parallel.warmup_iterations if self.warmed_up else 0,
-            "warmup_time_s": self.warmup_time,
-            "grid": None if grid is None else {"lo": grid.lo, "hi": grid.hi, "levels": grid.levels, "bits": grid.bits,
-                                               "quantize_p": p_grid is not None, "quantize_q": q_grid is not None},
-        }}  # fmt: skip
+        num_params = self.comm.all_reduce(
+            torch.tensor([float(own)], dtype=torch.float64, device=self.device), category=CONTROL
+        )
+        return {
+            "num_params": int(num_params.item()),
+            "admm": {
+                "layer_blocks": [[r.start, r.stop - 1] for r in self.layer_blocks],
+                "blocks": self.cfg.parallel.blocks,
+                "overlap_q": self.overlap_q,
+                "final_objective": history[-1]["objective"],
+                "final_residual": history[-1]["residual"],
+                "final_rho": self.schedule.rho,
+                "fp32_baseline_bytes_per_iteration": fp32_baselines(self.dims, self.layer_blocks, int(self.num_train)),
+                "init": self.cfg.parallel.init,
+                "warmup_iterations": self.cfg.parallel.warmup_iterations if self.warmed_up else 0,
+                "warmup_time_s": self.warmup_time,
+                "grid": None
+                if grid is None
+                else {
+                    "lo": grid.lo,
+                    "hi": grid.hi,
+                    "levels": grid.levels,
+                    "bits": grid.bits,
+                    "quantize_p": p_grid is not None,
+                    "quantize_q": q_grid is not None,
+                },
+            },
+        }
 
 
-def train_admm(cfg: DictConfig, part: Part, comm: Communicator, on_epoch: EpochCallback | None = None,
-               device=torch.device("cpu"), cache_dir: Path | None = None, run_dir: Path | None = None,
-               resume: bool = False) -> dict:  # fmt: skip
+def train_admm(
+    cfg: DictConfig,
+    part: Part,
+    comm: Communicator,
+    on_epoch: EpochCallback | None = None,
+    device=torch.device("cpu"),
+    cache_dir: Path | None = None,
+    run_dir: Path | None = None,
+    resume: bool = False,
+) -> dict:
     """pdADMM-G iterations (``trainer.epochs``); checkpoints and resume as in ``gnnq.train.driver.run_epochs``.
     The trainers' one signature (gnnq.train.driver); ``cache_dir`` is not used."""
     return run_epochs(AdmmTrainer(cfg, part, comm, device), cfg.trainer, comm, on_epoch, device, run_dir, resume)
 
 
-def build_block(comm: Communicator, x: torch.Tensor, y: torch.Tensor, dims: list[int], seed: int,
-                p_grid: Grid | None, q_grid: Grid | None, hidden_init: str = "he",
-                first: tuple[torch.Tensor, torch.Tensor] | None = None,
-                network: list[Layer] | None = None, steps: StepRule = StepRule(), blocks: str | list[range] = "layers",
-                train_comm: Communicator | None = None) -> tuple[LayerBlock, NeighbourLinks]:  # fmt: skip
+def build_block(
+    comm: Communicator,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    dims: list[int],
+    seed: int,
+    p_grid: Grid | None,
+    q_grid: Grid | None,
+    hidden_init: str = "he",
+    first: tuple[torch.Tensor, torch.Tensor] | None = None,
+    network: list[Layer] | None = None,
+    steps: StepRule = StepRule(),
+    blocks: str | list[range] = "layers",
+    train_comm: Communicator | None = None,
+) -> tuple[LayerBlock, NeighbourLinks]:
     """This rank's block of the initial network (identical for any number of ranks) and its links
     (p and q on ``train_comm``, default ``comm``). ``blocks``: every rank's layers, or the rule that
     splits them (``gnnq.admm.partition.split_layers``)."""
@@ -179,7 +238,9 @@ def build_block(comm: Communicator, x: torch.Tensor, y: torch.Tensor, dims: list
     _project_start(block, p_grid, q_grid)
     below_width = dims[mine.start - 1]  # p of the first layer and q of the layer below
     above_width = dims[mine.stop - 1]  # q of the last layer and p of the layer above
-    links = NeighbourLinks(comm, mine.start, mine.stop - 1, num_layers, x.shape[0], below_width, above_width, p_grid, q_grid, train_comm)
+    links = NeighbourLinks(
+        comm, mine.start, mine.stop - 1, num_layers, x.shape[0], below_width, above_width, p_grid, q_grid, train_comm
+    )
     return block, links
 
 
@@ -192,8 +253,9 @@ class PendingQ:
     pen: Penalties
 
 
-def iterate(block: LayerBlock, links: NeighbourLinks, pen: Penalties, pending: PendingQ | None = None,
-            overlap_q: bool = False) -> PendingQ | None:  # fmt: skip
+def iterate(
+    block: LayerBlock, links: NeighbourLinks, pen: Penalties, pending: PendingQ | None = None, overlap_q: bool = False
+) -> PendingQ | None:
     """One pdADMM-G iteration of this rank's block; p in flight while W, b and z update.
 
     ``overlap_q``: the q exchange that ends the iteration is returned in flight instead of waited

@@ -31,7 +31,9 @@ def _sq(x: Tensor) -> Tensor:
     return torch.sum(x * x)
 
 
-def p_objective(p: Tensor, W: Tensor, b: Tensor, z: Tensor, q_prev: Tensor, u_prev: Tensor, rho: float, nu: float) -> Tensor:
+def p_objective(
+    p: Tensor, W: Tensor, b: Tensor, z: Tensor, q_prev: Tensor, u_prev: Tensor, rho: float, nu: float
+) -> Tensor:
     """(nu/2)||z - pW - b||^2 + <u_prev, p - q_prev> + (rho/2)||p - q_prev||^2."""
     d = p - q_prev
     return 0.5 * nu * _sq(z - p @ W - b) + torch.sum(u_prev * d) + 0.5 * rho * _sq(d)
@@ -105,7 +107,9 @@ def update_p(
     Returns (new p, accepted t); p is returned unchanged if no t is accepted within ``max_backtracks``.
     """
     g = p_grad(p, W, b, z, q_prev, u_prev, rho, nu)
-    return _backtrack(p, lambda x: p_objective(x, W, b, z, q_prev, u_prev, rho, nu), g, t0, growth, max_backtracks, project)
+    return _backtrack(
+        p, lambda x: p_objective(x, W, b, z, q_prev, u_prev, rho, nu), g, t0, growth, max_backtracks, project
+    )
 
 
 @torch.no_grad()
@@ -197,8 +201,9 @@ def update_z_out(z: Tensor, a: Tensor, y: Tensor, nu: float, *, iters: int = 50,
 
 
 @torch.no_grad()
-def update_z_out_authors(z: Tensor, a: Tensor, y: Tensor, nu: float, *, iters: int = 50, eta: float = 4.0,
-                         tol: float = 1e-3) -> Tensor:
+def update_z_out_authors(
+    z: Tensor, a: Tensor, y: Tensor, nu: float, *, iters: int = 50, eta: float = 4.0, tol: float = 1e-3
+) -> Tensor:
     """The authors' output-layer z step (pdADMM_G_serial/common.py update_zl; parallel.z_out=authors).
 
     Accelerated proximal steps of size eta on the cross-entropy (the nu/2 ||z - a||^2 term solved exactly),
@@ -231,7 +236,9 @@ def q_objective(q: Tensor, p_next: Tensor, z: Tensor, u: Tensor, rho: float, nu:
 
 
 @torch.no_grad()
-def update_q(p_next: Tensor, z: Tensor, u: Tensor, rho: float, nu: float, *, project: Projection | None = None) -> Tensor:
+def update_q(
+    p_next: Tensor, z: Tensor, u: Tensor, rho: float, nu: float, *, project: Projection | None = None
+) -> Tensor:
     """Exact argmin of :func:`q_objective`, then ``project`` if given."""
     q = (rho * p_next + u + nu * torch.relu(z)) / (rho + nu)
     return project(q) if project is not None else q

@@ -11,11 +11,38 @@ from gnnq.bench.compare import Point
 from gnnq.bench.machine import describe_machine
 from gnnq.track.progress import markdown_table
 
-CSV_FIELDS = ["point", "method", "setting", "runs", "epoch_time_s", "epoch_time_min_s", "epoch_time_max_s", "comm_share",
-              "comm_bytes_per_epoch", "bytes_vs_baseline", "target_val", "time_to_target_s", "target_reached", "test_mean",
-              "test_std", "test_vs_baseline", "speedup", "speedup_min", "speedup_max", "time_to_target_speedup",
-              "codec_time_s", "overhead_time_s", "throughput_epochs_per_s", "wall_speedup", "bound_no_overlap", "bound_overlap",
-              "bound_fraction", "cores_per_host", "oversubscribed", "overrides"]  # fmt: skip
+CSV_FIELDS = [
+    "point",
+    "method",
+    "setting",
+    "runs",
+    "epoch_time_s",
+    "epoch_time_min_s",
+    "epoch_time_max_s",
+    "comm_share",
+    "comm_bytes_per_epoch",
+    "bytes_vs_baseline",
+    "target_val",
+    "time_to_target_s",
+    "target_reached",
+    "test_mean",
+    "test_std",
+    "test_vs_baseline",
+    "speedup",
+    "speedup_min",
+    "speedup_max",
+    "time_to_target_speedup",
+    "codec_time_s",
+    "overhead_time_s",
+    "throughput_epochs_per_s",
+    "wall_speedup",
+    "bound_no_overlap",
+    "bound_overlap",
+    "bound_fraction",
+    "cores_per_host",
+    "oversubscribed",
+    "overrides",
+]
 
 DEFINITIONS = (
     "Epoch: median over a run's epochs of the slowest rank's training step, then the median over repeats "
@@ -43,30 +70,59 @@ def _f(value, spec: str, scale: float = 1.0) -> str:
 
 def table_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     axes = list(rows[0]["setting"]) if rows else []
-    headers = [*axes, "method", "runs", "epoch ms [min-max]", "comm share", "MB / epoch", "bytes vs base", "target val",
-               "time to target s", "test (mean ± std)", "Δ test vs base", "speedup [min-max]", "bound (no overlap / perfect)",
-               "of bound", "overhead s", "wall speedup", "time-to-target speedup", "cores / host"]  # fmt: skip
+    headers = [
+        *axes,
+        "method",
+        "runs",
+        "epoch ms [min-max]",
+        "comm share",
+        "MB / epoch",
+        "bytes vs base",
+        "target val",
+        "time to target s",
+        "test (mean ± std)",
+        "Δ test vs base",
+        "speedup [min-max]",
+        "bound (no overlap / perfect)",
+        "of bound",
+        "overhead s",
+        "wall speedup",
+        "time-to-target speedup",
+        "cores / host",
+    ]
     out = []
     for r in rows:
-        out.append([
-            *(r["setting"][a] for a in axes), r["method"], str(r["runs"]) + (f" ({len(r['failed'])} failed)" if r["failed"] else ""),
-            f"{_f(r['epoch_time_s'], '.1f', 1e3)} [{_f(r['epoch_time_min_s'], '.1f', 1e3)}-{_f(r['epoch_time_max_s'], '.1f', 1e3)}]",
-            _f(r["comm_share"], ".0%"), _f(r["comm_bytes_per_epoch"], ".2f", 1e-6), _f(r["bytes_vs_baseline"], ".3f"),
-            _f(r["target_val"], ".4f"), f"{_f(r['time_to_target_s'], '.1f')} ({r['target_reached']})",
-            f"{_f(r['test_mean'], '.4f')} ± {_f(r['test_std'], '.4f')}", _f(r["test_vs_baseline"], "+.4f"),
-            f"{_f(r['speedup'], '.2f')}x [{_f(r['speedup_min'], '.2f')}-{_f(r['speedup_max'], '.2f')}]",
-            f"{_f(r['bound_no_overlap'], '.2f')}x / {_f(r['bound_overlap'], '.2f')}x", _f(r["bound_fraction"], ".0%"),
-            _f(r["overhead_time_s"], ".2f"), _f(r["wall_speedup"], ".2f") + ("x" if r["wall_speedup"] is not None else ""),
-            _f(r["time_to_target_speedup"], ".2f") + ("x" if r["time_to_target_speedup"] is not None else ""),
-            _f(r.get("cores_per_host"), "g") + ("*" if r.get("oversubscribed") else ""),
-        ])  # fmt: skip
+        out.append(
+            [
+                *(r["setting"][a] for a in axes),
+                r["method"],
+                str(r["runs"]) + (f" ({len(r['failed'])} failed)" if r["failed"] else ""),
+                f"{_f(r['epoch_time_s'], '.1f', 1e3)} [{_f(r['epoch_time_min_s'], '.1f', 1e3)}-{_f(r['epoch_time_max_s'], '.1f', 1e3)}]",
+                _f(r["comm_share"], ".0%"),
+                _f(r["comm_bytes_per_epoch"], ".2f", 1e-6),
+                _f(r["bytes_vs_baseline"], ".3f"),
+                _f(r["target_val"], ".4f"),
+                f"{_f(r['time_to_target_s'], '.1f')} ({r['target_reached']})",
+                f"{_f(r['test_mean'], '.4f')} ± {_f(r['test_std'], '.4f')}",
+                _f(r["test_vs_baseline"], "+.4f"),
+                f"{_f(r['speedup'], '.2f')}x [{_f(r['speedup_min'], '.2f')}-{_f(r['speedup_max'], '.2f')}]",
+                f"{_f(r['bound_no_overlap'], '.2f')}x / {_f(r['bound_overlap'], '.2f')}x",
+                _f(r["bound_fraction"], ".0%"),
+                _f(r["overhead_time_s"], ".2f"),
+                _f(r["wall_speedup"], ".2f") + ("x" if r["wall_speedup"] is not None else ""),
+                _f(r["time_to_target_speedup"], ".2f") + ("x" if r["time_to_target_speedup"] is not None else ""),
+                _f(r.get("cores_per_host"), "g") + ("*" if r.get("oversubscribed") else ""),
+            ]
+        )
     return headers, out
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:
     """One numeric column per statistic (blank where there is none); setting and overrides as text."""
-    flat = [{**r, "setting": " ".join(f"{k}={v}" for k, v in r["setting"].items()), "overrides": " ".join(r["overrides"])}
-            for r in rows]  # fmt: skip
+    flat = [
+        {**r, "setting": " ".join(f"{k}={v}" for k, v in r["setting"].items()), "overrides": " ".join(r["overrides"])}
+        for r in rows
+    ]
     # object dtype: each value written as Python writes it (an int stays 12345, not 12345.0, beside a blank)
     pd.DataFrame(flat, columns=CSV_FIELDS, dtype=object).to_csv(path, index=False)
 
@@ -87,7 +143,10 @@ def plot_speedup(rows: list[dict], x_key: str, out: Path, title: str) -> list[Pa
         if not pts:
             continue
         ys = [r["speedup"] for _, r in pts]
-        err = [[y - r["speedup_min"] for (_, r), y in zip(pts, ys)], [r["speedup_max"] - y for (_, r), y in zip(pts, ys)]]
+        err = [
+            [y - r["speedup_min"] for (_, r), y in zip(pts, ys)],
+            [r["speedup_max"] - y for (_, r), y in zip(pts, ys)],
+        ]
         ax.errorbar([i for i, _ in pts], ys, yerr=err, marker="o", capsize=3, label=label)
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
     ax.set_xticks(range(len(xs)), xs)
@@ -103,7 +162,9 @@ def plot_speedup(rows: list[dict], x_key: str, out: Path, title: str) -> list[Pa
 
 def eval_every(points: list[Point]) -> str:
     """The runs' trainer.eval_every values (one, or a list when points differ)."""
-    values = sorted({rec["config"]["trainer"]["eval_every"] for p in points for rec in p.runs.values() if "config" in rec})
+    values = sorted(
+        {rec["config"]["trainer"]["eval_every"] for p in points for rec in p.runs.values() if "config" in rec}
+    )
     return ", ".join(str(v) for v in values) or "?"
 
 
@@ -118,8 +179,13 @@ def plot_bounds(rows: list[dict], out: Path, title: str) -> list[Path]:
     labels = [" ".join([r["method"], *(f"{k}={v}" for k, v in r["setting"].items())]) for r in shown]
     fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(shown) + 2), 4.5))
     width = 0.27
-    for i, (key, name) in enumerate([("speedup", "measured"), ("bound_no_overlap", "bound, no overlap"),
-                                     ("bound_overlap", "bound, perfect overlap")]):  # fmt: skip
+    for i, (key, name) in enumerate(
+        [
+            ("speedup", "measured"),
+            ("bound_no_overlap", "bound, no overlap"),
+            ("bound_overlap", "bound, perfect overlap"),
+        ]
+    ):
         ax.bar([x + (i - 1) * width for x in range(len(shown))], [r[key] or 0.0 for r in shown], width, label=name)
     for x, r in enumerate(shown):
         if r["bound_fraction"] is not None:
@@ -136,16 +202,42 @@ def plot_bounds(rows: list[dict], out: Path, title: str) -> list[Path]:
     return paths
 
 
-def write_outputs(out: Path, command: str, sweep: tuple[str, str], rows: list[dict], points: list[Point], args) -> list[Path]:
+def write_outputs(
+    out: Path, command: str, sweep: tuple[str, str], rows: list[dict], points: list[Point], args
+) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     machine = describe_machine()
-    runs = [{"point": p.index, "repeat": r, "status": rec.get("status"), "error": rec.get("error"), "run_dir": rec.get("run_dir"),
-             "epoch_time_s": rec.get("epoch_time_s"), "comm_time_s": rec.get("comm_time_s"),
-             "comm_bytes_per_epoch": rec.get("comm_bytes_per_epoch"), "best_val": rec.get("best_val"), "test": rec.get("test")}
-            for p in points for r, rec in sorted(p.runs.items())]  # fmt: skip
-    (out / "results.json").write_text(json.dumps({"command": command, "sweep": sweep[1], "baseline": args.baseline,
-                                                  "repeats": args.repeats, "machine": machine, "rows": rows, "runs": runs},
-                                                 indent=1, default=str))  # fmt: skip
+    runs = [
+        {
+            "point": p.index,
+            "repeat": r,
+            "status": rec.get("status"),
+            "error": rec.get("error"),
+            "run_dir": rec.get("run_dir"),
+            "epoch_time_s": rec.get("epoch_time_s"),
+            "comm_time_s": rec.get("comm_time_s"),
+            "comm_bytes_per_epoch": rec.get("comm_bytes_per_epoch"),
+            "best_val": rec.get("best_val"),
+            "test": rec.get("test"),
+        }
+        for p in points
+        for r, rec in sorted(p.runs.items())
+    ]
+    (out / "results.json").write_text(
+        json.dumps(
+            {
+                "command": command,
+                "sweep": sweep[1],
+                "baseline": args.baseline,
+                "repeats": args.repeats,
+                "machine": machine,
+                "rows": rows,
+                "runs": runs,
+            },
+            indent=1,
+            default=str,
+        )
+    )
     write_csv(out / "results.csv", rows)
     paths = [out / "results.json", out / "results.csv", out / "README.md"]
     plots = []
@@ -155,20 +247,39 @@ def write_outputs(out: Path, command: str, sweep: tuple[str, str], rows: list[di
     headers, cells = table_rows(rows)
     failed = [(r, f) for r in rows for f in r["failed"]]
     md = [
-        f"# gnnq-bench: {sweep[1]}", "", f"Command: `{command}`", "",
+        f"# gnnq-bench: {sweep[1]}",
+        "",
+        f"Command: `{command}`",
+        "",
         f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gib']} GiB, {machine['os']}, "
-        f"torch {machine['torch']}, CUDA {'yes' if machine['cuda'] else 'no'}.", "",
+        f"torch {machine['torch']}, CUDA {'yes' if machine['cuda'] else 'no'}.",
+        "",
         f"{len(points)} points x {args.repeats} repeats, interleaved (each repeat runs every point once, "
         f"the order rotated by one per repeat). Baseline: `{args.baseline}`. Evaluation every "
         f"{eval_every(points)} epoch(s) (trainer.eval_every; a message in flight when an evaluation starts is waited "
-        "for inside its epoch).", "",
-        markdown_table(headers, cells), "", DEFINITIONS, "",
-    ]  # fmt: skip
+        "for inside its epoch).",
+        "",
+        markdown_table(headers, cells),
+        "",
+        DEFINITIONS,
+        "",
+    ]
     if plots:
         md += [f"Plot: {', '.join(p.name for p in plots)}", ""]
     if failed:
-        md += ["Failed runs (not in the statistics):", ""] + [f"- {r['method']} repeat {f['repeat']}: {f['error']} ({f['run_dir']})" for r, f in failed] + [""]
-    md += ["Every point's full overrides:", ""] + [f"- {r['method']}{' ' if r['setting'] else ''}{' '.join(f'{k}={v}' for k, v in r['setting'].items())}: "
-                                                   f"`{' '.join(r['overrides'])}`" for r in rows] + [""]  # fmt: skip
+        md += (
+            ["Failed runs (not in the statistics):", ""]
+            + [f"- {r['method']} repeat {f['repeat']}: {f['error']} ({f['run_dir']})" for r, f in failed]
+            + [""]
+        )
+    md += (
+        ["Every point's full overrides:", ""]
+        + [
+            f"- {r['method']}{' ' if r['setting'] else ''}{' '.join(f'{k}={v}' for k, v in r['setting'].items())}: "
+            f"`{' '.join(r['overrides'])}`"
+            for r in rows
+        ]
+        + [""]
+    )
     (out / "README.md").write_text("\n".join(md))
     return paths + plots

@@ -45,7 +45,9 @@ def summary_value(rec: dict, key: str, default=None):
     return default if value is None else value
 
 
-def speedup_bounds(base_ok: dict[int, dict], ok: dict[int, dict], byte_ratio: float | None) -> tuple[float | None, float | None]:
+def speedup_bounds(
+    base_ok: dict[int, dict], ok: dict[int, dict], byte_ratio: float | None
+) -> tuple[float | None, float | None]:
     """The speedups a method could reach over the baseline: (without overlap, with perfect overlap).
 
     From medians over repeats: the baseline's epoch time T, its exposed halo communication M and
@@ -85,9 +87,15 @@ def compare(points: list[Point], baseline: str, target: float | None, target_dro
         epoch = {r: rec["epoch_time_s"] for r, rec in ok.items()}
         wall = {r: summary_value(rec, "throughput_epochs_per_s") for r, rec in ok.items()}
         base_wall = {r: summary_value(rec, "throughput_epochs_per_s") for r, rec in base_ok.items()}
-        ttt = {r: time_to_target(read_curve(rec["run_dir"]), goal) if goal is not None else None for r, rec in ok.items()}
+        ttt = {
+            r: time_to_target(read_curve(rec["run_dir"]), goal) if goal is not None else None for r, rec in ok.items()
+        }
         base_epoch = {r: rec["epoch_time_s"] for r, rec in base_ok.items()}
-        base_ttt = {r: time_to_target(read_curve(rec["run_dir"]), goal) for r, rec in base_ok.items()} if goal is not None else {}
+        base_ttt = (
+            {r: time_to_target(read_curve(rec["run_dir"]), goal) for r, rec in base_ok.items()}
+            if goal is not None
+            else {}
+        )
         paired = sorted(set(epoch) & set(base_epoch))
         speedups = [base_epoch[r] / epoch[r] for r in paired if epoch[r]]
         wall_speedups = [wall[r] / base_wall[r] for r in paired if wall.get(r) and base_wall.get(r)]
@@ -97,40 +105,53 @@ def compare(points: list[Point], baseline: str, target: float | None, target_dro
         base_tests = [rec["test"] for rec in base_ok.values() if rec.get("test") is not None]
         lo, hi = _spread(list(epoch.values()))
         s_lo, s_hi = _spread(speedups)
-        rows.append({
-            "point": p.index,
-            "method": p.method,
-            "setting": dict(p.setting),
-            "overrides": p.overrides,
-            "runs": len(ok),
-            "failed": [{"repeat": r, "error": rec.get("error"), "run_dir": rec.get("run_dir")} for r, rec in p.failed_runs().items()],
-            "epoch_time_s": _median(list(epoch.values())),
-            "epoch_time_min_s": lo,
-            "epoch_time_max_s": hi,
-            "comm_share": _median([rec["comm_time_s"] / rec["epoch_time_s"] for rec in ok.values() if rec.get("epoch_time_s")]),
-            "comm_bytes_per_epoch": _median([rec["comm_bytes_per_epoch"] for rec in ok.values()]),
-            "target_val": goal,
-            "time_to_target_s": _median(reached) if len(reached) == len(ttt) else None,
-            "target_reached": f"{len(reached)}/{len(ttt)}",
-            "test_mean": statistics.fmean(tests) if tests else None,
-            "test_std": _std(tests),
-            "test_vs_baseline": statistics.fmean(tests) - statistics.fmean(base_tests) if tests and base_tests else None,
-            "speedup": _median(speedups),
-            "speedup_min": s_lo,
-            "speedup_max": s_hi,
-            "time_to_target_speedup": _median(ttt_pairs) if ttt_pairs and len(ttt_pairs) == len(paired) else None,
-            "codec_time_s": _median([summary_value(rec, "codec_time_s", 0.0) for rec in ok.values()]),
-            "overhead_time_s": _median([summary_value(rec, "overhead_time_s", 0.0) for rec in ok.values()]),
-            "throughput_epochs_per_s": _median([w for w in wall.values() if w is not None]),
-            "cores_per_host": _median([c["cores_per_host"] for rec in ok.values() if (c := emulated_cores(rec))]),
-            "oversubscribed": any((emulated_cores(rec) or {}).get("oversubscribed") for rec in ok.values()),
-            "wall_speedup": _median(wall_speedups) if wall_speedups and len(wall_speedups) == len(paired) else None,
-            "bytes_vs_baseline": (
-                _median([rec["comm_bytes_per_epoch"] for rec in ok.values()]) / _median([rec["comm_bytes_per_epoch"] for rec in base_ok.values()])
-                if ok and base_ok and all(rec["comm_bytes_per_epoch"] for rec in base_ok.values()) else None
-            ),
-        })  # fmt: skip
+        rows.append(
+            {
+                "point": p.index,
+                "method": p.method,
+                "setting": dict(p.setting),
+                "overrides": p.overrides,
+                "runs": len(ok),
+                "failed": [
+                    {"repeat": r, "error": rec.get("error"), "run_dir": rec.get("run_dir")}
+                    for r, rec in p.failed_runs().items()
+                ],
+                "epoch_time_s": _median(list(epoch.values())),
+                "epoch_time_min_s": lo,
+                "epoch_time_max_s": hi,
+                "comm_share": _median(
+                    [rec["comm_time_s"] / rec["epoch_time_s"] for rec in ok.values() if rec.get("epoch_time_s")]
+                ),
+                "comm_bytes_per_epoch": _median([rec["comm_bytes_per_epoch"] for rec in ok.values()]),
+                "target_val": goal,
+                "time_to_target_s": _median(reached) if len(reached) == len(ttt) else None,
+                "target_reached": f"{len(reached)}/{len(ttt)}",
+                "test_mean": statistics.fmean(tests) if tests else None,
+                "test_std": _std(tests),
+                "test_vs_baseline": statistics.fmean(tests) - statistics.fmean(base_tests)
+                if tests and base_tests
+                else None,
+                "speedup": _median(speedups),
+                "speedup_min": s_lo,
+                "speedup_max": s_hi,
+                "time_to_target_speedup": _median(ttt_pairs) if ttt_pairs and len(ttt_pairs) == len(paired) else None,
+                "codec_time_s": _median([summary_value(rec, "codec_time_s", 0.0) for rec in ok.values()]),
+                "overhead_time_s": _median([summary_value(rec, "overhead_time_s", 0.0) for rec in ok.values()]),
+                "throughput_epochs_per_s": _median([w for w in wall.values() if w is not None]),
+                "cores_per_host": _median([c["cores_per_host"] for rec in ok.values() if (c := emulated_cores(rec))]),
+                "oversubscribed": any((emulated_cores(rec) or {}).get("oversubscribed") for rec in ok.values()),
+                "wall_speedup": _median(wall_speedups) if wall_speedups and len(wall_speedups) == len(paired) else None,
+                "bytes_vs_baseline": (
+                    _median([rec["comm_bytes_per_epoch"] for rec in ok.values()])
+                    / _median([rec["comm_bytes_per_epoch"] for rec in base_ok.values()])
+                    if ok and base_ok and all(rec["comm_bytes_per_epoch"] for rec in base_ok.values())
+                    else None
+                ),
+            }
+        )
         row = rows[-1]
         row["bound_no_overlap"], row["bound_overlap"] = speedup_bounds(base_ok, ok, row["bytes_vs_baseline"])
-        row["bound_fraction"] = row["speedup"] / row["bound_overlap"] if row["speedup"] and row["bound_overlap"] else None
+        row["bound_fraction"] = (
+            row["speedup"] / row["bound_overlap"] if row["speedup"] and row["bound_overlap"] else None
+        )
     return rows

@@ -45,7 +45,9 @@ def build_points(raw: list[list[str]], baseline: str) -> list[Point]:
     axes = [i for i in range(len(keys)) if len({p[i] for p in raw}) > 1]
     axis_keys = [keys[i].lstrip("+~") for i in axes]
     if key not in axis_keys:
-        raise ConfigError(f"--baseline {baseline}: {key!r} is not an axis of this sweep (axes: {', '.join(axis_keys) or 'none'})")
+        raise ConfigError(
+            f"--baseline {baseline}: {key!r} is not an axis of this sweep (axes: {', '.join(axis_keys) or 'none'})"
+        )
     method_pos = axes[axis_keys.index(key)]
     values = list(dict.fromkeys(p[method_pos].split("=", 1)[1] for p in raw))
     if value not in values:
@@ -91,7 +93,11 @@ def run_point(sweep: tuple[str, str], overrides: list[str], run_root: Path, data
     rec = _read_record(run_root)
     if rec is None:
         tail = (run_root / "gnnq.log").read_text().strip().splitlines()[-1:] or [""]
-        rec = {"status": "failed", "error": f"gnnq exited with {res.returncode} and wrote no record: {tail[0]}", "run_dir": str(run_root)}
+        rec = {
+            "status": "failed",
+            "error": f"gnnq exited with {res.returncode} and wrote no record: {tail[0]}",
+            "run_dir": str(run_root),
+        }
     return rec
 
 
@@ -120,31 +126,50 @@ def run_all(points: list[Point], sweep: tuple[str, str], args, extra: list[str])
             _set_aside(root)
         todo.append((r, i, root))
     if len(todo) < len(order):
-        print(f"[gnnq-bench] {len(order) - len(todo)} of {len(order)} runs already done in {args.out / 'runs'}", flush=True)
+        print(
+            f"[gnnq-bench] {len(order) - len(todo)} of {len(order)} runs already done in {args.out / 'runs'}",
+            flush=True,
+        )
     for n, (r, i, root) in enumerate(todo, 1):
         p = points[i]
         overrides = _seeded([*p.overrides, *extra], r, args.same_seed)
         eta = f", about {_fmt_eta(statistics.fmean(durations) * (len(todo) - n + 1))} left" if durations else ""
-        print(f"[gnnq-bench] run {n}/{len(todo)} (repeat {r + 1}/{args.repeats}{eta}): {' '.join(p.overrides)}", flush=True)
+        print(
+            f"[gnnq-bench] run {n}/{len(todo)} (repeat {r + 1}/{args.repeats}{eta}): {' '.join(p.overrides)}",
+            flush=True,
+        )
         t0 = time.monotonic()
         rec = run_point(sweep, overrides, root, args.data)
         durations.append(time.monotonic() - t0)
         p.runs[r] = rec
         if rec.get("status") == "ok":
-            print(f"[gnnq-bench]   epoch {rec['epoch_time_s'] * 1e3:.1f} ms, test {rec['test']:.4f} ({durations[-1]:.0f} s)", flush=True)
+            print(
+                f"[gnnq-bench]   epoch {rec['epoch_time_s'] * 1e3:.1f} ms, test {rec['test']:.4f} ({durations[-1]:.0f} s)",
+                flush=True,
+            )
         else:
             print(f"[gnnq-bench]   FAILED: {rec.get('error')} (log: {root / 'gnnq.log'})", flush=True)
 
 
 def parse_args(argv: list[str] | None):
-    p = argparse.ArgumentParser(prog="gnnq-bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="gnnq-bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("sweep", help="a sweep file in sweeps/ (name) or a path to one")
     p.add_argument("overrides", nargs="*", help="gnnq overrides for every point (sweeps like a=1,2 add or narrow axes)")
     p.add_argument("--repeats", type=int, default=3, help="runs of every point (default 3)")
-    p.add_argument("--baseline", default="experiment=adaqp_vanilla", help="AXIS=VALUE of the reference method (default %(default)s)")
+    p.add_argument(
+        "--baseline",
+        default="experiment=adaqp_vanilla",
+        help="AXIS=VALUE of the reference method (default %(default)s)",
+    )
     p.add_argument("--out", type=Path, help="results directory (default results/bench/<sweep>)")
     p.add_argument("--data", type=Path, help="data root (default: $GNNQ_DATA or gnnq's default)")
-    p.add_argument("--target", type=float, help="validation target for time-to-target (default: baseline's median best minus --target-drop)")
+    p.add_argument(
+        "--target",
+        type=float,
+        help="validation target for time-to-target (default: baseline's median best minus --target-drop)",
+    )
     p.add_argument("--target-drop", type=float, default=0.01, help="default %(default)s")
     p.add_argument("--plot-x", help="an axis to plot the speedup against (e.g. cluster.link)")
     p.add_argument("--same-seed", action="store_true", help="keep the sweep's trainer.seed in every repeat")
@@ -166,9 +191,14 @@ def main(argv: list[str] | None = None) -> int:
         raw = sweep_points(args.overrides, sweep[1], sweep[0])
         points = build_points(raw, args.baseline)
         if args.plot_x and args.plot_x not in {k for k, _ in points[0].setting}:
-            raise ConfigError(f"--plot-x {args.plot_x}: not a setting axis (axes besides the baseline's: "
-                              f"{', '.join(k for k, _ in points[0].setting) or 'none'})")  # fmt: skip
-        print(f"[gnnq-bench] {len(points)} points x {args.repeats} repeats = {len(points) * args.repeats} runs -> {args.out}", flush=True)
+            raise ConfigError(
+                f"--plot-x {args.plot_x}: not a setting axis (axes besides the baseline's: "
+                f"{', '.join(k for k, _ in points[0].setting) or 'none'})"
+            )
+        print(
+            f"[gnnq-bench] {len(points)} points x {args.repeats} repeats = {len(points) * args.repeats} runs -> {args.out}",
+            flush=True,
+        )
         run_all(points, sweep, args, extra=[])
         rows = compare(points, args.baseline.partition("=")[2], args.target, args.target_drop)
         paths = write_outputs(args.out, command, sweep, rows, points, args)

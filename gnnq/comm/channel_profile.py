@@ -106,8 +106,14 @@ def _buffer(nbytes: int, device: torch.device) -> torch.Tensor:
     return torch.zeros(nbytes, dtype=torch.uint8, device=device)
 
 
-def _timed_round(comm: Communicator, send_buf: torch.Tensor, recv_bufs: dict[int, torch.Tensor], out_bytes: list[int],
-                 in_bytes: dict[int, int], pool: ThreadPoolExecutor) -> dict[int, float]:  # fmt: skip
+def _timed_round(
+    comm: Communicator,
+    send_buf: torch.Tensor,
+    recv_bufs: dict[int, torch.Tensor],
+    out_bytes: list[int],
+    in_bytes: dict[int, int],
+    pool: ThreadPoolExecutor,
+) -> dict[int, float]:
     """One round: the arrival time of each incoming channel."""
     rank, kw = comm.rank, {"category": OVERHEAD, "layer": -1, "direction": PROFILE_DIRECTION}
     comm.barrier()

@@ -48,7 +48,9 @@ class UniformCodec:
     def row_bytes(self, dim: int) -> int:
         return torch_codec.row_bytes(dim, self.bits, self.param_dtype)
 
-    def without_nonfinite(self, src: torch.Tensor, rows: torch.Tensor, what: str) -> tuple[torch.Tensor, torch.Tensor, int]:
+    def without_nonfinite(
+        self, src: torch.Tensor, rows: torch.Tensor, what: str
+    ) -> tuple[torch.Tensor, torch.Tensor, int]:
         """For a message whose rows ``src[rows]`` hold NaN/inf: an error (``nonfinite=error``), or those rows
         with NaN/inf zeroed (as a new source, and its row index) and how many values of ``src`` were zeroed."""
         if self.nonfinite == "error":
@@ -147,7 +149,9 @@ class MessageQuantization:
     family: type = UniformMessages  # the codec family that built it: says which encoder a message gets
 
     def codec(self, direction: Direction) -> UniformCodec | None:
-        return {Direction.FORWARD: self.forward, Direction.BACKWARD: self.backward, Direction.INPUT: self.inputs}[direction]
+        return {Direction.FORWARD: self.forward, Direction.BACKWARD: self.backward, Direction.INPUT: self.inputs}[
+            direction
+        ]
 
     def encoder(self, direction: Direction, kernels: Kernels, layout: WireLayout | None):
         """The encoder of a training message in ``direction`` (``layout``: its per-row widths, if any); None: exact fp32."""
@@ -161,7 +165,11 @@ class MessageQuantization:
         def bits(c):
             return c.bits if c is not None else 32
 
-        return {"forward_bits": bits(self.forward), "backward_bits": bits(self.backward), "input_bits": bits(self.inputs)}
+        return {
+            "forward_bits": bits(self.forward),
+            "backward_bits": bits(self.backward),
+            "input_bits": bits(self.inputs),
+        }
 
 
 def message_quantization(qcfg, seed: int, rank: int) -> MessageQuantization | None:

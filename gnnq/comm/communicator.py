@@ -48,15 +48,31 @@ class Communicator:
         return Communicator(self.stats, group=dist.new_group())
 
     def all_to_all(
-        self, send: torch.Tensor, send_counts: list[int], recv_counts: list[int], *, category: str, layer: int, direction: str
+        self,
+        send: torch.Tensor,
+        send_counts: list[int],
+        recv_counts: list[int],
+        *,
+        category: str,
+        layer: int,
+        direction: str,
     ) -> torch.Tensor:
         """Uneven all-to-all along dim 0: ``send_counts[q]`` rows go to rank q, ``recv_counts[q]`` come from q."""
-        return self.all_to_all_start(send, send_counts, recv_counts, category=category, layer=layer, direction=direction).wait()
+        return self.all_to_all_start(
+            send, send_counts, recv_counts, category=category, layer=layer, direction=direction
+        ).wait()
 
     def all_to_all_start(
-        self, send: torch.Tensor, send_counts: list[int], recv_counts: list[int], *, category: str, layer: int, direction: str,
+        self,
+        send: torch.Tensor,
+        send_counts: list[int],
+        recv_counts: list[int],
+        *,
+        category: str,
+        layer: int,
+        direction: str,
         out: torch.Tensor | None = None,
-    ) -> "PendingMessage":  # fmt: skip
+    ) -> "PendingMessage":
         """Post an all-to-all and return at once; ``.wait()`` gives the received rows: in ``out`` if given
         (contiguous, ``send``'s dtype, one row per received row), else in a fresh tensor.
 
@@ -67,20 +83,26 @@ class Communicator:
         if out is None:
             out = send.new_empty(shape)
         elif tuple(out.shape) != shape or out.dtype != send.dtype or not out.is_contiguous():
-            raise ValueError(f"all-to-all into {out.dtype} {tuple(out.shape)}: expected a contiguous {send.dtype} {shape} tensor")
+            raise ValueError(
+                f"all-to-all into {out.dtype} {tuple(out.shape)}: expected a contiguous {send.dtype} {shape} tensor"
+            )
         row_bytes = send[0:1].numel() * send.element_size() if send.dim() > 1 else send.element_size()
         wire_rows = sum(c for q, c in enumerate(send_counts) if q != self.rank)
         key = (category, layer, direction)
         posted = Posted(send)
         work = None
         if self.world_size > 1:
-            work = dist.all_to_all_single(out, send.contiguous(), recv_counts, send_counts, group=self.group, async_op=True)
+            work = dist.all_to_all_single(
+                out, send.contiguous(), recv_counts, send_counts, group=self.group, async_op=True
+            )
         else:
             out.copy_(send)
         self.stats.add(*key, wire_rows * row_bytes, _host_seconds(send, posted))
         return PendingMessage(self.stats, key, work, out, posted)
 
-    def send_start(self, tensor: torch.Tensor, dst: int, *, category: str, layer: int, direction: str) -> "PendingMessage":
+    def send_start(
+        self, tensor: torch.Tensor, dst: int, *, category: str, layer: int, direction: str
+    ) -> "PendingMessage":
         """Post a point-to-point send of ``tensor`` to rank ``dst``; ``.wait()`` before reusing it."""
         key = (category, layer, direction)
         tensor = tensor.contiguous()  # held by the returned handle until the send completes

@@ -38,7 +38,9 @@ class RowCodec(Protocol):
 
     def row_bytes(self, dim: int) -> int: ...
 
-    def without_nonfinite(self, src: torch.Tensor, rows: torch.Tensor, what: str) -> tuple[torch.Tensor, torch.Tensor, int]: ...
+    def without_nonfinite(
+        self, src: torch.Tensor, rows: torch.Tensor, what: str
+    ) -> tuple[torch.Tensor, torch.Tensor, int]: ...
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,9 @@ class MixedWidthEncoder:
             flat, _ = self._encode(src, rows, streams, dim)
         return WireMessage(flat, self.layout.send.bytes_per_peer(codec, dim), zeroed)
 
-    def _encode(self, src: torch.Tensor, rows: torch.Tensor, streams: RowStreams, dim: int) -> tuple[torch.Tensor, bool]:
+    def _encode(
+        self, src: torch.Tensor, rows: torch.Tensor, streams: RowStreams, dim: int
+    ) -> tuple[torch.Tensor, bool]:
         side, codec = self.layout.send, self.codec
         if dim and self.kernels.encode_mixed is not None:  # one pass over the whole message
             bits, offsets, total = side.wire_plan(codec, dim)
@@ -110,10 +114,15 @@ class MixedWidthEncoder:
         wires, finite = {}, True
         for b in self.layout.widths:
             pos = side.positions_on(b, src.device)
-            wires[b], ok = self.kernels.quantize_pack(src, rows.index_select(0, pos), streams.select(pos), b, codec.param_dtype)
+            wires[b], ok = self.kernels.quantize_pack(
+                src, rows.index_select(0, pos), streams.select(pos), b, codec.param_dtype
+            )
             finite &= ok
-        pieces = [wires[b][side.offsets[b][q] : side.offsets[b][q + 1]].reshape(-1)
-                  for q in range(len(side.counts)) for b in self.layout.widths]  # fmt: skip
+        pieces = [
+            wires[b][side.offsets[b][q] : side.offsets[b][q + 1]].reshape(-1)
+            for q in range(len(side.counts))
+            for b in self.layout.widths
+        ]
         flat = torch.cat(pieces) if pieces else torch.empty(0, dtype=torch.uint8, device=src.device)
         return flat, finite
 
@@ -139,5 +148,7 @@ class MixedWidthEncoder:
                 start += n
         for b in widths:
             wire = torch.cat(chunks[b]).view(-1, sizes[b])
-            out.index_copy_(0, side.positions_on(b, flat.device), self.kernels.unpack_dequantize(wire, dim, b, codec.param_dtype))
+            out.index_copy_(
+                0, side.positions_on(b, flat.device), self.kernels.unpack_dequantize(wire, dim, b, codec.param_dtype)
+            )
         return out

@@ -29,12 +29,16 @@ class Grid:
 
     def __post_init__(self):
         if self.levels < 2 or not self.hi > self.lo:
-            raise ValueError(f"a grid needs levels >= 2 and hi > lo; got lo={self.lo}, hi={self.hi}, levels={self.levels}")
+            raise ValueError(
+                f"a grid needs levels >= 2 and hi > lo; got lo={self.lo}, hi={self.hi}, levels={self.levels}"
+            )
         if self.levels > 2**16:
             raise ValueError(f"at most 65536 grid levels are supported; got {self.levels}")
         ends = self.values(torch.tensor([0, 1, self.levels - 2, self.levels - 1]))
         if not (ends[1] > ends[0] and ends[3] > ends[2]):
-            raise ValueError(f"grid lo={self.lo}, hi={self.hi}, levels={self.levels}: neighbouring values are equal in fp32; use fewer levels")
+            raise ValueError(
+                f"grid lo={self.lo}, hi={self.hi}, levels={self.levels}: neighbouring values are equal in fp32; use fewer levels"
+            )
 
     @property
     def step(self) -> float:

@@ -75,11 +75,21 @@ class HaloExchange:
     wire rows (evaluation stays exact); the byte counter sees exactly those rows.
     """
 
-    def __init__(self, comm: Communicator, send_idx: torch.Tensor, send_counts, recv_counts,
-                 quant: MessageQuantization | None = None):  # fmt: skip
+    def __init__(
+        self,
+        comm: Communicator,
+        send_idx: torch.Tensor,
+        send_counts,
+        recv_counts,
+        quant: MessageQuantization | None = None,
+    ):
         self.comm = comm
         self.plan = HaloPlan(send_idx, [int(c) for c in send_counts], [int(c) for c in recv_counts])
-        self.send_idx, self.send_counts, self.recv_counts = self.plan.send_idx, self.plan.send_counts, self.plan.recv_counts
+        self.send_idx, self.send_counts, self.recv_counts = (
+            self.plan.send_idx,
+            self.plan.send_counts,
+            self.plan.recv_counts,
+        )
         self.num_halo = sum(self.recv_counts)
         self.quant = quant
         self.widths: RowWidths | None = None
@@ -104,8 +114,14 @@ class HaloExchange:
         while it traces (quantizer=adaptive). Setup: before the first training message."""
         self.widths = widths
 
-    def fetch(self, h_inner: torch.Tensor, layer: int, traffic: Traffic, plan: HaloPlan | None = None,
-              out: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+    def fetch(
+        self,
+        h_inner: torch.Tensor,
+        layer: int,
+        traffic: Traffic,
+        plan: HaloPlan | None = None,
+        out: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Halo rows of ``h_inner`` from their owners (received or decoded into ``out`` if given); differentiable
         (gradients flow back to owners).
 
@@ -127,12 +143,21 @@ class HaloExchange:
         torch.cat([h_inner, fetch(h_inner)]) gives them, bit for bit."""
         n = h_inner.shape[0]
         if full.shape != (n + self.num_halo,) + tuple(h_inner.shape[1:]) or full.dtype != h_inner.dtype:
-            raise ValueError(f"halo buffer {full.dtype} {tuple(full.shape)} for {n} inner and {self.num_halo} halo rows "
-                             f"of {h_inner.dtype} {tuple(h_inner.shape[1:])}")  # fmt: skip
+            raise ValueError(
+                f"halo buffer {full.dtype} {tuple(full.shape)} for {n} inner and {self.num_halo} halo rows "
+                f"of {h_inner.dtype} {tuple(h_inner.shape[1:])}"
+            )
         return _IntoBuffer.apply(h_inner, self.fetch(h_inner, layer, traffic, out=full[n:]), full)
 
-    def start(self, src: torch.Tensor, layer: int, direction: Direction, traffic: Traffic,
-              plan: HaloPlan | None = None, out: torch.Tensor | None = None) -> "PendingHalo":  # fmt: skip
+    def start(
+        self,
+        src: torch.Tensor,
+        layer: int,
+        direction: Direction,
+        traffic: Traffic,
+        plan: HaloPlan | None = None,
+        out: torch.Tensor | None = None,
+    ) -> "PendingHalo":
         """Post one message and return at once; ``.wait()`` gives the rows that arrive.
 
         FORWARD / INPUT: ``src`` holds inner rows and the peers' halo rows arrive (in halo order).
@@ -154,8 +179,15 @@ class HaloExchange:
         pending.stream = stream
         return pending
 
-    def _start(self, src: torch.Tensor, layer: int, direction: Direction, traffic: Traffic, plan: HaloPlan,
-               out: torch.Tensor | None) -> "PendingHalo":  # fmt: skip
+    def _start(
+        self,
+        src: torch.Tensor,
+        layer: int,
+        direction: Direction,
+        traffic: Traffic,
+        plan: HaloPlan,
+        out: torch.Tensor | None,
+    ) -> "PendingHalo":
         rows, send_counts, recv_counts = plan.route(direction)
         kw = {"category": traffic.category, "layer": layer, "direction": direction.accounting}
         encoder = self._encoder(layer, direction, traffic, src.device, plan)
@@ -171,7 +203,9 @@ class HaloExchange:
             message = encoder.encode(src, rows, send_counts, noise, f"layer {layer} {direction.label}")
         self.nonfinite_zeroed += message.nonfinite_zeroed
         dim = src.shape[1]
-        pending = self.comm.all_to_all_start(message.wire, message.send_bytes, encoder.recv_bytes(recv_counts, dim), **kw)
+        pending = self.comm.all_to_all_start(
+            message.wire, message.send_bytes, encoder.recv_bytes(recv_counts, dim), **kw
+        )
 
         def decode(wire: torch.Tensor) -> torch.Tensor:
             with timed(stats, "codec", key, wire):
@@ -204,11 +238,19 @@ class HaloExchange:
         at its index). One byte per peer, counted with ``layer``'s forward bytes of ``traffic``."""
         world = self.comm.world_size
         send = torch.full((world, 1), int(bool(flag)), dtype=torch.uint8, device=self.send_idx.device)
-        got = self.comm.all_to_all(send, [1] * world, [1] * world, category=traffic.category, layer=layer,
-                                   direction=Direction.FORWARD.accounting)  # fmt: skip
+        got = self.comm.all_to_all(
+            send,
+            [1] * world,
+            [1] * world,
+            category=traffic.category,
+            layer=layer,
+            direction=Direction.FORWARD.accounting,
+        )
         return [bool(v) for v in got.flatten().tolist()]
 
-    def add_returned(self, grad_inner: torch.Tensor, returned: torch.Tensor, plan: HaloPlan | None = None) -> torch.Tensor:
+    def add_returned(
+        self, grad_inner: torch.Tensor, returned: torch.Tensor, plan: HaloPlan | None = None
+    ) -> torch.Tensor:
         """Add the gradient rows peers returned for the rows this rank sent them."""
         return grad_inner.index_add_(0, (plan or self.plan).send_idx, returned)
 
@@ -248,8 +290,13 @@ class Arrived:
         return self.rows
 
 
-def inner_gradient(exchange: HaloExchange, grad_halo: torch.Tensor, own: Callable[[], torch.Tensor],
-                   post: Callable[[torch.Tensor], PendingHalo | Arrived], plan: HaloPlan | None = None) -> torch.Tensor:  # fmt: skip
+def inner_gradient(
+    exchange: HaloExchange,
+    grad_halo: torch.Tensor,
+    own: Callable[[], torch.Tensor],
+    post: Callable[[torch.Tensor], PendingHalo | Arrived],
+    plan: HaloPlan | None = None,
+) -> torch.Tensor:
     """The backward step every halo aggregation shares: ``post`` the halo rows' gradients to
     their owners, compute the inner rows' own gradient (``own()``) while they travel, then add
     what the peers return for the rows this rank sent them (in ``plan``'s send order)."""
@@ -268,7 +315,9 @@ class _IntoBuffer(torch.autograd.Function):
             full[n:].copy_(halo)
         full[:n].copy_(h_inner)
         ctx.num_inner = n
-        return full.detach()  # an alias without the history of the buffer's earlier uses (it shares their version counter)
+        return (
+            full.detach()
+        )  # an alias without the history of the buffer's earlier uses (it shares their version counter)
 
     @staticmethod
     def backward(ctx, grad_full):
@@ -284,14 +333,30 @@ class _HaloFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_halo):
-        return gradients_to_owners(ctx.exchange, grad_halo, ctx.layer, ctx.traffic, ctx.num_inner, ctx.plan), None, None, None, None, None
+        return (
+            gradients_to_owners(ctx.exchange, grad_halo, ctx.layer, ctx.traffic, ctx.num_inner, ctx.plan),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
 
 
-def gradients_to_owners(exchange: HaloExchange, grad_halo: torch.Tensor, layer: int, traffic: Traffic, num_inner: int,
-                        plan: HaloPlan | None = None) -> torch.Tensor:  # fmt: skip
+def gradients_to_owners(
+    exchange: HaloExchange,
+    grad_halo: torch.Tensor,
+    layer: int,
+    traffic: Traffic,
+    num_inner: int,
+    plan: HaloPlan | None = None,
+) -> torch.Tensor:
     """The gradient of this rank's inner rows from the halo rows' gradients ``grad_halo``: each goes
     back to its owner, and what the peers return for the rows this rank sent them is added up."""
     return inner_gradient(
-        exchange, grad_halo, lambda: grad_halo.new_zeros((num_inner,) + tuple(grad_halo.shape[1:])),
-        lambda g: exchange.start(g, layer, Direction.BACKWARD, traffic, plan), plan,
-    )  # fmt: skip
+        exchange,
+        grad_halo,
+        lambda: grad_halo.new_zeros((num_inner,) + tuple(grad_halo.shape[1:])),
+        lambda g: exchange.start(g, layer, Direction.BACKWARD, traffic, plan),
+        plan,
+    )

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 class WireLayout:
     """Per-row widths of one message (one layer and direction) on this rank, both sides."""
 
-    def __init__(self, send_bits: torch.Tensor, send_counts: list[int], recv_bits: torch.Tensor, recv_counts: list[int]):
+    def __init__(
+        self, send_bits: torch.Tensor, send_counts: list[int], recv_bits: torch.Tensor, recv_counts: list[int]
+    ):
         if send_bits.numel() != sum(send_counts) or recv_bits.numel() != sum(recv_counts):
             raise ValueError("per-row widths do not match the message's row counts")
         self.send_bits, self.recv_bits = send_bits.to(torch.int64).cpu(), recv_bits.to(torch.int64).cpu()
@@ -32,8 +34,12 @@ class WireLayout:
 
     def state_dict(self) -> dict:
         """Tensors and plain lists only (a checkpoint loads it with ``torch.load(weights_only=True)``)."""
-        return {"send_bits": self.send_bits, "send_counts": self.send.counts, "recv_bits": self.recv_bits,
-                "recv_counts": self.recv.counts}  # fmt: skip
+        return {
+            "send_bits": self.send_bits,
+            "send_counts": self.send.counts,
+            "recv_bits": self.recv_bits,
+            "recv_counts": self.recv.counts,
+        }
 
     @classmethod
     def from_state_dict(cls, state: dict) -> "WireLayout":
@@ -70,8 +76,11 @@ class _Side:
         key = (codec.param_dtype, dim)
         if key not in self._plans:
             # Buffer order: per peer, its rows at the lowest width, then the next width, ...
-            order = [self.positions[b][self.offsets[b][q] : self.offsets[b][q + 1]] for q in range(len(self.counts))
-                     for b in sorted(self.positions)]  # fmt: skip
+            order = [
+                self.positions[b][self.offsets[b][q] : self.offsets[b][q + 1]]
+                for q in range(len(self.counts))
+                for b in sorted(self.positions)
+            ]
             order = torch.cat(order) if order else torch.empty(0, dtype=torch.int64)
             row_bytes = torch.zeros(9, dtype=torch.int64)
             for b in self.positions:

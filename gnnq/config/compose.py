@@ -102,7 +102,9 @@ def resolve_config_dir(config_dir: str) -> Path:
     return path.resolve()
 
 
-def compose_config(overrides: list[str], config_name: str = "config", config_dir: str | None = None, *, check: bool = True) -> DictConfig:
+def compose_config(
+    overrides: list[str], config_name: str = "config", config_dir: str | None = None, *, check: bool = True
+) -> DictConfig:
     """Compose like ``gnnq`` does and validate (unless ``check`` is False); raise ConfigError with a one-line message.
 
     ``config_dir`` is Hydra's ``--config-dir`` (e.g. ``sweeps/``): its configs may build on
@@ -136,8 +138,12 @@ def compose_config(overrides: list[str], config_name: str = "config", config_dir
     return cfg
 
 
-def shared_group_choices(overrides: list[str], points: list[tuple[list[str], DictConfig]], config_name: str = "config",
-                         config_dir: str | None = None) -> list[str]:  # fmt: skip
+def shared_group_choices(
+    overrides: list[str],
+    points: list[tuple[list[str], DictConfig]],
+    config_name: str = "config",
+    config_dir: str | None = None,
+) -> list[str]:
     """Group choices to add to a sweep's command line so that Hydra can compose its shared config.
 
     Hydra composes a multirun's own config from its overrides without the swept ones. Where a swept
@@ -153,7 +159,9 @@ def shared_group_choices(overrides: list[str], points: list[tuple[list[str], Dic
     except ConfigError as exc:
         failure = exc
     named = {o.split("=", 1)[0].lstrip("+~") for o in shared}
-    groups = sorted({o.split("=", 1)[0].lstrip("+~").split(".", 1)[0] for o in shared if "." in o.split("=", 1)[0]} - named)
+    groups = sorted(
+        {o.split("=", 1)[0].lstrip("+~").split(".", 1)[0] for o in shared if "." in o.split("=", 1)[0]} - named
+    )
     added = []
     for group in groups:
         choices = {str(cfg[group].get("name")) for _, cfg in points if isinstance(cfg.get(group), DictConfig)}
@@ -165,8 +173,10 @@ def shared_group_choices(overrides: list[str], points: list[tuple[list[str], Dic
             return added
         except ConfigError:
             pass
-    raise ConfigError(f"{failure} (in the sweep's shared config: Hydra composes it without the swept values; where every point "
-                      "picks the same choice of that group, name it on the command line too, e.g. parallel=admm)")  # fmt: skip
+    raise ConfigError(
+        f"{failure} (in the sweep's shared config: Hydra composes it without the swept values; where every point "
+        "picks the same choice of that group, name it on the command line too, e.g. parallel=admm)"
+    )
 
 
 def compose_point(point: list[str], i: int, n: int, config_name: str, config_dir: str | None) -> DictConfig:
@@ -190,10 +200,16 @@ def resolve_sweep(name: str) -> tuple[str, str]:
 def check_config_name(config_name: str, config_dir: str | None) -> None:
     """ConfigError naming the configs there are when ``--config-name`` names none (in ``--config-dir``, or gnnq's own)."""
     where = Path(config_dir) if config_dir is not None else CONF_DIR
-    if config_name == "config" or (where / f"{config_name}.yaml").is_file() or (CONF_DIR / f"{config_name}.yaml").is_file():
+    if (
+        config_name == "config"
+        or (where / f"{config_name}.yaml").is_file()
+        or (CONF_DIR / f"{config_name}.yaml").is_file()
+    ):
         return
     known = sorted(p.stem for p in where.glob("*.yaml") if not p.name.endswith(".table.yaml"))
-    raise ConfigError(f"--config-name {config_name}: no {config_name}.yaml in {where}; available: {', '.join(known) or 'none'}")
+    raise ConfigError(
+        f"--config-name {config_name}: no {config_name}.yaml in {where}; available: {', '.join(known) or 'none'}"
+    )
 
 
 def sweep_points(overrides: list[str], config_name: str = "config", config_dir: str | None = None) -> list[list[str]]:
@@ -266,7 +282,10 @@ def _allowed_keys(parent: str) -> list[str] | None:
     node, parts = Config, parent.split(".") if parent else []
     registry = group_registries().get(parts[0]) if parts else None
     if registry is not None and len(parts) > 1:  # below a group's key: the schema of a choice that has the key
-        node = next((registry.schema(n) for n in registry.names() if parts[1] in {f.name for f in fields(registry.schema(n))}), None)
+        node = next(
+            (registry.schema(n) for n in registry.names() if parts[1] in {f.name for f in fields(registry.schema(n))}),
+            None,
+        )
         if node is None:
             return []
         parts = parts[1:]

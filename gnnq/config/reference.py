@@ -119,18 +119,32 @@ def render() -> str:
             if cls.__doc__ and not cls.__doc__.startswith(cls.__name__ + "("):
                 out += [" ".join(cls.__doc__.split()), ""]
             out += _keys_table(group, cls, allowed, skip={"name"}) + [""]
-    out += ["## trainer", "", f"`trainer.optimizer` is one of the registry `{OPTIMIZERS.key}`: "
-            + ", ".join(f"`{n}` ({OPTIMIZERS.choice(n).target})" for n in OPTIMIZERS.names()) + ".", ""]  # fmt: skip
+    out += [
+        "## trainer",
+        "",
+        f"`trainer.optimizer` is one of the registry `{OPTIMIZERS.key}`: "
+        + ", ".join(f"`{n}` ({OPTIMIZERS.choice(n).target})" for n in OPTIMIZERS.names())
+        + ".",
+        "",
+    ]
     out += _keys_table("trainer", s.TrainerConfig, allowed) + [""]
-    out += ["## top level", "", "| key | type | default | what it does |", "|---|---|---|---|",
-            "| `runs_root` | str | `${oc.env:GNNQ_RUNS,runs}` | where run directories go (env GNNQ_RUNS) |",
-            "| `overwrite` | bool | `false` | `true`: replace an earlier run in the same run directory (else refused) |", ""]  # fmt: skip
+    out += [
+        "## top level",
+        "",
+        "| key | type | default | what it does |",
+        "|---|---|---|---|",
+        "| `runs_root` | str | `${oc.env:GNNQ_RUNS,runs}` | where run directories go (env GNNQ_RUNS) |",
+        "| `overwrite` | bool | `false` | `true`: replace an earlier run in the same run directory (else refused) |",
+        "",
+    ]
     return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--check", action="store_true", help="exit 1 if docs/config.md differs from what would be written")
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if docs/config.md differs from what would be written"
+    )
     args = parser.parse_args(argv)
     text = render()
     if args.check:

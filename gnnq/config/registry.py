@@ -36,7 +36,9 @@ class Choice:
     schema: type  # the dataclass of this choice's keys (gnnq.config.schema)
     target: Any = None  # what the name dispatches to: an object, or "module:attribute" imported on first use
     about: str = ""  # one line for docs/config.md
-    trainer: str | None = None  # parallel only: "module:function" that trains with it (one signature: gnnq.train.driver)
+    trainer: str | None = (
+        None  # parallel only: "module:function" that trains with it (one signature: gnnq.train.driver)
+    )
     needs: tuple[Needs, ...] = ()  # choices of other groups it works with
     labels: Mapping[str, str] = field(default_factory=dict)  # parallel only: quantizer -> the method's name in reports
     epoch: str = "epoch"  # parallel only: what one epoch row is (report wording): epoch | iteration
@@ -84,7 +86,10 @@ def resolve(ref: Any) -> Any:
 
 
 FULL_GRAPH_TRAINER = "gnnq.train.full_graph:train"  # the trainer of every parallel choice that is a halo strategy
-_NO_ADAPTIVE = Needs("quantizer", ("fp32", "uniform"), "per-row widths need every boundary row each epoch: use quantizer=fp32 or uniform")
+_NO_ADAPTIVE = Needs(
+    "quantizer", ("fp32", "uniform"), "per-row widths need every boundary row each epoch: use quantizer=fp32 or uniform"
+)
+
 
 def _dataset(name: str, loader: str, about: str, schema: type = s.DatasetConfig) -> Choice:
     """A dataset: its loader family in gnnq.data.registry (which loads any of its names, cfg.name)."""
@@ -92,35 +97,59 @@ def _dataset(name: str, loader: str, about: str, schema: type = s.DatasetConfig)
 
 
 _NPZ_SPLIT = "the pdADMM-G authors' split"
-DATASETS = Registry("dataset", [
-    _dataset("cora", "PYG", "PyG Planetoid: 2708 nodes"),
-    _dataset("citeseer", "PYG", "PyG Planetoid: 3327 nodes"),
-    _dataset("pubmed", "PYG", "PyG Planetoid: 19717 nodes"),
-    _dataset("reddit", "PYG", "PyG Reddit: 232965 nodes"),
-    _dataset("flickr", "PYG", "PyG Flickr: 89250 nodes"),
-    _dataset("yelp", "PYG", "PyG Yelp: 716847 nodes"),
-    _dataset("amazon-products", "PYG", "PyG AmazonProducts: 1569960 nodes"),
-    _dataset("ogbn-arxiv", "OGB", "OGB: 169343 nodes"),
-    _dataset("ogbn-products", "OGB", "OGB: 2449029 nodes"),
-    _dataset("amazon-computers", "NPZ", f"PyG Computers npz: 13752 nodes; {_NPZ_SPLIT}"),
-    _dataset("amazon-photo", "NPZ", f"PyG Photo npz: 7650 nodes; {_NPZ_SPLIT}"),
-    _dataset("coauthor-cs", "NPZ", f"PyG CS npz: 18333 nodes; {_NPZ_SPLIT}"),
-    _dataset("coauthor-physics", "NPZ", f"PyG Physics npz: 34493 nodes; {_NPZ_SPLIT}"),
-    _dataset("files", "FILES", "your own graph from a directory (docs/datasets.md)", s.FilesDatasetConfig),
-    _dataset("synthetic", "SYNTHETIC", "stochastic block model with class-correlated features; no download",
-             s.SyntheticDatasetConfig),
-])
+DATASETS = Registry(
+    "dataset",
+    [
+        _dataset("cora", "PYG", "PyG Planetoid: 2708 nodes"),
+        _dataset("citeseer", "PYG", "PyG Planetoid: 3327 nodes"),
+        _dataset("pubmed", "PYG", "PyG Planetoid: 19717 nodes"),
+        _dataset("reddit", "PYG", "PyG Reddit: 232965 nodes"),
+        _dataset("flickr", "PYG", "PyG Flickr: 89250 nodes"),
+        _dataset("yelp", "PYG", "PyG Yelp: 716847 nodes"),
+        _dataset("amazon-products", "PYG", "PyG AmazonProducts: 1569960 nodes"),
+        _dataset("ogbn-arxiv", "OGB", "OGB: 169343 nodes"),
+        _dataset("ogbn-products", "OGB", "OGB: 2449029 nodes"),
+        _dataset("amazon-computers", "NPZ", f"PyG Computers npz: 13752 nodes; {_NPZ_SPLIT}"),
+        _dataset("amazon-photo", "NPZ", f"PyG Photo npz: 7650 nodes; {_NPZ_SPLIT}"),
+        _dataset("coauthor-cs", "NPZ", f"PyG CS npz: 18333 nodes; {_NPZ_SPLIT}"),
+        _dataset("coauthor-physics", "NPZ", f"PyG Physics npz: 34493 nodes; {_NPZ_SPLIT}"),
+        _dataset("files", "FILES", "your own graph from a directory (docs/datasets.md)", s.FilesDatasetConfig),
+        _dataset(
+            "synthetic",
+            "SYNTHETIC",
+            "stochastic block model with class-correlated features; no download",
+            s.SyntheticDatasetConfig,
+        ),
+    ],
+)
 
-PARTITIONERS = Registry("partitioner", [
-    Choice("metis", s.PartitionerConfig, "gnnq.data.partition:metis_parts", about="METIS k-way: balanced parts, few cut edges"),
-    Choice("random", s.PartitionerConfig, "gnnq.data.partition:random_parts", about="a seeded random balanced assignment"),
-])
+PARTITIONERS = Registry(
+    "partitioner",
+    [
+        Choice(
+            "metis",
+            s.PartitionerConfig,
+            "gnnq.data.partition:metis_parts",
+            about="METIS k-way: balanced parts, few cut edges",
+        ),
+        Choice(
+            "random",
+            s.PartitionerConfig,
+            "gnnq.data.partition:random_parts",
+            about="a seeded random balanced assignment",
+        ),
+    ],
+)
 MODELS = Registry(
     "model",
     [
-        Choice("gcn", s.ModelConfig, "gnnq.models.gnn:GNN", "graph convolution (Kipf & Welling), symmetric normalization"),
+        Choice(
+            "gcn", s.ModelConfig, "gnnq.models.gnn:GNN", "graph convolution (Kipf & Welling), symmetric normalization"
+        ),
         Choice("sage", s.ModelConfig, "gnnq.models.gnn:GNN", "GraphSAGE with mean aggregation"),
-        Choice("gamlp", s.GamlpModelConfig, "gnnq.models.gamlp:GAMLP", "graph-augmented MLP over [X, AX, ..., A^hops X]"),
+        Choice(
+            "gamlp", s.GamlpModelConfig, "gnnq.models.gamlp:GAMLP", "graph-augmented MLP over [X, AX, ..., A^hops X]"
+        ),
     ],
 )
 QUANTIZERS = Registry(
@@ -218,22 +247,41 @@ PARALLEL = Registry(
         ),
     ],
 )
-CLUSTERS = Registry("cluster", [
-    Choice("local", s.ClusterConfig, about="all ranks on this machine, one torchrun (rendezvous on loopback)"),
-    Choice("emulated", s.EmulatedClusterConfig, about="hosts emulated with network namespaces and shaped links (root)"),
-    Choice("slurm", s.SlurmClusterConfig, about="one Slurm job per run, submitted by Hydra's submitit launcher"),
-    Choice("multinode", s.MultinodeClusterConfig, about="machines you start yourself; gnnq prints their torchrun command"),
-])
-LOGGERS = Registry("logger", [
-    Choice("wandb", s.LoggerConfig, about="Weights & Biases from the launcher (offline by default); summary = record.json"),
-    Choice("none", s.LoggerConfig, about="no tracker; the run directory still holds the full record"),
-])
-OPTIMIZERS = Registry("trainer.optimizer", [
-    Choice("adam", s.TrainerConfig, "torch.optim:Adam"),
-    Choice("sgd", s.TrainerConfig, "torch.optim:SGD"),
-    Choice("adagrad", s.TrainerConfig, "torch.optim:Adagrad"),
-    Choice("adadelta", s.TrainerConfig, "torch.optim:Adadelta"),
-])
+CLUSTERS = Registry(
+    "cluster",
+    [
+        Choice("local", s.ClusterConfig, about="all ranks on this machine, one torchrun (rendezvous on loopback)"),
+        Choice(
+            "emulated", s.EmulatedClusterConfig, about="hosts emulated with network namespaces and shaped links (root)"
+        ),
+        Choice("slurm", s.SlurmClusterConfig, about="one Slurm job per run, submitted by Hydra's submitit launcher"),
+        Choice(
+            "multinode",
+            s.MultinodeClusterConfig,
+            about="machines you start yourself; gnnq prints their torchrun command",
+        ),
+    ],
+)
+LOGGERS = Registry(
+    "logger",
+    [
+        Choice(
+            "wandb",
+            s.LoggerConfig,
+            about="Weights & Biases from the launcher (offline by default); summary = record.json",
+        ),
+        Choice("none", s.LoggerConfig, about="no tracker; the run directory still holds the full record"),
+    ],
+)
+OPTIMIZERS = Registry(
+    "trainer.optimizer",
+    [
+        Choice("adam", s.TrainerConfig, "torch.optim:Adam"),
+        Choice("sgd", s.TrainerConfig, "torch.optim:SGD"),
+        Choice("adagrad", s.TrainerConfig, "torch.optim:Adagrad"),
+        Choice("adadelta", s.TrainerConfig, "torch.optim:Adadelta"),
+    ],
+)
 
 
 METHODS = {"model": MODELS, "quantizer": QUANTIZERS, "parallel": PARALLEL}  # the groups whose choices are methods
@@ -242,8 +290,15 @@ TOP_LEVEL_KEYS = ("runs_root", "overwrite")  # the schema's scalars outside any 
 
 def group_registries() -> dict[str, Registry]:
     """Every config group with choices, in conf/config.yaml's order."""
-    return {"dataset": DATASETS, "partitioner": PARTITIONERS, "model": MODELS, "quantizer": QUANTIZERS,
-            "parallel": PARALLEL, "cluster": CLUSTERS, "logger": LOGGERS}  # fmt: skip
+    return {
+        "dataset": DATASETS,
+        "partitioner": PARTITIONERS,
+        "model": MODELS,
+        "quantizer": QUANTIZERS,
+        "parallel": PARALLEL,
+        "cluster": CLUSTERS,
+        "logger": LOGGERS,
+    }
 
 
 def registries() -> dict[str, Registry]:
@@ -267,7 +322,9 @@ def config_keys() -> set[str]:
     for f in fields(s.Config):
         if f.name in TOP_LEVEL_KEYS:
             continue
-        classes = [registry.schema(n) for registry in [group_registries().get(f.name)] if registry for n in registry.names()]
+        classes = [
+            registry.schema(n) for registry in [group_registries().get(f.name)] if registry for n in registry.names()
+        ]
         for cls in classes or [typing.get_type_hints(s.Config)[f.name]]:
             keys |= {f"{f.name}.{g.name}" for g in fields(cls)}
     return keys | set(TOP_LEVEL_KEYS)

@@ -191,14 +191,18 @@ class StaleParallelConfig(ParallelConfig):
     name: str = "stale"
     momentum: float = 0.0  # smoothing of stale rows: stale = momentum * stale + (1 - momentum) * received
     warmup: str = "sync"  # first epoch: sync (exchange and wait, gnnq) | zeros (zero buffers, PipeGCN's code)
-    smooth: str = "both"  # which stale buffers momentum smooths: both | features | gradients (PipeGCN's corr_feat / corr_grad)
+    smooth: str = (
+        "both"  # which stale buffers momentum smooths: both | features | gradients (PipeGCN's corr_feat / corr_grad)
+    )
 
 
 @dataclass
 class SamplingParallelConfig(ParallelConfig):
     name: str = "sampling"
     sampling_rate: float = 0.1  # fraction p of each peer's boundary rows exchanged per training epoch
-    sample_size: str = "at_least_one"  # rows per channel: floor (int(p*c), BNS-GCN's code) | at_least_one (max(1, round(p*c)), gnnq)
+    sample_size: str = (
+        "at_least_one"  # rows per channel: floor (int(p*c), BNS-GCN's code) | at_least_one (max(1, round(p*c)), gnnq)
+    )
 
 
 @dataclass
@@ -211,7 +215,9 @@ class SancusParallelConfig(ParallelConfig):
 @dataclass
 class MinibatchParallelConfig(ParallelConfig):
     name: str = "minibatch"
-    fanouts: List[int] = field(default_factory=lambda: [10])  # neighbours per layer, input layer first; one value: every layer; -1: all
+    fanouts: List[int] = field(
+        default_factory=lambda: [10]
+    )  # neighbours per layer, input layer first; one value: every layer; -1: all
     batch_size: int = 1024  # training (target) nodes per step
 
 
@@ -227,16 +233,26 @@ class AdmmParallelConfig(ParallelConfig):
     init: str = "warmup2"
     hidden_init: str = "identity"  # init=warmup2: he | identity: square hidden-to-hidden layers start at the identity
     warmup_iterations: int = 50  # init=warmup2, > 0: layer 1 starts from a 2-layer network trained this many iterations
-    chain_layers: List[int] = field(default_factory=lambda: [2, 5])  # init=chain: depths of the networks before the full one
+    chain_layers: List[int] = field(
+        default_factory=lambda: [2, 5]
+    )  # init=chain: depths of the networks before the full one
     chain_iterations: List[int] = field(default_factory=lambda: [200, 10])  # init=chain: ADMM iterations of each
     chain_rho: List[float] = field(default_factory=lambda: [1e-5, 1e-5])  # init=chain: each stage's start of rho = nu
-    chain_mu: List[float] = field(default_factory=lambda: [10.0, 1.0])  # init=chain: each stage's weight decay on ||W||^2
-    chain_quantize: bool = False  # init=chain, quantizer=grid: q on the grid in the chain's stages too (the authors' Q chain)
-    chain_stall_tol: Optional[float] = None  # init=chain: the stages' stall tolerance; null: 1e-3 (the authors' Q chain: 0.01)
+    chain_mu: List[float] = field(
+        default_factory=lambda: [10.0, 1.0]
+    )  # init=chain: each stage's weight decay on ||W||^2
+    chain_quantize: bool = (
+        False  # init=chain, quantizer=grid: q on the grid in the chain's stages too (the authors' Q chain)
+    )
+    chain_stall_tol: Optional[float] = (
+        None  # init=chain: the stages' stall tolerance; null: 1e-3 (the authors' Q chain: 0.01)
+    )
     # none | grow: rho x10 (up to rho_max) when the training loss stalls 2 iterations, then wait 2 more |
     # paper: the authors' rule, from iteration 4 on x10 after every iteration ending 2 stalled ones (gnnq/admm/schedule.py)
     rho_schedule: str = "none"
-    step_start: Optional[float] = None  # p/W steps: where the search for t starts; null: half the last accepted t; the authors': 20
+    step_start: Optional[float] = (
+        None  # p/W steps: where the search for t starts; null: half the last accepted t; the authors': 20
+    )
     max_backtracks: int = 30  # p/W steps: tries of t (x2 each) before the step is skipped; the authors': 11
     rho_max: float = 100.0  # cap of rho_schedule=grow|paper and of the chain stages' schedules
     # which layers each rank owns (gnnq/admm/partition.py): cost: contiguous blocks minimizing the largest
@@ -288,7 +304,9 @@ class EmulatedClusterConfig(ClusterConfig):
 class MultinodeClusterConfig(ClusterConfig):
     name: str = "multinode"
     hosts: int = 2
-    rendezvous: Optional[str] = None  # required: host:port of the node gnnq runs on, where the other nodes' torchruns meet it
+    rendezvous: Optional[str] = (
+        None  # required: host:port of the node gnnq runs on, where the other nodes' torchruns meet it
+    )
 
 
 @dataclass
@@ -301,7 +319,9 @@ class SlurmClusterConfig(ClusterConfig):
     time_limit_min: int = 60  # the job's time limit (sbatch --time), minutes
     gpus_per_node: Optional[int] = None  # null: nproc, or 0 with backend=gloo (CPU nodes)
     cpus_per_node: Optional[int] = None  # null: nproc x max(1, threads_per_rank)
-    sbatch_extra: Dict[str, Any] = field(default_factory=dict)  # more sbatch options: {mem: 64G, qos: high, exclusive: true}
+    sbatch_extra: Dict[str, Any] = field(
+        default_factory=dict
+    )  # more sbatch options: {mem: 64G, qos: high, exclusive: true}
 
 
 # --- logger, trainer, the whole config ---------------------------------------------------------

@@ -34,5 +34,7 @@ def option_config(group: str, option: str) -> DictConfig:
     from gnnq.config.compose import CONF_DIR  # Hydra: not for the ranks, which load their saved config
 
     values = OmegaConf.load(CONF_DIR / group / f"{option}.yaml")
-    values.pop("defaults", None)  # the choice's schema (merged below) and what else it selects (cluster=slurm: Hydra's launcher)
+    values.pop(
+        "defaults", None
+    )  # the choice's schema (merged below) and what else it selects (cluster=slurm: Hydra's launcher)
     return OmegaConf.merge(OmegaConf.structured(choice_schema(group, values.get("name"))), values)

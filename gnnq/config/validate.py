@@ -90,7 +90,9 @@ UPPER_BOUNDS = {
     "parallel.momentum": (1.0, True),
     "parallel.sampling_rate": (1.0, False),
     "cluster.loss_pct": (100.0, True),
-    "model.dropout": (1.0, True), "dataset.homophily": (1.0, False)}
+    "model.dropout": (1.0, True),
+    "dataset.homophily": (1.0, False),
+}
 _ABSENT = object()
 
 
@@ -135,8 +137,10 @@ def check_choice_keys(group: str, node: DictConfig) -> None:
         if key not in keys:
             raise ConfigError(no_such_key_message(group, str(key), name, keys))
     if OmegaConf.get_type(node) not in (schema_cls, dict) or any(k not in node.keys() for k in keys):
-        raise ConfigError(f"{group}.name={name} is not allowed on its own: choose the option with {group}={name}, "
-                          f"which brings its keys ({', '.join(keys)})")  # fmt: skip
+        raise ConfigError(
+            f"{group}.name={name} is not allowed on its own: choose the option with {group}={name}, "
+            f"which brings its keys ({', '.join(keys)})"
+        )
     for key in keys:
         value = node._get_node(key)
         if isinstance(value, DictConfig) and OmegaConf.get_type(schema, key) is not dict:
@@ -167,10 +171,14 @@ def _check_quantizer(q: DictConfig) -> None:
         if not 2 <= q.grid_levels <= 2**16:
             raise ConfigError(f"quantizer.grid_levels={q.grid_levels} is not allowed; it must be in 2..65536")
         if not q.grid_max > q.grid_min:
-            raise ConfigError(f"quantizer.grid_max={q.grid_max} is not allowed; it must be > quantizer.grid_min={q.grid_min}")
+            raise ConfigError(
+                f"quantizer.grid_max={q.grid_max} is not allowed; it must be > quantizer.grid_min={q.grid_min}"
+            )
         if not (q.quantize_p or q.quantize_q):
-            raise ConfigError("quantizer.quantize_p=false with quantizer.quantize_q=false is not allowed: quantizer=grid needs "
-                              "one of them; for fp32 messages use quantizer=fp32")  # fmt: skip
+            raise ConfigError(
+                "quantizer.quantize_p=false with quantizer.quantize_q=false is not allowed: quantizer=grid needs "
+                "one of them; for fp32 messages use quantizer=fp32"
+            )
         return
     if q.name == "fp32":
         return
@@ -189,7 +197,9 @@ def _check_adaptive(q: DictConfig) -> None:
             f"quantizer.bit_choices={choices} is not allowed; give distinct widths from {', '.join(map(str, QUANT_BITS))}"
         )
     if q.grad_bits is not None:
-        raise ConfigError(f"quantizer.grad_bits={q.grad_bits} is not allowed with quantizer=adaptive (gradients are assigned too); use null")
+        raise ConfigError(
+            f"quantizer.grad_bits={q.grad_bits} is not allowed with quantizer=adaptive (gradients are assigned too); use null"
+        )
     for key, low in (("group_size", 1), ("assign_cycle", 1), ("profile_repeats", 1)):
         if q[key] < low:
             raise ConfigError(f"quantizer.{key}={q[key]} is not allowed; it must be >= {low}")
@@ -204,15 +214,21 @@ def _check_chain(p: DictConfig, layers: int) -> None:
     keys = ("chain_layers", "chain_iterations", "chain_rho", "chain_mu")
     lengths = {len(p[k]) for k in keys}
     if len(lengths) != 1 or not p.chain_layers:
-        raise ConfigError(f"parallel.{', parallel.'.join(keys)} are not allowed with lengths "
-                          f"{[len(p[k]) for k in keys]}; give one value per chain stage in each (at least one stage)")  # fmt: skip
+        raise ConfigError(
+            f"parallel.{', parallel.'.join(keys)} are not allowed with lengths "
+            f"{[len(p[k]) for k in keys]}; give one value per chain stage in each (at least one stage)"
+        )
     depths = list(p.chain_layers)
     if depths[0] < 2 or any(b <= a for a, b in zip(depths, depths[1:])) or depths[-1] >= layers:
-        raise ConfigError(f"parallel.chain_layers={depths} is not allowed with model.layers={layers}; "
-                          f"give rising depths from >= 2 to < {layers}")  # fmt: skip
+        raise ConfigError(
+            f"parallel.chain_layers={depths} is not allowed with model.layers={layers}; "
+            f"give rising depths from >= 2 to < {layers}"
+        )
     for key, strict in (("chain_iterations", False), ("chain_rho", True), ("chain_mu", False)):
         if not all(math.isfinite(v) and (v > 0 if strict else v >= 0) for v in p[key]):
-            raise ConfigError(f"parallel.{key}={list(p[key])} is not allowed; every value must be finite and {'>' if strict else '>='} 0")
+            raise ConfigError(
+                f"parallel.{key}={list(p[key])} is not allowed; every value must be finite and {'>' if strict else '>='} 0"
+            )
 
 
 def _check_needs(cfg: DictConfig) -> None:
@@ -244,7 +260,9 @@ def _check_gamlp(cfg: DictConfig) -> None:
         if p.init == "chain":
             _check_chain(p, m.layers)
         if p.rho_schedule != "none" and p.rho > p.rho_max:
-            raise ConfigError(f"parallel.rho={p.rho} is not allowed with parallel.rho_max={p.rho_max}; it must be <= rho_max")
+            raise ConfigError(
+                f"parallel.rho={p.rho} is not allowed with parallel.rho_max={p.rho_max}; it must be <= rho_max"
+            )
         ranks = cfg.cluster.nproc * cfg.cluster.hosts
         if ranks > m.layers:
             raise ConfigError(
@@ -253,9 +271,13 @@ def _check_gamlp(cfg: DictConfig) -> None:
             )
     elif m.name == "gamlp":
         if p.name != "sync":
-            raise ConfigError(f"parallel={p.name} is not allowed with model=gamlp; allowed: sync (gradient baselines), admm")
+            raise ConfigError(
+                f"parallel={p.name} is not allowed with model=gamlp; allowed: sync (gradient baselines), admm"
+            )
         if q.name != "fp32":
-            raise ConfigError(f"quantizer={q.name} is not allowed with model=gamlp and parallel=sync (no halo messages); use quantizer=fp32")
+            raise ConfigError(
+                f"quantizer={q.name} is not allowed with model=gamlp and parallel=sync (no halo messages); use quantizer=fp32"
+            )
 
 
 def _check_parallel(cfg: DictConfig) -> None:
@@ -291,7 +313,9 @@ def resolve_fanouts(fanouts: Sequence[int], layers: int) -> list[int]:
             f"or one per layer (model.layers={layers}), input layer first"
         )
     if any(f != -1 and f < 1 for f in values):
-        raise ValueError(f"parallel.fanouts={values} is not allowed: each must be a positive neighbour count or -1 (all neighbours)")
+        raise ValueError(
+            f"parallel.fanouts={values} is not allowed: each must be a positive neighbour count or -1 (all neighbours)"
+        )
     return values
 
 
@@ -316,20 +340,26 @@ def _check_emulated(c: DictConfig) -> None:
             "(NCCL between processes on one machine goes through shared memory, around the shaped links)"
         )
     if c.link == "custom" and (c.bandwidth_mbit is None or c.bandwidth_mbit <= 0):
-        raise ConfigError(f"cluster.bandwidth_mbit={c.bandwidth_mbit} is not allowed with cluster.link=custom; it must be > 0 (Mbit/s)")
+        raise ConfigError(
+            f"cluster.bandwidth_mbit={c.bandwidth_mbit} is not allowed with cluster.link=custom; it must be > 0 (Mbit/s)"
+        )
     if c.link != "custom" and c.bandwidth_mbit is not None:
         raise ConfigError(
             f"cluster.bandwidth_mbit={c.bandwidth_mbit} is not allowed with cluster.link={c.link} (a preset); "
             "use cluster.link=custom, or null"
         )
     if c.jitter_ms > 0 and c.latency_ms == 0:
-        raise ConfigError(f"cluster.jitter_ms={c.jitter_ms} is not allowed with cluster.latency_ms=0; jitter varies a latency")
+        raise ConfigError(
+            f"cluster.jitter_ms={c.jitter_ms} is not allowed with cluster.latency_ms=0; jitter varies a latency"
+        )
 
 
 def _check_slurm(c: DictConfig) -> None:
     for key in ("gpus_per_node", "cpus_per_node"):
         if c[key] is not None and c[key] < (0 if key == "gpus_per_node" else 1):
-            raise ConfigError(f"cluster.{key}={c[key]} is not allowed; it must be null or >= {0 if key == 'gpus_per_node' else 1}")
+            raise ConfigError(
+                f"cluster.{key}={c[key]} is not allowed; it must be null or >= {0 if key == 'gpus_per_node' else 1}"
+            )
     if c.backend == "nccl" and c.gpus_per_node is not None and c.gpus_per_node < c.nproc:
         raise ConfigError(
             f"cluster.gpus_per_node={c.gpus_per_node} is not allowed with cluster.backend=nccl and cluster.nproc={c.nproc}: "
@@ -340,7 +370,9 @@ def _check_slurm(c: DictConfig) -> None:
         if option.startswith("_"):
             raise ConfigError(f"cluster.sbatch_extra.{key} is not allowed; name the option without leading dashes")
         if option in MANAGED_SBATCH_OPTIONS:
-            raise ConfigError(f"cluster.sbatch_extra.{key} is not allowed: gnnq sets --{option.replace('_', '-')} from {MANAGED_SBATCH_OPTIONS[option]}")
+            raise ConfigError(
+                f"cluster.sbatch_extra.{key} is not allowed: gnnq sets --{option.replace('_', '-')} from {MANAGED_SBATCH_OPTIONS[option]}"
+            )
         if isinstance(value, (DictConfig, ListConfig)) or value is None or value is False:
             raise ConfigError(
                 f"cluster.sbatch_extra.{key}={value} is not allowed; give a string, a number or true (a flag without value), "
@@ -377,7 +409,9 @@ def validate(cfg: DictConfig) -> None:
     if "train_frac" in d:
         check_fractions(d.train_frac, d.val_frac)
     if d.name == "synthetic" and d.num_classes > d.num_nodes:
-        raise ConfigError(f"dataset.num_classes={d.num_classes} is not allowed; it must be <= dataset.num_nodes={d.num_nodes}")
+        raise ConfigError(
+            f"dataset.num_classes={d.num_classes} is not allowed; it must be <= dataset.num_nodes={d.num_nodes}"
+        )
     _check_quantizer(cfg.quantizer)
     if cfg.quantizer.name == "adaptive" and cfg.quantizer.assign_cycle >= cfg.trainer.epochs:
         raise ConfigError(
@@ -386,7 +420,9 @@ def validate(cfg: DictConfig) -> None:
         )
     _check_parallel(cfg)
     if cfg.cluster.memory_limit_gib is not None and cfg.cluster.memory_limit_gib <= 0:
-        raise ConfigError(f"cluster.memory_limit_gib={cfg.cluster.memory_limit_gib} is not allowed; it must be null or > 0 (GiB)")
+        raise ConfigError(
+            f"cluster.memory_limit_gib={cfg.cluster.memory_limit_gib} is not allowed; it must be null or > 0 (GiB)"
+        )
     if cfg.cluster.name == "local" and cfg.cluster.hosts != 1:
         raise ConfigError(f"cluster.hosts={cfg.cluster.hosts} is not allowed with cluster=local; it must be 1")
     if cfg.cluster.name == "emulated":

@@ -143,7 +143,9 @@ def discard_corrupt(exc: CorruptRawFiles) -> dict[str, str]:
     """Delete the corrupt raw files of ``exc`` so that they are downloaded again (a warning each);
     returns the hashes of the files that passed."""
     for m in exc.mismatches:
-        warn(f"{m.path} is corrupt (sha256 {m.actual[:16]}..., expected {m.expected[:16]}...): deleting it to download it again")
+        warn(
+            f"{m.path} is corrupt (sha256 {m.actual[:16]}..., expected {m.expected[:16]}...): deleting it to download it again"
+        )
         m.path.unlink(missing_ok=True)
     bad = {m.name for m in exc.mismatches}
     return {name: sha for name, sha in exc.sums.items() if name not in bad}

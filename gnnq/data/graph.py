@@ -52,12 +52,16 @@ class Graph:
         if self.x.ndim != 2 or self.x.dtype != np.float32:
             raise ValueError(f"{self.name}: x must be float32 (N, F), got {self.x.dtype} {self.x.shape}")
         if self.edge_index.ndim != 2 or self.edge_index.shape[0] != 2 or self.edge_index.dtype != np.int64:
-            raise ValueError(f"{self.name}: edge_index must be int64 (2, E), got {self.edge_index.dtype} {self.edge_index.shape}")
+            raise ValueError(
+                f"{self.name}: edge_index must be int64 (2, E), got {self.edge_index.dtype} {self.edge_index.shape}"
+            )
         if self.num_edges and (self.edge_index.min() < 0 or self.edge_index.max() >= n):
             raise ValueError(f"{self.name}: edge_index refers to nodes outside 0..{n - 1}")
         if self.multilabel:
             if self.y.shape != (n, self.num_classes) or self.y.dtype != np.float32:
-                raise ValueError(f"{self.name}: multi-label y must be float32 (N, C), got {self.y.dtype} {self.y.shape}")
+                raise ValueError(
+                    f"{self.name}: multi-label y must be float32 (N, C), got {self.y.dtype} {self.y.shape}"
+                )
         elif self.y.shape != (n,) or self.y.dtype != np.int64:
             raise ValueError(f"{self.name}: y must be int64 (N,), got {self.y.dtype} {self.y.shape}")
         for mask in ("train_mask", "val_mask", "test_mask"):

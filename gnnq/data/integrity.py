@@ -22,7 +22,9 @@ def check_sha256(path: Path, expected: str, recorded_in: Path) -> None:
     """CacheError naming ``path`` unless its bytes hash to ``expected`` (recorded in ``recorded_in``)."""
     actual = file_sha256(path)
     if actual != expected:
-        raise CacheError(f"{path} is corrupt: its sha256 {actual[:16]}... differs from {str(expected)[:16]}... in {recorded_in}")
+        raise CacheError(
+            f"{path} is corrupt: its sha256 {actual[:16]}... differs from {str(expected)[:16]}... in {recorded_in}"
+        )
 
 
 def warn(message: str) -> None:

@@ -52,7 +52,9 @@ class Part:
 
     def to(self, device) -> "Part":
         """A copy whose tensors live on ``device``."""
-        return Part.from_dict({k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in self.to_dict().items()})
+        return Part.from_dict(
+            {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in self.to_dict().items()}
+        )
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -116,7 +118,7 @@ def iter_parts(graph: Graph, parts: np.ndarray, nparts: int) -> Iterator[Part]:
         for q in range(nparts):
             q_halo, q_counts = halo_by_part[q]
             start = int(q_counts[:r].sum())
-            rows = q_halo[start:start + int(q_counts[r])]
+            rows = q_halo[start : start + int(q_counts[r])]
             send_rows.append(local_of[rows])
             send_counts[q] = rows.size
         node_ids = np.concatenate([inner, halo])

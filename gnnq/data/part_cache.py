@@ -37,14 +37,26 @@ FORMAT_VERSION = 2  # 2: checksums in meta.json
 
 def cache_key(dataset_fingerprint: str, partitioner: str, seed: int, nparts: int) -> str:
     ident = json.dumps(
-        {"data": dataset_fingerprint, "partitioner": partitioner, "seed": seed, "nparts": nparts, "format": FORMAT_VERSION},
+        {
+            "data": dataset_fingerprint,
+            "partitioner": partitioner,
+            "seed": seed,
+            "nparts": nparts,
+            "format": FORMAT_VERSION,
+        },
         sort_keys=True,
     )
     return hashlib.sha256(ident.encode()).hexdigest()[:24]
 
 
-def prepare_parts(graph: Graph, partitioner: str, seed: int, nparts: int, cache_root: Path,
-                  before_partition: Callable[[], None] | None = None) -> tuple[Path, dict]:  # fmt: skip
+def prepare_parts(
+    graph: Graph,
+    partitioner: str,
+    seed: int,
+    nparts: int,
+    cache_root: Path,
+    before_partition: Callable[[], None] | None = None,
+) -> tuple[Path, dict]:
     """Return the cache directory holding the parts (building it if needed) and its metadata.
 
     ``before_partition`` runs only when the parts must be built, before the partitioner (a memory check)."""

@@ -9,8 +9,10 @@ from gnnq.config.validate import check_fractions
 
 def seeded_split_source(train_frac: float, val_frac: float) -> str:
     """How a seeded split came about, for error lines that name an empty split."""
-    return (f"the seeded split with dataset.train_frac={train_frac} and dataset.val_frac={val_frac}, rounded per class, "
-            "gives it no node: use more nodes or larger fractions")
+    return (
+        f"the seeded split with dataset.train_frac={train_frac} and dataset.val_frac={val_frac}, rounded per class, "
+        "gives it no node: use more nodes or larger fractions"
+    )
 
 
 def strata(y: np.ndarray) -> np.ndarray:
@@ -21,7 +23,9 @@ def strata(y: np.ndarray) -> np.ndarray:
     return y.astype(np.int64, copy=False)
 
 
-def stratified_split(y: np.ndarray, train_frac: float, val_frac: float, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def stratified_split(
+    y: np.ndarray, train_frac: float, val_frac: float, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Boolean (train, val, test) masks that keep each class's share in every part.
 
     Within each class the nodes are shuffled with ``np.random.default_rng(seed)``; the first

@@ -28,8 +28,10 @@ class HostCores:
     def describe(self) -> str:
         how = "own cores" if self.pinned else "shared cores"
         over = ", oversubscribed: compute slower than on real hosts" if self.oversubscribed else ""
-        return (f"{self.cores_per_host:g} core(s) per host ({how}, {self.machine_cores} on this machine), "
-                f"{self.threads_per_rank} thread(s) per rank{over}")
+        return (
+            f"{self.cores_per_host:g} core(s) per host ({how}, {self.machine_cores} on this machine), "
+            f"{self.threads_per_rank} thread(s) per rank{over}"
+        )
 
     def summary(self) -> dict:
         return asdict(self)
@@ -39,7 +41,9 @@ def usable_cores() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def plan_host_cores(hosts: int, nproc: int, pin: str, threads_per_rank: int = 0, cores: list[int] | None = None) -> HostCores:
+def plan_host_cores(
+    hosts: int, nproc: int, pin: str, threads_per_rank: int = 0, cores: list[int] | None = None
+) -> HostCores:
     """The cores of ``hosts`` emulated hosts of ``nproc`` ranks each, under ``cluster.pin_cores=pin`` (auto | on | off)."""
     cores = usable_cores() if cores is None else cores
     n = len(cores)

@@ -28,8 +28,9 @@ RDZV_PORT = 29400  # on host 0's address, inside its own namespace: no other job
 STOP_GRACE_S = 40.0  # torchrun gives its ranks up to 30 s after SIGTERM
 
 
-def host_command(topo: netns.Topology, h: int, nproc: int, run_dir: Path, parts_dir: Path, join_timeout_s: int,
-                 cores: HostCores) -> list[str]:  # fmt: skip
+def host_command(
+    topo: netns.Topology, h: int, nproc: int, run_dir: Path, parts_dir: Path, join_timeout_s: int, cores: HostCores
+) -> list[str]:
     """torchrun for host ``h``, run inside its namespace (on its own cores when they are pinned)."""
     extra = (
         f"--node-rank={h}",
@@ -49,8 +50,13 @@ def host_log(run_dir: Path, h: int) -> Path:
     return run_dir / "logs" / f"torchrun-h{h}.log"
 
 
-def run_hosts(topo: netns.Topology, cmds: list[list[str]], logs: list[Path], on_progress: Callable[[dict], None],
-              env: dict[str, str]) -> int:  # fmt: skip
+def run_hosts(
+    topo: netns.Topology,
+    cmds: list[list[str]],
+    logs: list[Path],
+    on_progress: Callable[[dict], None],
+    env: dict[str, str],
+) -> int:
     """Run one torchrun per host and follow them all; when one fails (or on Ctrl-C) all are stopped.
 
     Returns the exit code of the first host that failed, or 0.
@@ -94,8 +100,9 @@ def run_hosts(topo: netns.Topology, cmds: list[list[str]], logs: list[Path], on_
     return codes[failed[0]] if failed else 0
 
 
-def run_emulated(cfg: DictConfig, run_dir: Path, parts_dir: Path, say: Callable[[str], None],
-                 on_progress: Callable[[dict], None]) -> tuple[int, list[Path], dict]:  # fmt: skip
+def run_emulated(
+    cfg: DictConfig, run_dir: Path, parts_dir: Path, say: Callable[[str], None], on_progress: Callable[[dict], None]
+) -> tuple[int, list[Path], dict]:
     """Set up the emulated hosts, run the job on them (rank 0's epoch rows to ``on_progress``), tear them down.
 
     Returns (exit code, torchrun's log per host, what to add to the run summary).
@@ -107,12 +114,18 @@ def run_emulated(cfg: DictConfig, run_dir: Path, parts_dir: Path, say: Callable[
     try:
         say(f"emulated cluster: {c.hosts} host(s) in namespaces {topo.host_ns(0)}.., each link {link.describe()}")
         say(f"emulated cluster: {cores.describe()}")
-        say(f"launching {c.hosts} x {c.nproc} rank(s) with torchrun ({cfg.model.name}, {cfg.parallel.name}, {cfg.quantizer.name})")
+        say(
+            f"launching {c.hosts} x {c.nproc} rank(s) with torchrun ({cfg.model.name}, {cfg.parallel.name}, {cfg.quantizer.name})"
+        )
         cmds = [host_command(topo, h, c.nproc, run_dir, parts_dir, c.timeout_s, cores) for h in range(c.hosts)]
         logs = [host_log(run_dir, h) for h in range(c.hosts)]
         code = run_hosts(topo, cmds, logs, on_progress, {THREADS_ENV: str(cores.threads_per_rank)})
     finally:
         netns.teardown(topo)
-    info = {"run_id": topo.run_id, "hosts": {topo.host_ns(h): topo.host_addr(h) for h in range(c.hosts)}, "link": asdict(link),
-            "cores": cores.summary()}  # fmt: skip
+    info = {
+        "run_id": topo.run_id,
+        "hosts": {topo.host_ns(h): topo.host_addr(h) for h in range(c.hosts)},
+        "link": asdict(link),
+        "cores": cores.summary(),
+    }
     return code, logs, info

@@ -114,8 +114,14 @@ def _error_reports(run_dir: Path) -> list[dict]:
     for path in sorted((run_dir / INTERNAL_DIR).glob(ERROR_FILES)):
         try:
             report = json.loads(path.read_text())
-            reports.append({"rank": int(report["rank"]), "message": str(report["message"]),
-                            "time": float(report["time"]), "stopped": bool(report.get("stopped"))})  # fmt: skip
+            reports.append(
+                {
+                    "rank": int(report["rank"]),
+                    "message": str(report["message"]),
+                    "time": float(report["time"]),
+                    "stopped": bool(report.get("stopped")),
+                }
+            )
         except (OSError, ValueError, KeyError, TypeError):
             continue  # a rank killed while writing it: the log still tells
     return reports
@@ -140,8 +146,14 @@ def _elastic_reports(run_dir: Path, ranks_per_host: int) -> list[dict]:
                     message, stamp = error, data["timestamp"]
                 else:
                     message, stamp = error["message"], error["extraInfo"]["timestamp"]
-                reports.append({"rank": host * ranks_per_host + int(path.parent.name), "stopped": False, "time": float(stamp),
-                                "message": str(message).strip().splitlines()[0].removesuffix(":")})  # fmt: skip
+                reports.append(
+                    {
+                        "rank": host * ranks_per_host + int(path.parent.name),
+                        "stopped": False,
+                        "time": float(stamp),
+                        "message": str(message).strip().splitlines()[0].removesuffix(":"),
+                    }
+                )
             except (OSError, ValueError, KeyError, TypeError, IndexError):
                 continue
     return reports
@@ -154,8 +166,10 @@ def _reported(error: dict, log: Path, run_dir: Path) -> str:
     culprit = stopped_rank(run_dir, error)
     if culprit:
         return f"{culprit}; {failed} (traceback in {log})"
-    return (f"{failed}; a peer stopped taking part in collectives for cluster.timeout_s, which one could not be told "
-            f"(no rank's heartbeat had stopped or stayed outside communication) (traceback in {log})")  # fmt: skip
+    return (
+        f"{failed}; a peer stopped taking part in collectives for cluster.timeout_s, which one could not be told "
+        f"(no rank's heartbeat had stopped or stayed outside communication) (traceback in {log})"
+    )
 
 
 def stopped_rank(run_dir: Path, error: dict) -> str | None:
@@ -167,14 +181,18 @@ def stopped_rank(run_dir: Path, error: dict) -> str | None:
     if stale:
         b = stale[0]
         place = f", last seen at {b['where']}" if b.get("where") else ""
-        return (f"rank {b['rank']} stopped responding: its heartbeat stopped {at - b['time']:.0f} s before rank "
-                f"{error['rank']}'s collective timed out (its process was stopped, e.g. by SIGSTOP, or frozen{place})")  # fmt: skip
+        return (
+            f"rank {b['rank']} stopped responding: its heartbeat stopped {at - b['time']:.0f} s before rank "
+            f"{error['rank']}'s collective timed out (its process was stopped, e.g. by SIGSTOP, or frozen{place})"
+        )
     stuck = sorted((b for b in beats if not b["communicating"] and at - b["since"] > quiet_s), key=lambda b: b["since"])
     if stuck:
         b = stuck[0]
         place = f" (at {b['where']})" if b.get("where") else ""
-        return (f"rank {b['rank']} stopped taking part: it had been outside any collective for {at - b['since']:.0f} s"
-                f"{place} when rank {error['rank']}'s collective timed out waiting for it")  # fmt: skip
+        return (
+            f"rank {b['rank']} stopped taking part: it had been outside any collective for {at - b['since']:.0f} s"
+            f"{place} when rank {error['rank']}'s collective timed out waiting for it"
+        )
     return None
 
 
@@ -183,8 +201,15 @@ def _heartbeats(run_dir: Path) -> list[dict]:
     for path in sorted((Path(run_dir) / INTERNAL_DIR).glob(HEARTBEAT_FILES)):
         try:
             b = json.loads(path.read_text())
-            beats.append({"rank": int(b["rank"]), "time": float(b["time"]), "since": float(b["since"]),
-                          "communicating": bool(b["communicating"]), "where": str(b.get("where") or "")})  # fmt: skip
+            beats.append(
+                {
+                    "rank": int(b["rank"]),
+                    "time": float(b["time"]),
+                    "since": float(b["since"]),
+                    "communicating": bool(b["communicating"]),
+                    "where": str(b.get("where") or ""),
+                }
+            )
         except (OSError, ValueError, KeyError, TypeError):
             continue
     return beats

@@ -71,7 +71,9 @@ def _run_claimed(cfg: DictConfig, run_dir: Path, extra: dict | None) -> dict:
     except Exception as exc:  # noqa: BLE001 - an unexpected bug still leaves a failed record
         (run_dir / "logs").mkdir(exist_ok=True)
         (run_dir / "logs" / "launcher.log").write_text(traceback.format_exc())
-        record = build_record(config, "failed", error=f"{type(exc).__name__}: {exc} (traceback: {run_dir}/logs/launcher.log)", extra=extra)
+        record = build_record(
+            config, "failed", error=f"{type(exc).__name__}: {exc} (traceback: {run_dir}/logs/launcher.log)", extra=extra
+        )
     conclude(run_dir, record, logger, started)
     if record["status"] == "ok":
         print(summary_table(record), flush=True)
@@ -143,16 +145,22 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
         raise ConfigError(
             f"cluster.nproc x cluster.hosts = {nparts} partitions, but dataset {graph.name} has only {graph.num_nodes} nodes"
         )
-    say(f"dataset {graph.name}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges, {graph.num_features} features, "
-        f"{graph.num_classes} classes ({time.perf_counter() - t0:.1f}s)")  # fmt: skip
+    say(
+        f"dataset {graph.name}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges, {graph.num_features} features, "
+        f"{graph.num_classes} classes ({time.perf_counter() - t0:.1f}s)"
+    )
     declared = method_resources(cfg)
     method = declared["parallel"]
     if method.single_label and graph.multilabel:
-        raise ConfigError(f"parallel={cfg.parallel.name} trains single-label classification; dataset {graph.name} is multi-label")
+        raise ConfigError(
+            f"parallel={cfg.parallel.name} trains single-label classification; dataset {graph.name} is multi-label"
+        )
     if declared["model"].propagated_inputs:
         t0 = time.perf_counter()
         graph = gamlp_graph(graph, cfg.model.hops, data_root(cfg.dataset) / "gamlp")
-        say(f"GA-MLP inputs [X, AX, ..., A^{cfg.model.hops}X]: {graph.num_features} features ({time.perf_counter() - t0:.1f}s)")
+        say(
+            f"GA-MLP inputs [X, AX, ..., A^{cfg.model.hops}X]: {graph.num_features} features ({time.perf_counter() - t0:.1f}s)"
+        )
     if method.shared_part:
         nparts = 1  # e.g. layer-parallel ADMM: every rank reads the whole (edgeless) GA-MLP graph
     parts_root = data_root(cfg.dataset) / "parts"
@@ -160,17 +168,26 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
 
     def check_memory() -> None:  # only when the parts must be built: the launcher's METIS peak, the ranks' floor
         before.update(check_before_partitioning(cfg, graph, nparts))
-        say(f"memory estimate: launcher {before['launcher_mib'] / 1024:.1f} GiB while partitioning, "
-            f"each rank at least {before['rank_floor_mib'] / 1024:.1f} GiB")  # fmt: skip
+        say(
+            f"memory estimate: launcher {before['launcher_mib'] / 1024:.1f} GiB while partitioning, "
+            f"each rank at least {before['rank_floor_mib'] / 1024:.1f} GiB"
+        )
 
     try:
-        parts_dir, meta = prepare_parts(graph, cfg.partitioner.name, cfg.partitioner.seed, nparts, parts_root, check_memory)
+        parts_dir, meta = prepare_parts(
+            graph, cfg.partitioner.name, cfg.partitioner.seed, nparts, parts_root, check_memory
+        )
     except OSError as exc:  # a read-only or full data root, or a file in its place
         key = data_root_key(cfg.dataset)
         check_writable(parts_root, key)  # names a file in the way, or a root where nothing can be created
-        raise CacheError(f"{key}: cannot write the partition cache under {parts_root} ({describe_os_error(exc)}); "
-                         f"set {key} to a writable directory (complete data and parts are read without writing)") from None  # fmt: skip
-    meta = {**meta, "memory_estimate_mib_per_rank": check_launch_resources(cfg, meta, graph.num_features, graph_mib(graph))}
+        raise CacheError(
+            f"{key}: cannot write the partition cache under {parts_root} ({describe_os_error(exc)}); "
+            f"set {key} to a writable directory (complete data and parts are read without writing)"
+        ) from None
+    meta = {
+        **meta,
+        "memory_estimate_mib_per_rank": check_launch_resources(cfg, meta, graph.num_features, graph_mib(graph)),
+    }
     if before:
         meta["memory_estimate_launcher_mib"] = before["launcher_mib"]
     if method.shared_part:

@@ -23,10 +23,26 @@ def measure(topo: netns.Topology, mib: float, timeout_s: float = 120.0) -> dict:
     env = {**os.environ, "GLOO_SOCKET_IFNAME": netns.HOST_IFNAME, "OMP_NUM_THREADS": "1"}
     procs = [
         subprocess.Popen(
-            ["ip", "netns", "exec", topo.host_ns(h), sys.executable, "-m", "gnnq.launch.link_check",
-             "--peer", str(h), "--master", topo.host_addr(0), "--mib", str(mib)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-        )  # fmt: skip
+            [
+                "ip",
+                "netns",
+                "exec",
+                topo.host_ns(h),
+                sys.executable,
+                "-m",
+                "gnnq.launch.link_check",
+                "--peer",
+                str(h),
+                "--master",
+                topo.host_addr(0),
+                "--mib",
+                str(mib),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         for h in (0, 1)
     ]
     try:
@@ -61,7 +77,11 @@ def _peer(rank: int, master: str, mib: float) -> None:
     else:
         dist.recv(payload, src=0)
         seconds = time.perf_counter() - t0
-        print(json.dumps({"bytes": payload.numel(), "seconds": seconds, "mbit_per_s": payload.numel() * 8 / seconds / 1e6}))
+        print(
+            json.dumps(
+                {"bytes": payload.numel(), "seconds": seconds, "mbit_per_s": payload.numel() * 8 / seconds / 1e6}
+            )
+        )
     dist.barrier()
     dist.destroy_process_group()
 

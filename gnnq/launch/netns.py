@@ -116,7 +116,9 @@ def _run(tool: str, *args: str, check: bool = True) -> subprocess.CompletedProce
         check_host()  # names the missing package
     res = subprocess.run([path, *args], capture_output=True, text=True)
     if check and res.returncode != 0:
-        raise LaunchError(f"cluster=emulated setup failed: `{tool} {' '.join(args)}`: {res.stderr.strip() or res.returncode}")
+        raise LaunchError(
+            f"cluster=emulated setup failed: `{tool} {' '.join(args)}`: {res.stderr.strip() or res.returncode}"
+        )
     return res
 
 
@@ -147,7 +149,12 @@ def create(hosts: int, link: LinkSpec, run_id: str | None = None) -> Topology:
     topo = Topology(run_id or secrets.token_hex(3), hosts, link)
     teardown(topo)  # a previous setup under this id, whole or partial
     STATE_DIR.mkdir(parents=True, exist_ok=True)
-    state = {**asdict(topo), "namespaces": topo.namespaces, "owner_pid": os.getpid(), "owner_start": _start_time(os.getpid())}
+    state = {
+        **asdict(topo),
+        "namespaces": topo.namespaces,
+        "owner_pid": os.getpid(),
+        "owner_start": _start_time(os.getpid()),
+    }
     tmp = topo.state_file.with_suffix(".tmp")
     tmp.write_text(json.dumps(state, indent=1))
     tmp.replace(topo.state_file)  # written before anything exists, so a crash from here on is cleaned up later
@@ -199,7 +206,9 @@ def _shape(ns: str, dev: str, link: LinkSpec, netem: bool) -> None:
             "lacks (CONFIG_NET_SCH_NETEM); set them to 0 to shape bandwidth only"
         )
     if res.returncode != 0:
-        raise LaunchError(f"cluster=emulated setup failed: `tc qdisc add dev {dev} root netem ...`: {res.stderr.strip()}")
+        raise LaunchError(
+            f"cluster=emulated setup failed: `tc qdisc add dev {dev} root netem ...`: {res.stderr.strip()}"
+        )
     _run("tc", "-n", ns, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", *tbf_args(link.bandwidth_mbit))
 
 
@@ -276,6 +285,8 @@ def clean_stale() -> list[str]:
         state = states.get(run_id)
         if state is not None and _owner_alive(state):
             continue
-        teardown(run_id=run_id, namespaces=sorted(set(present.get(run_id, [])) | set((state or {}).get("namespaces", []))))
+        teardown(
+            run_id=run_id, namespaces=sorted(set(present.get(run_id, [])) | set((state or {}).get("namespaces", [])))
+        )
         cleaned.append(run_id)
     return cleaned

@@ -31,9 +31,11 @@ LAUNCHER_BASE_MIB = 300.0  # python, torch, hydra and gnnq in the launcher (RSS)
 METIS_EDGE_BYTES = 140  # per entry of the symmetric adjacency (measured 92-125 B from 2M to 122M entries: it grows)
 METIS_NODE_BYTES = 128  # per node (measured about 110 B)
 BUILD_EDGE_BYTES = 48  # building the parts: owners (1 B/edge), a part's mask, edges, order and columns
-LAUNCHER_FORMULA = (f"launcher {LAUNCHER_BASE_MIB:.0f} MiB + the graph in memory (edges, features, labels, masks) "
-                    f"+ max(METIS: {METIS_EDGE_BYTES} B x adjacency entries + {METIS_NODE_BYTES} B x nodes, "
-                    f"building parts: {BUILD_EDGE_BYTES} B x edges / parts + 1 B x edges)")  # fmt: skip
+LAUNCHER_FORMULA = (
+    f"launcher {LAUNCHER_BASE_MIB:.0f} MiB + the graph in memory (edges, features, labels, masks) "
+    f"+ max(METIS: {METIS_EDGE_BYTES} B x adjacency entries + {METIS_NODE_BYTES} B x nodes, "
+    f"building parts: {BUILD_EDGE_BYTES} B x edges / parts + 1 B x edges)"
+)
 
 
 def graph_mib(graph) -> float:
@@ -42,8 +44,9 @@ def graph_mib(graph) -> float:
     return sum(a.nbytes for a in arrays) / 2**20
 
 
-def launcher_memory_mib(graph_bytes_mib: float, num_nodes: int, adjacency_entries: int, num_edges: int, nparts: int,
-                        metis: bool) -> float:  # fmt: skip
+def launcher_memory_mib(
+    graph_bytes_mib: float, num_nodes: int, adjacency_entries: int, num_edges: int, nparts: int, metis: bool
+) -> float:
     """The launcher's estimated peak while partitioning (MiB), by LAUNCHER_FORMULA."""
     build = (BUILD_EDGE_BYTES * num_edges / max(1, nparts) + num_edges) / 2**20
     work = build
@@ -82,7 +85,10 @@ def check_before_partitioning(cfg, graph, nparts: int) -> dict:
         here = ranks_here(cfg, [floor] * ranks)
         try:
             refuse_ranks_that_do_not_fit(
-                cfg, here, f", with {inner:,} inner nodes and no halo node yet: {sizes}; refused before partitioning", gmib
+                cfg,
+                here,
+                f", with {inner:,} inner nodes and no halo node yet: {sizes}; refused before partitioning",
+                gmib,
             )
         except ConfigError:
             warn_if_oversubscribed(cfg, len(here))  # what the check after partitioning would have said first

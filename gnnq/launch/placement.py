@@ -36,7 +36,9 @@ def place(cfg: DictConfig, run_dir: Path, parts_dir: Path) -> Placement:
     if c.name == "multinode":
         cmd = multinode_torchrun_command(run_dir, parts_dir, c.nproc, c.hosts, c.rendezvous, rendezvous_id(run_dir))
         notes = [f"on each of the other {c.hosts - 1} node(s), run: {shlex.join(cmd)}"] if c.hosts > 1 else []
-        return Placement(cmd, f"{c.nproc} of {c.hosts} x {c.nproc} rank(s) with torchrun (rendezvous {c.rendezvous})", notes)
+        return Placement(
+            cmd, f"{c.nproc} of {c.hosts} x {c.nproc} rank(s) with torchrun (rendezvous {c.rendezvous})", notes
+        )
     return Placement(torchrun_command(run_dir, parts_dir, c.nproc), f"{c.nproc} rank(s) with torchrun")
 
 

@@ -64,7 +64,9 @@ def check_slurm(cfg: DictConfig, sweep_clusters: list[DictConfig]) -> None:
     if cfg.cluster.name != "slurm" and not sweep_clusters:
         return
     if cfg.cluster.name == "slurm" and importlib.util.find_spec("hydra_plugins.hydra_submitit_launcher") is None:
-        raise ConfigError("cluster=slurm needs hydra-submitit-launcher, which is not installed: pip install -e '.[slurm]'")
+        raise ConfigError(
+            "cluster=slurm needs hydra-submitit-launcher, which is not installed: pip install -e '.[slurm]'"
+        )
     if cfg.cluster.name == "slurm" and importlib.util.find_spec("hydra_plugins.gnnq_slurm_launcher") is None:
         raise ConfigError(
             "cluster=slurm needs gnnq's launcher plugin (hydra_plugins/gnnq_slurm_launcher/), which this install of gnnq "

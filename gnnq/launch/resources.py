@@ -25,10 +25,16 @@ from gnnq.track.process_memory import proc_kib
 BASE_MIB = 500.0  # python, torch, gloo and gnnq in one rank process (450 MiB with an empty part), and what a big part adds at once
 AGENT_MIB = 250.0  # each host's torchrun agent (RSS)
 INNER_COPIES = 5  # per inner node, layer and hidden unit: outputs, aggregates, norm, dropout, gradients
-EXTRA_COPIES = 2  # each: a second weight path (model=sage); halo buffers kept across epochs or in flight (the methods' resources)
-EDGE_BYTES = 80  # per in-edge: the part's CSR (int64), the model's operator and its transpose (int32), the sort that builds them
-FORMULA = (f"per rank {BASE_MIB:.0f} MiB + (4 B x (k x inner x hidden x layers + (inner + halo) x (features + hidden x layers)) "
-           f"+ {EDGE_BYTES} B x edges), inner/halo nodes and in-edges of its part, k = {INNER_COPIES} ")  # fmt: skip
+EXTRA_COPIES = (
+    2  # each: a second weight path (model=sage); halo buffers kept across epochs or in flight (the methods' resources)
+)
+EDGE_BYTES = (
+    80  # per in-edge: the part's CSR (int64), the model's operator and its transpose (int32), the sort that builds them
+)
+FORMULA = (
+    f"per rank {BASE_MIB:.0f} MiB + (4 B x (k x inner x hidden x layers + (inner + halo) x (features + hidden x layers)) "
+    f"+ {EDGE_BYTES} B x edges), inner/halo nodes and in-edges of its part, k = {INNER_COPIES} "
+)
 OVERSUBSCRIBE = 4  # warn above this many ranks per core
 
 
@@ -50,7 +56,8 @@ def formula() -> str:
     }
     paths = "|".join(n for n, r in declared["model"].items() if r.weight_paths > 1)
     buffers = [
-        f"{group}=" + "|".join(n for n, r in declared[group].items() if r.halo_buffers) for group in ("parallel", "quantizer")
+        f"{group}=" + "|".join(n for n, r in declared[group].items() if r.halo_buffers)
+        for group in ("parallel", "quantizer")
     ]
     return f"{FORMULA}(+{EXTRA_COPIES} for model={paths}, +{EXTRA_COPIES} for {' or '.join(buffers)})"
 
@@ -122,7 +129,9 @@ def available_mib(limit_gib: float | None) -> tuple[float | None, str]:
     return min(found) if found else (None, "unknown")
 
 
-def with_held(available: tuple[float | None, str], limit_gib: float | None, held_mib: float, what: str) -> tuple[float | None, str]:
+def with_held(
+    available: tuple[float | None, str], limit_gib: float | None, held_mib: float, what: str
+) -> tuple[float | None, str]:
     """``available`` plus ``held_mib`` this process holds already (``what``): MemAvailable does not count it, a
     cluster.memory_limit_gib covers everything."""
     avail, source = available
@@ -138,7 +147,10 @@ def _meminfo_available_mib() -> float | None:
 
 def _cgroup_headroom_mib() -> float | None:
     """Limit minus usage of this process's memory cgroup (v2, else v1); None without a limit."""
-    for limit, usage in (("memory.max", "memory.current"), ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes")):
+    for limit, usage in (
+        ("memory.max", "memory.current"),
+        ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes"),
+    ):
         try:
             text = (Path("/sys/fs/cgroup") / limit).read_text().strip()
             if text == "max" or int(text) >= 2**60:
@@ -187,7 +199,9 @@ def refuse_ranks_that_do_not_fit(cfg, here: list[float], note: str = "", freed_m
     c = cfg.cluster
     agents = c.hosts if c.name == "emulated" else 1
     need = sum(here) + AGENT_MIB * agents
-    avail, source = with_held(available_mib(c.memory_limit_gib), c.memory_limit_gib, freed_mib, "the graph the launcher frees first")
+    avail, source = with_held(
+        available_mib(c.memory_limit_gib), c.memory_limit_gib, freed_mib, "the graph the launcher frees first"
+    )
     if avail is not None and need > avail:
         raise ConfigError(
             f"not enough memory: the {len(here)} rank(s) on this host need about {need / 1024:.1f} GiB "

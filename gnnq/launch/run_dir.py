@@ -21,7 +21,15 @@ import tempfile
 from pathlib import Path
 
 import gnnq.launch.job_names  # noqa: F401 - registers the resolver of hydra.sweep.subdir (also on a Slurm node)
-from gnnq.contract import CONFIG_FILE, ERROR_FILES, HEARTBEAT_FILES, INTERNAL_DIR, METRICS_FILE, RECORD_FILE, RESULT_FILE
+from gnnq.contract import (
+    CONFIG_FILE,
+    ERROR_FILES,
+    HEARTBEAT_FILES,
+    INTERNAL_DIR,
+    METRICS_FILE,
+    RECORD_FILE,
+    RESULT_FILE,
+)
 from gnnq.errors import GnnqError, describe_os_error
 from gnnq.launch.outcome import SWEEP_DIR
 
@@ -46,13 +54,17 @@ def check_writable(path: Path, key: str) -> None:
             raise PlaceError(f"{key}: {existing} is a broken symbolic link; set {key} to a writable directory")
         existing = existing.parent
     if not existing.is_dir():
-        raise PlaceError(f"{key}: {existing} is a file, not a directory, so {path} cannot be created; "
-                         f"set {key} to a writable directory")  # fmt: skip
+        raise PlaceError(
+            f"{key}: {existing} is a file, not a directory, so {path} cannot be created; "
+            f"set {key} to a writable directory"
+        )
     try:
         probe = tempfile.mkdtemp(prefix=".gnnq-probe-", dir=existing)
     except OSError as exc:
-        raise PlaceError(f"{key}: cannot create directories in {existing} ({describe_os_error(exc)}), so {path} "
-                         f"cannot be created; set {key} to a writable directory") from None  # fmt: skip
+        raise PlaceError(
+            f"{key}: cannot create directories in {existing} ({describe_os_error(exc)}), so {path} "
+            f"cannot be created; set {key} to a writable directory"
+        ) from None
     os.rmdir(probe)
 
 
@@ -71,20 +83,26 @@ def claim_run_dir(run_dir: Path, key: str = "hydra.run.dir", overwrite: bool = F
         (run_dir / INTERNAL_DIR).mkdir(parents=True, exist_ok=True)
         fd = os.open(run_dir / INTERNAL_DIR / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     except OSError as exc:
-        raise PlaceError(f"{key}: cannot create {run_dir / INTERNAL_DIR / LOCK_FILE} ({describe_os_error(exc)}); "
-                         f"set {key} to a writable directory") from None  # fmt: skip
+        raise PlaceError(
+            f"{key}: cannot create {run_dir / INTERNAL_DIR / LOCK_FILE} ({describe_os_error(exc)}); "
+            f"set {key} to a writable directory"
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
         os.close(fd)
-        raise PlaceError(f"{key}: {run_dir} is in use by another gnnq (pid {holder}); wait for it to end, "
-                         "or give this run another directory") from None  # fmt: skip
+        raise PlaceError(
+            f"{key}: {run_dir} is in use by another gnnq (pid {holder}); wait for it to end, "
+            "or give this run another directory"
+        ) from None
     earlier = [name for name in RUN_FILES if (run_dir / name).exists()]
     if earlier and not (resuming or overwrite):
         os.close(fd)
-        raise PlaceError(f"{key}: {run_dir} already holds a run ({earlier[0]} exists); continue it with "
-                         f"gnnq resume={run_dir}, choose a new directory, or replace it with overwrite=true")  # fmt: skip
+        raise PlaceError(
+            f"{key}: {run_dir} already holds a run ({earlier[0]} exists); continue it with "
+            f"gnnq resume={run_dir}, choose a new directory, or replace it with overwrite=true"
+        )
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     _HELD[run_dir] = fd
@@ -155,8 +173,11 @@ class PlaceCheck(Callback):
             refuse(exc)
         earlier = holds_earlier_runs(sweep_dir)
         if earlier is not None:
-            how = ("overwrite=true: every point runs again" if config.get("overwrite", False) else
-                   "points done there are skipped, failed ones run again (overwrite=true: all run again)")  # fmt: skip
+            how = (
+                "overwrite=true: every point runs again"
+                if config.get("overwrite", False)
+                else "points done there are skipped, failed ones run again (overwrite=true: all run again)"
+            )
             print(f"[gnnq] hydra.sweep.dir {sweep_dir} holds an earlier attempt of a sweep: {how}", flush=True)
 
 

@@ -65,7 +65,11 @@ def submitit_parameters(cluster: Mapping) -> dict:
         "use_srun": False,
         "max_num_timeout": 0,
         "stderr_to_stdout": True,
-        "additional_parameters": {**cluster["sbatch_extra"], "nodes": cluster["hosts"], "signal": f"TERM@{STOP_BEFORE_LIMIT_S}"},
+        "additional_parameters": {
+            **cluster["sbatch_extra"],
+            "nodes": cluster["hosts"],
+            "signal": f"TERM@{STOP_BEFORE_LIMIT_S}",
+        },
     }
 
 

@@ -30,14 +30,24 @@ def earlier_times(runs_root: Path) -> dict[frozenset, list[float]]:
             rec = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        if rec.get("status") == "ok" and isinstance(rec.get("wall_time_s"), (int, float)) and isinstance(rec.get("config"), dict):
-            times.setdefault(frozenset(flat_config(rec["config"], SEED_FREE).items()), []).append(float(rec["wall_time_s"]))
+        if (
+            rec.get("status") == "ok"
+            and isinstance(rec.get("wall_time_s"), (int, float))
+            and isinstance(rec.get("config"), dict)
+        ):
+            times.setdefault(frozenset(flat_config(rec["config"], SEED_FREE).items()), []).append(
+                float(rec["wall_time_s"])
+            )
     return times
 
 
 def run_config(cfg: DictConfig) -> dict:
     """What a run's record holds as its config: the composed config without Hydra's node (a sweep file's has one)."""
-    return {k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v for k, v in cfg.items() if k != "hydra"}
+    return {
+        k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v
+        for k, v in cfg.items()
+        if k != "hydra"
+    }
 
 
 def fmt_duration(seconds: float) -> str:
@@ -52,7 +62,9 @@ def dry_run_lines(points: list[tuple[list[str], DictConfig]]) -> list[str]:
     known = earlier_times(runs_root)
     shared = set(shared_keys([p for p, _ in points]))
     common = [o for o in points[0][0] if override_key(o) in shared]
-    lines = [f"gnnq: dry run, nothing runs: {len(points)} point(s)" + (f", each with {' '.join(common)}" if common else "")]
+    lines = [
+        f"gnnq: dry run, nothing runs: {len(points)} point(s)" + (f", each with {' '.join(common)}" if common else "")
+    ]
     total, unknown = 0.0, 0
     width = len(str(len(points)))
     for i, (point, cfg) in enumerate(points):
@@ -67,21 +79,42 @@ def dry_run_lines(points: list[tuple[list[str], DictConfig]]) -> list[str]:
             when = "time unknown (no earlier ok run of this config)"
         lines.append(f"  #{i:<{width}}  {own}  {when}")
     known_n = len(points) - unknown
-    estimate = f"estimated time: {fmt_duration(total)} for {known_n} of {len(points)} point(s)" if known_n else "estimated time: unknown"
-    lines.append(estimate + (f"; {unknown} point(s) have no earlier run under {runs_root}" if unknown else f" (earlier runs under {runs_root})"))
+    estimate = (
+        f"estimated time: {fmt_duration(total)} for {known_n} of {len(points)} point(s)"
+        if known_n
+        else "estimated time: unknown"
+    )
+    lines.append(
+        estimate
+        + (
+            f"; {unknown} point(s) have no earlier run under {runs_root}"
+            if unknown
+            else f" (earlier runs under {runs_root})"
+        )
+    )
     return lines
 
 
-def summary_lines(sweep_dir: str, runs: list[str], failed: list[str], skipped: list[str], table: str | None) -> list[str]:
+def summary_lines(
+    sweep_dir: str, runs: list[str], failed: list[str], skipped: list[str], table: str | None
+) -> list[str]:
     """The end of a sweep: how many points ended ok and failed, the failed run dirs, the report command to run next."""
     ok = len(runs) - len(failed)
     done = f" ({len(skipped)} done earlier, skipped)" if skipped else ""
     lines = [f"[gnnq] sweep finished in {sweep_dir}: {ok} ok{done}, {len(failed)} failed"]
     lines += [f"[gnnq]   failed: {d}" for d in failed]
-    report = ["gnnq-report", sweep_dir, *(["--table", table] if table else []), "--out", str(Path(sweep_dir) / "report")]
+    report = [
+        "gnnq-report",
+        sweep_dir,
+        *(["--table", table] if table else []),
+        "--out",
+        str(Path(sweep_dir) / "report"),
+    ]
     lines.append(f"[gnnq] next: {shlex.join(report)}")
     if failed:
-        lines.append(f"[gnnq] to run the failed points again and skip the ok ones: the same command with hydra.sweep.dir={sweep_dir}")
+        lines.append(
+            f"[gnnq] to run the failed points again and skip the ok ones: the same command with hydra.sweep.dir={sweep_dir}"
+        )
     return lines
 
 

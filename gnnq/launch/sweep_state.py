@@ -22,14 +22,20 @@ def flat_config(config: dict, leave_out: frozenset[str] = frozenset(), prefix: s
         key = f"{prefix}{k}"
         if key in IGNORED_KEYS or key in IGNORED_GROUPS or key in leave_out:
             continue
-        out.update(flat_config(v, leave_out, key + ".") if isinstance(v, dict) else {key: json.dumps(v, sort_keys=True)})
+        out.update(
+            flat_config(v, leave_out, key + ".") if isinstance(v, dict) else {key: json.dumps(v, sort_keys=True)}
+        )
     return out
 
 
 def differences(old: dict, new: dict) -> list[str]:
     """``key: old -> new`` for every computed key that differs."""
     a, b = flat_config(old), flat_config(new)
-    return [f"{k}: {a.get(k, '(none)')} -> {b.get(k, '(none)')}" for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)]
+    return [
+        f"{k}: {a.get(k, '(none)')} -> {b.get(k, '(none)')}"
+        for k in sorted(a.keys() | b.keys())
+        if a.get(k) != b.get(k)
+    ]
 
 
 def read_record(run_dir: Path) -> dict | None:
@@ -48,15 +54,23 @@ def earlier_attempt(run_dir: Path, config: dict, point: str) -> tuple[str, str]:
         if not any((Path(run_dir) / name).exists() for name in (CONFIG_FILE, METRICS_FILE)):
             return "run", ""
         n = set_aside(run_dir)
-        return "run", f"{point}: the earlier attempt left no record (killed?); running it again (its files kept as *.failed-{n})"
+        return (
+            "run",
+            f"{point}: the earlier attempt left no record (killed?); running it again (its files kept as *.failed-{n})",
+        )
     if record.get("status") == "ok":
         changed = differences(record.get("config") or {}, config)
         if changed:
-            raise PlaceError(f"hydra.sweep.dir: {run_dir} holds a finished run of another config ({'; '.join(changed[:3])}); "
-                             "choose a new hydra.sweep.dir, or run every point again with overwrite=true")  # fmt: skip
+            raise PlaceError(
+                f"hydra.sweep.dir: {run_dir} holds a finished run of another config ({'; '.join(changed[:3])}); "
+                "choose a new hydra.sweep.dir, or run every point again with overwrite=true"
+            )
         return "skip", f"{point}: done in an earlier attempt (record ok), skipped"
     n = set_aside(run_dir)
-    return "run", f"{point}: the earlier attempt failed ({record.get('error')}); running it again (its files kept as *.failed-{n})"
+    return (
+        "run",
+        f"{point}: the earlier attempt failed ({record.get('error')}); running it again (its files kept as *.failed-{n})",
+    )
 
 
 def set_aside(run_dir: Path) -> int:

@@ -19,7 +19,9 @@ LOOPBACK = "127.0.0.1"
 def torchrun_command(run_dir: Path, parts_dir: Path, nproc: int) -> list[str]:
     """torchrun for ``nproc`` ranks on this host; its rendezvous listens on 127.0.0.1 only (loopback_run)."""
     return [
-        sys.executable, "-m", "gnnq.launch.loopback_run",
+        sys.executable,
+        "-m",
+        "gnnq.launch.loopback_run",
         "--nnodes=1",
         f"--nproc-per-node={nproc}",
         "--rdzv-backend=c10d",
@@ -28,16 +30,19 @@ def torchrun_command(run_dir: Path, parts_dir: Path, nproc: int) -> list[str]:
         f"--local-addr={LOOPBACK}",
         f"--log-dir={elastic_log_dir(run_dir)}",
         *_ranks(run_dir, parts_dir),
-    ]  # fmt: skip
+    ]
 
 
-def multinode_torchrun_command(run_dir: Path, parts_dir: Path, nproc: int, nnodes: int, endpoint: str, rdzv_id: str,
-                               extra: tuple[str, ...] = ()) -> list[str]:  # fmt: skip
+def multinode_torchrun_command(
+    run_dir: Path, parts_dir: Path, nproc: int, nnodes: int, endpoint: str, rdzv_id: str, extra: tuple[str, ...] = ()
+) -> list[str]:
     """torchrun for one of ``nnodes`` hosts (run the same command on each): ``nproc`` ranks here, c10d
     rendezvous at ``endpoint`` (host:port), which the torchrun on that host serves on all its interfaces;
     ``extra`` torchrun options (e.g. a fixed --node-rank)."""
     return [
-        sys.executable, "-m", "torch.distributed.run",
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
         f"--nnodes={nnodes}",
         f"--nproc-per-node={nproc}",
         "--rdzv-backend=c10d",
@@ -45,7 +50,7 @@ def multinode_torchrun_command(run_dir: Path, parts_dir: Path, nproc: int, nnode
         f"--rdzv-id={rdzv_id}",
         *extra,
         *_ranks(run_dir, parts_dir),
-    ]  # fmt: skip
+    ]
 
 
 def _ranks(run_dir: Path, parts_dir: Path) -> list[str]:
@@ -53,10 +58,13 @@ def _ranks(run_dir: Path, parts_dir: Path) -> list[str]:
     return [
         "--max-restarts=0",
         "--monitor-interval=0.2",
-        "-m", RANK_MODULE,
-        "--run-dir", str(run_dir),
-        "--parts", str(parts_dir),
-    ]  # fmt: skip
+        "-m",
+        RANK_MODULE,
+        "--run-dir",
+        str(run_dir),
+        "--parts",
+        str(parts_dir),
+    ]
 
 
 def run_torchrun(cmd: list[str], log_path: Path, on_progress: Callable[[dict], None], env: dict | None = None) -> int:
@@ -73,9 +81,14 @@ def run_torchrun(cmd: list[str], log_path: Path, on_progress: Callable[[dict], N
         log.write("$ " + " ".join(cmd) + "\n")
         log.flush()
         proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            text=True, env=full_env, start_new_session=True,
-        )  # fmt: skip
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=full_env,
+            start_new_session=True,
+        )
         try:
             for line in proc.stdout:
                 row, rest = _progress_row(line)
@@ -84,7 +97,9 @@ def run_torchrun(cmd: list[str], log_path: Path, on_progress: Callable[[dict], N
                 if rest:
                     log.write(rest)
                     log.flush()
-                    if rest.startswith(RANK_WARNING_PREFIX):  # a rank's warning is the user's to see, not only the log's
+                    if rest.startswith(
+                        RANK_WARNING_PREFIX
+                    ):  # a rank's warning is the user's to see, not only the log's
                         sys.stderr.write(rest)
                         sys.stderr.flush()
             return proc.wait()

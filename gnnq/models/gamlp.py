@@ -28,7 +28,9 @@ class GAMLP(nn.Module):
         super().__init__()
         dims = [in_dim] + [hidden] * (layers - 1) + [out_dim]
         self.linears = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
-        self.norms = nn.ModuleList(nn.LayerNorm(hidden) if norm == "layer" else nn.Identity() for _ in range(layers - 1))
+        self.norms = nn.ModuleList(
+            nn.LayerNorm(hidden) if norm == "layer" else nn.Identity() for _ in range(layers - 1)
+        )
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, propagate=None, num_dst=None) -> torch.Tensor:

@@ -48,7 +48,10 @@ class SAGELayer(nn.Module):
         return self.neigh(aggregated) + self.root(h_inner)
 
 
-LAYERS = {"gcn": GCNLayer, "sage": SAGELayer}  # the layer of each model.name GNN builds (registry: gnnq.config.registry.MODELS)
+LAYERS = {
+    "gcn": GCNLayer,
+    "sage": SAGELayer,
+}  # the layer of each model.name GNN builds (registry: gnnq.config.registry.MODELS)
 
 
 # What follows each hidden layer's convolution, in order (``model.layer_order``): gnnq's default normalizes
@@ -60,7 +63,16 @@ LAYER_ORDERS = ("norm_act_dropout", "dropout_norm_act")
 class GNN(nn.Module):
     @classmethod
     def from_config(cls, mcfg, in_dim: int, out_dim: int) -> "GNN":
-        return cls(mcfg.name, in_dim, mcfg.hidden, out_dim, mcfg.layers, mcfg.dropout, mcfg.norm, mcfg.get("layer_order", "norm_act_dropout"))
+        return cls(
+            mcfg.name,
+            in_dim,
+            mcfg.hidden,
+            out_dim,
+            mcfg.layers,
+            mcfg.dropout,
+            mcfg.norm,
+            mcfg.get("layer_order", "norm_act_dropout"),
+        )
 
     @classmethod
     def resources(cls, mcfg) -> Resources:
@@ -86,10 +98,14 @@ class GNN(nn.Module):
         layer_cls = LAYERS[name]
         dims = [in_dim] + [hidden] * (layers - 1) + [out_dim]
         self.convs = nn.ModuleList(layer_cls(a, b) for a, b in zip(dims[:-1], dims[1:]))
-        self.norms = nn.ModuleList(nn.LayerNorm(hidden) if norm == "layer" else nn.Identity() for _ in range(layers - 1))
+        self.norms = nn.ModuleList(
+            nn.LayerNorm(hidden) if norm == "layer" else nn.Identity() for _ in range(layers - 1)
+        )
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x_inner: torch.Tensor, propagate: Propagate, num_dst: Sequence[int] | None = None) -> torch.Tensor:
+    def forward(
+        self, x_inner: torch.Tensor, propagate: Propagate, num_dst: Sequence[int] | None = None
+    ) -> torch.Tensor:
         """Full graph: ``num_dst`` None. Blocks: per layer, the number of leading rows of h that are its outputs."""
         h = x_inner
         last = len(self.convs) - 1

@@ -12,7 +12,9 @@ from gnnq.parallel.stale import StaleStrategy
 from gnnq.parallel.sync import SyncStrategy
 
 # The full-graph strategies by name (the choices of PARALLEL that the full-graph trainer runs).
-STRATEGIES = {name: PARALLEL.target(name) for name in PARALLEL.names() if PARALLEL.choice(name).trainer == FULL_GRAPH_TRAINER}
+STRATEGIES = {
+    name: PARALLEL.target(name) for name in PARALLEL.names() if PARALLEL.choice(name).trainer == FULL_GRAPH_TRAINER
+}
 
 
 def make_strategy(pcfg, exchange, graph, x_inner, seed: int):
@@ -20,4 +22,12 @@ def make_strategy(pcfg, exchange, graph, x_inner, seed: int):
     return PARALLEL.target(pcfg.name).from_config(pcfg, exchange, graph, x_inner, seed)
 
 
-__all__ = ["STRATEGIES", "OverlapStrategy", "SamplingStrategy", "SancusStrategy", "StaleStrategy", "SyncStrategy", "make_strategy"]
+__all__ = [
+    "STRATEGIES",
+    "OverlapStrategy",
+    "SamplingStrategy",
+    "SancusStrategy",
+    "StaleStrategy",
+    "SyncStrategy",
+    "make_strategy",
+]

@@ -115,7 +115,9 @@ class _OverlappedAggregate(torch.autograd.Function):
         grad_out = grad_out.contiguous()
         grad_halo = _spmm(split.halo_t, grad_out.index_select(0, split.marginal_idx))
         grad_inner = inner_gradient(
-            exchange, grad_halo, lambda: _spmm(split.inner_t, grad_out),
+            exchange,
+            grad_halo,
+            lambda: _spmm(split.inner_t, grad_out),
             lambda g: exchange.start(g, ctx.layer, Direction.BACKWARD, ctx.traffic),
-        )  # fmt: skip
+        )
         return grad_inner, None, None, None

@@ -35,11 +35,15 @@ class BoundarySample:
     recv_scale: torch.Tensor  # per received row: c / s of its owner's channel
 
 
-SAMPLE_SIZES = {"floor": lambda rate, count: int(rate * count), "at_least_one": lambda rate, count: max(1, round(rate * count))}
+SAMPLE_SIZES = {
+    "floor": lambda rate, count: int(rate * count),
+    "at_least_one": lambda rate, count: max(1, round(rate * count)),
+}
 
 
-def sampled_positions(count: int, rate: float, seed: int, epoch: int, owner: int, receiver: int,
-                      sample_size: str = "at_least_one") -> torch.Tensor:  # fmt: skip
+def sampled_positions(
+    count: int, rate: float, seed: int, epoch: int, owner: int, receiver: int, sample_size: str = "at_least_one"
+) -> torch.Tensor:
     """Sorted positions of the s rows (``sample_size``'s rule, see the module's doc) drawn from an owner's ``count`` rows."""
     size = min(count, SAMPLE_SIZES[sample_size](rate, count)) if count else 0
     if size == count:
@@ -48,7 +52,9 @@ def sampled_positions(count: int, rate: float, seed: int, epoch: int, owner: int
     return torch.randperm(count, generator=gen)[:size].sort().values
 
 
-def draw_sample(plan: HaloPlan, rate: float, seed: int, epoch: int, rank: int, sample_size: str = "at_least_one") -> BoundarySample:
+def draw_sample(
+    plan: HaloPlan, rate: float, seed: int, epoch: int, rank: int, sample_size: str = "at_least_one"
+) -> BoundarySample:
     device = plan.send_idx.device
     send_keep, send_counts, offset = [], [], 0
     for peer, count in enumerate(plan.send_counts):
@@ -78,8 +84,15 @@ class SamplingStrategy(SyncStrategy):
     def resources(cls, pcfg) -> Resources:
         return Resources(halo_buffers=True)  # the sampled rows and their scaled halo copy
 
-    def __init__(self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, rate: float = 0.1, seed: int = 0,
-                 sample_size: str = "at_least_one"):  # fmt: skip
+    def __init__(
+        self,
+        exchange: HaloExchange,
+        graph: LocalGraph,
+        x_inner: torch.Tensor,
+        rate: float = 0.1,
+        seed: int = 0,
+        sample_size: str = "at_least_one",
+    ):
         super().__init__(exchange, graph, x_inner)
         if sample_size not in SAMPLE_SIZES:
             raise ValueError(f"sample_size={sample_size!r}: allowed {', '.join(SAMPLE_SIZES)}")
@@ -88,7 +101,9 @@ class SamplingStrategy(SyncStrategy):
 
     def begin_training_epoch(self, epoch: int) -> None:
         super().begin_training_epoch(epoch)
-        self.sample = draw_sample(self.exchange.plan, self.rate, self.seed, epoch, self.exchange.comm.rank, self.sample_size)
+        self.sample = draw_sample(
+            self.exchange.plan, self.rate, self.seed, epoch, self.exchange.comm.rank, self.sample_size
+        )
 
     def aggregate_hidden(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
         if not self.traffic.is_training:

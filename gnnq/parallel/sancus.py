@@ -33,15 +33,23 @@ class SancusStrategy(SyncStrategy):
     def resources(cls, pcfg) -> Resources:
         return Resources(halo_buffers=True)  # the rows last sent and the cached halo rows
 
-    def __init__(self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, threshold: float = 0.1,
-                 max_staleness: int = 4):  # fmt: skip
+    def __init__(
+        self,
+        exchange: HaloExchange,
+        graph: LocalGraph,
+        x_inner: torch.Tensor,
+        threshold: float = 0.1,
+        max_staleness: int = 4,
+    ):
         super().__init__(exchange, graph, x_inner)
         self.threshold, self.max_staleness = float(threshold), int(max_staleness)
         plan, device = exchange.plan, exchange.send_idx.device
         self.boundary = torch.unique(plan.send_idx)  # compared rows: each boundary row once
         self.send_none = (plan.send_idx[:0], [0] * len(plan.send_counts))  # an owner's part of a message it skips
-        self.segments = [torch.arange(sum(plan.recv_counts[:q]), sum(plan.recv_counts[: q + 1]), device=device)
-                         for q in range(len(plan.recv_counts))]  # fmt: skip
+        self.segments = [
+            torch.arange(sum(plan.recv_counts[:q]), sum(plan.recv_counts[: q + 1]), device=device)
+            for q in range(len(plan.recv_counts))
+        ]
         self.last_sent = {}  # layer -> this owner's boundary rows as last sent
         self.sent_epoch = {}  # layer -> the training epoch that sent them
         self.halo = {}  # layer -> the halo rows as last received from each owner (the receiver's cache)
@@ -83,9 +91,18 @@ class SancusStrategy(SyncStrategy):
 
     def state_dict(self) -> dict:
         """The caches at both ends, so that a resumed run skips exactly as an uninterrupted one."""
-        return {"layers": [{"layer": layer, "halo": self.halo[layer], "last_sent": self.last_sent.get(layer),
-                            "sent_epoch": self.sent_epoch.get(layer), "sends": self.sends.get(layer, [])}
-                           for layer in sorted(self.halo)]}  # fmt: skip
+        return {
+            "layers": [
+                {
+                    "layer": layer,
+                    "halo": self.halo[layer],
+                    "last_sent": self.last_sent.get(layer),
+                    "sent_epoch": self.sent_epoch.get(layer),
+                    "sends": self.sends.get(layer, []),
+                }
+                for layer in sorted(self.halo)
+            ]
+        }
 
     def load_state_dict(self, state: dict) -> None:
         device = self.x_halo.device
@@ -99,7 +116,12 @@ class SancusStrategy(SyncStrategy):
 class _CachedHalo(torch.autograd.Function):
     @staticmethod
     def forward(ctx, h_inner, strategy: SancusStrategy, layer: int):
-        ctx.exchange, ctx.layer, ctx.traffic, ctx.num_inner = strategy.exchange, layer, strategy.traffic, h_inner.shape[0]
+        ctx.exchange, ctx.layer, ctx.traffic, ctx.num_inner = (
+            strategy.exchange,
+            layer,
+            strategy.traffic,
+            h_inner.shape[0],
+        )
         return strategy.halo_rows(layer, h_inner.detach())
 
     @staticmethod

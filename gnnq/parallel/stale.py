@@ -26,7 +26,11 @@ from gnnq.models.graph_ops import LocalGraph
 from gnnq.parallel.sync import SyncStrategy
 
 WARMUPS = ("sync", "zeros")
-SMOOTHED = {"both": (Direction.FORWARD, Direction.BACKWARD), "features": (Direction.FORWARD,), "gradients": (Direction.BACKWARD,)}
+SMOOTHED = {
+    "both": (Direction.FORWARD, Direction.BACKWARD),
+    "features": (Direction.FORWARD,),
+    "gradients": (Direction.BACKWARD,),
+}
 
 
 class StaleStrategy(SyncStrategy):
@@ -38,8 +42,15 @@ class StaleStrategy(SyncStrategy):
     def resources(cls, pcfg) -> Resources:
         return Resources(halo_buffers=True)  # the previous epoch's halo rows and gradients
 
-    def __init__(self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, momentum: float = 0.0,
-                 warmup: str = "sync", smooth: str = "both"):  # fmt: skip
+    def __init__(
+        self,
+        exchange: HaloExchange,
+        graph: LocalGraph,
+        x_inner: torch.Tensor,
+        momentum: float = 0.0,
+        warmup: str = "sync",
+        smooth: str = "both",
+    ):
         super().__init__(exchange, graph, x_inner)
         if warmup not in WARMUPS or smooth not in SMOOTHED:
             raise ValueError(f"warmup={warmup!r} / smooth={smooth!r}: allowed {WARMUPS} / {tuple(SMOOTHED)}")
@@ -98,8 +109,10 @@ class StaleStrategy(SyncStrategy):
     def state_dict(self) -> dict:
         """The stale buffers, with this epoch's messages folded in (as the next epoch's waits would)."""
         self.settle()
-        return {kind: [{"layer": layer, "rows": rows} for layer, rows in sorted(store.items())]
-                for kind, store in (("halo", self.halo), ("returned", self.returned))}  # fmt: skip
+        return {
+            kind: [{"layer": layer, "rows": rows} for layer, rows in sorted(store.items())]
+            for kind, store in (("halo", self.halo), ("returned", self.returned))
+        }
 
     def load_state_dict(self, state: dict) -> None:
         device = self.x_halo.device
@@ -119,7 +132,11 @@ class _StaleAggregate(torch.autograd.Function):
         strategy, n = ctx.strategy, ctx.strategy.graph.num_rows
         grad_full = strategy.graph.matrix_t @ grad_out.contiguous()
         grad_inner = inner_gradient(
-            strategy.exchange, grad_full[n:], lambda: grad_full[:n].contiguous(),
-            lambda g: Arrived(strategy.exchange_rows(Direction.BACKWARD, ctx.layer, g)),  # last epoch's, or the warm-up's
-        )  # fmt: skip
+            strategy.exchange,
+            grad_full[n:],
+            lambda: grad_full[:n].contiguous(),
+            lambda g: Arrived(
+                strategy.exchange_rows(Direction.BACKWARD, ctx.layer, g)
+            ),  # last epoch's, or the warm-up's
+        )
         return grad_inner, None, None

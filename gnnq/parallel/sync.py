@@ -81,7 +81,9 @@ class SyncStrategy:
         return self.x_full
 
     def aggregate_hidden(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
-        return self.graph.aggregate(self.exchange.fetch_into(h_inner, layer, self.traffic, self.full_rows(layer, h_inner)))
+        return self.graph.aggregate(
+            self.exchange.fetch_into(h_inner, layer, self.traffic, self.full_rows(layer, h_inner))
+        )
 
     def full_rows(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
         """The reused [inner; halo] buffer of ``layer`` (its contents: the last message's)."""

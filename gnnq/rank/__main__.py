@@ -152,8 +152,13 @@ def main(argv: list[str] | None = None) -> None:
         os._exit(0)
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the launcher
         message = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
-        report = {"rank": rank, "message": message, "traceback": traceback.format_exc(), "time": time.time(),
-                  "stopped": isinstance(exc, StoppedBySignal)}  # fmt: skip
+        report = {
+            "rank": rank,
+            "message": message,
+            "traceback": traceback.format_exc(),
+            "time": time.time(),
+            "stopped": isinstance(exc, StoppedBySignal),
+        }
         try:
             write_json_atomic(args.run_dir / INTERNAL_DIR / ERROR_FILE.format(rank=rank), report)
         except OSError:  # e.g. the disk that just filled up: the traceback below still names the cause in the log

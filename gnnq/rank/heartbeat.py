@@ -62,8 +62,11 @@ def start_heartbeat(internal_dir: Path, rank: int, interval_s: float = HEARTBEAT
             if communicating != state:
                 state, since = communicating, now
             try:
-                tmp.write_text(json.dumps({"rank": rank, "time": now, "communicating": communicating, "since": since,
-                                           "where": place}))  # fmt: skip
+                tmp.write_text(
+                    json.dumps(
+                        {"rank": rank, "time": now, "communicating": communicating, "since": since, "where": place}
+                    )
+                )
                 os.replace(tmp, path)
             except OSError:
                 pass  # a full or vanished run dir: the launcher then has no heartbeat to go by

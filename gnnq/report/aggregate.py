@@ -19,8 +19,13 @@ SEED_KEYS = frozenset({"trainer.seed"})
 METRICS = fields.RECORD_METRICS + fields.DERIVED_METRICS
 CRITERIA = ("throughput", "time", "bytes", "test", "val")
 # criterion -> (metric, higher is better); time ranks by Group.time_to_target
-RANK_BY = {"throughput": ("throughput", True), "bytes": ("comm_bytes_per_epoch", False), "test": ("test", True),
-           "val": ("best_val", True), "time": ("time_to_target_s", False)}  # fmt: skip
+RANK_BY = {
+    "throughput": ("throughput", True),
+    "bytes": ("comm_bytes_per_epoch", False),
+    "test": ("test", True),
+    "val": ("best_val", True),
+    "time": ("time_to_target_s", False),
+}
 
 
 @dataclass
@@ -109,9 +114,16 @@ def _number(value) -> float:
 
 def runs_frame(records: list[tuple[Path, dict]], seed_keys: frozenset[str] = SEED_KEYS) -> pd.DataFrame:
     """One row per successful run: dataset, config (its overrides minus ``seed_keys``), run_dir and each metric."""
-    rows = [{"dataset": rec["config"]["dataset"]["name"], "config": tuple(config_overrides(rec["config"], exclude=seed_keys)),
-             "run": i, **{m: _number(v) for m, v in fields.metrics(rec).items()}}
-            for i, (_, rec) in enumerate(records) if rec.get("status") == "ok"]  # fmt: skip
+    rows = [
+        {
+            "dataset": rec["config"]["dataset"]["name"],
+            "config": tuple(config_overrides(rec["config"], exclude=seed_keys)),
+            "run": i,
+            **{m: _number(v) for m, v in fields.metrics(rec).items()},
+        }
+        for i, (_, rec) in enumerate(records)
+        if rec.get("status") == "ok"
+    ]
     return pd.DataFrame(rows, columns=["dataset", "config", "run", *METRICS])
 
 
@@ -139,7 +151,9 @@ class Leaderboard:
     best_test: float
     tolerance: float
     ranked: list[Group]  # eligible configurations, best first
-    others: list[Group]  # not ranked (below the accuracy cut, never reaching the target, no value), sorted by the criterion
+    others: list[
+        Group
+    ]  # not ranked (below the accuracy cut, never reaching the target, no value), sorted by the criterion
     target: float | None = None  # time criterion: validation target
     reasons: list[str] = field(default_factory=list)  # why each of ``others`` is not ranked
 
@@ -154,7 +168,13 @@ def _sorted(groups: list[Group], criterion: str) -> list[Group]:
     if criterion == "time" and all(g.value("time") is None for g in groups):
         criterion = "val"
     higher = RANK_BY[criterion][1]
-    return sorted(groups, key=lambda g: (g.value(criterion) is None, -(g.value(criterion) or 0.0) if higher else g.value(criterion) or 0.0))
+    return sorted(
+        groups,
+        key=lambda g: (
+            g.value(criterion) is None,
+            -(g.value(criterion) or 0.0) if higher else g.value(criterion) or 0.0,
+        ),
+    )
 
 
 def _time_to_target(g: Group, target: float) -> tuple[Stat, int]:
@@ -196,7 +216,9 @@ def leaderboards(groups: list[Group], criterion: str = "throughput", tolerance: 
                     continue
                 g.time_to_target, reached = _time_to_target(g, board.target)
                 if g.time_to_target.mean is None:
-                    why[id(g)] = f"{reached} of {len(g.runs)} seeds reached val {board.target:.4f} (best val {g.stats['best_val'].text()})"
+                    why[id(g)] = (
+                        f"{reached} of {len(g.runs)} seeds reached val {board.target:.4f} (best val {g.stats['best_val'].text()})"
+                    )
         else:
             cut = best_test - tolerance - 1e-12
             for g in mine:

@@ -59,8 +59,11 @@ def _differences(config: dict, defaults: dict, prefix: str = "") -> dict:
 
 def _config_diff(config: dict, defaults: dict) -> dict:
     """The differences that change what a run computes (not where data and runs live, nor logging)."""
-    return {k: v for k, v in _differences(config, defaults).items()
-            if k != "runs_root" and k not in IGNORED_KEYS and k.split(".")[0] not in IGNORED_GROUPS}  # fmt: skip
+    return {
+        k: v
+        for k, v in _differences(config, defaults).items()
+        if k != "runs_root" and k not in IGNORED_KEYS and k.split(".")[0] not in IGNORED_GROUPS
+    }
 
 
 def _default_config() -> dict:
@@ -74,20 +77,41 @@ def dashboard_rows(boards: list[Leaderboard], defaults: dict | None = None) -> l
     defaults = _default_config() if defaults is None else defaults
     rows = []
     for board in boards:
-        ranked = [(i + 1, g, None) for i, g in enumerate(board.ranked)] + list(zip([None] * len(board.others), board.others, board.reasons))
+        ranked = [(i + 1, g, None) for i, g in enumerate(board.ranked)] + list(
+            zip([None] * len(board.others), board.others, board.reasons)
+        )
         for rank, g, why in ranked:
             s = g.stats
             config = g.runs[0][1]["config"]
-            rows.append({
-                "dataset": g.dataset, "rank": rank, "method": g.label or g.config, "config": g.config, "runs": len(g.runs),
-                "seeds": g.seeds, "test": s["test"].mean, "test_std": s["test"].std, "val": s["best_val"].mean,
-                "val_std": s["best_val"].std, "num_params": s["num_params"].mean, "epochs_per_s": s["throughput"].mean,
-                "throughput_measured": g.throughput_measured, "epoch_ms": _scaled(s["epoch_time_s"], 1e3),
-                "overhead_s": s["overhead_time_s"].mean, "comm_ms": _scaled(s["comm_time_s"], 1e3),
-                "halo_mb": _scaled(s["comm_bytes_per_epoch"], 1e-6), "time_to_target_s": _scaled(g.time_to_target, 1.0),
-                "hardware": g.hardware, "date": g.date, "command": g.command, "why_unranked": why,
-                "run_dirs": [str(d) for d, _ in g.runs], "config_diff": _config_diff(config, defaults), "run_config": config,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "dataset": g.dataset,
+                    "rank": rank,
+                    "method": g.label or g.config,
+                    "config": g.config,
+                    "runs": len(g.runs),
+                    "seeds": g.seeds,
+                    "test": s["test"].mean,
+                    "test_std": s["test"].std,
+                    "val": s["best_val"].mean,
+                    "val_std": s["best_val"].std,
+                    "num_params": s["num_params"].mean,
+                    "epochs_per_s": s["throughput"].mean,
+                    "throughput_measured": g.throughput_measured,
+                    "epoch_ms": _scaled(s["epoch_time_s"], 1e3),
+                    "overhead_s": s["overhead_time_s"].mean,
+                    "comm_ms": _scaled(s["comm_time_s"], 1e3),
+                    "halo_mb": _scaled(s["comm_bytes_per_epoch"], 1e-6),
+                    "time_to_target_s": _scaled(g.time_to_target, 1.0),
+                    "hardware": g.hardware,
+                    "date": g.date,
+                    "command": g.command,
+                    "why_unranked": why,
+                    "run_dirs": [str(d) for d, _ in g.runs],
+                    "config_diff": _config_diff(config, defaults),
+                    "run_config": config,
+                }
+            )
     return rows
 
 
@@ -114,8 +138,14 @@ def _finite(value):
     return value
 
 
-def write_dashboard(path: Path, groups: list[Group], boards: list[Leaderboard], plots: list[Path], failed: int = 0,
-                    title: str = "gnnq leaderboard") -> Path:  # fmt: skip
+def write_dashboard(
+    path: Path,
+    groups: list[Group],
+    boards: list[Leaderboard],
+    plots: list[Path],
+    failed: int = 0,
+    title: str = "gnnq leaderboard",
+) -> Path:
     """Write the HTML file; ``plots`` (PNG files) are embedded; ``failed``: runs left out because they failed."""
     rows = dashboard_rows(boards)
     images = [(p.stem, base64.b64encode(p.read_bytes()).decode()) for p in plots if p.suffix == ".png"]
@@ -126,9 +156,15 @@ def write_dashboard(path: Path, groups: list[Group], boards: list[Leaderboard], 
         for stem, b64 in images
     )
     page = _TEMPLATE.format(
-        title=html.escape(title), criterion=html.escape(_criterion_text(boards)), data=data, figures=figures,
-        summary=html.escape(f"{len(rows)} configurations, {sum(len(g.runs) for g in groups)} runs" + (f", {failed} failed" if failed else "")),
-    )  # fmt: skip
+        title=html.escape(title),
+        criterion=html.escape(_criterion_text(boards)),
+        data=data,
+        figures=figures,
+        summary=html.escape(
+            f"{len(rows)} configurations, {sum(len(g.runs) for g in groups)} runs"
+            + (f", {failed} failed" if failed else "")
+        ),
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page)
     return path

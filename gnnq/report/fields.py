@@ -38,13 +38,19 @@ def overhead_time_s(rec: dict) -> float | None:
 
 
 def num_params(rec: dict) -> float | None:
-    return number(rec.get("num_params")) if rec.get("num_params") is not None else number(summary(rec).get("num_params"))
+    return (
+        number(rec.get("num_params")) if rec.get("num_params") is not None else number(summary(rec).get("num_params"))
+    )
 
 
 def metrics(rec: dict) -> dict[str, float | None]:
     """Every metric the report aggregates over seeds, as floats or None."""
-    return {**{m: number(rec.get(m)) for m in RECORD_METRICS}, "throughput": throughput(rec)[0],
-            "overhead_time_s": overhead_time_s(rec), "num_params": num_params(rec)}  # fmt: skip
+    return {
+        **{m: number(rec.get(m)) for m in RECORD_METRICS},
+        "throughput": throughput(rec)[0],
+        "overhead_time_s": overhead_time_s(rec),
+        "num_params": num_params(rec),
+    }
 
 
 def emulated_cores(rec: dict) -> dict | None:

@@ -28,23 +28,38 @@ class Shown:
     mark: str | None = None  # a boolean frame column: '*' after the value where it is False
 
 
-THROUGHPUT_NOTE = "* epochs/s as 1 / median epoch time: these records have no wall-clock throughput (overheads not counted)."
+THROUGHPUT_NOTE = (
+    "* epochs/s as 1 / median epoch time: these records have no wall-clock throughput (overheads not counted)."
+)
 GROUPS_SHOWN = [
-    Shown("dataset", "dataset"), Shown("method", "method"), Shown("config (overrides)", "config"), Shown("seeds", "seeds"),
-    Shown("test", "test", ".4f", best="max"), Shown("best val", "best_val", ".4f", best="max"),
+    Shown("dataset", "dataset"),
+    Shown("method", "method"),
+    Shown("config (overrides)", "config"),
+    Shown("seeds", "seeds"),
+    Shown("test", "test", ".4f", best="max"),
+    Shown("best val", "best_val", ".4f", best="max"),
     Shown("epochs/s", "throughput", ".2f", best="max", mark="throughput_measured"),
-    Shown("epoch ms", "epoch_time_s", ".1f", 1e3, best="min"), Shown("overhead s", "overhead_time_s", ".2f", best="min"),
-    Shown("comm ms", "comm_time_s", ".1f", 1e3, best="min"), Shown("halo MB/epoch", "comm_bytes_per_epoch", ".3f", 1e-6, best="min"),
-]  # fmt: skip
-LEADERBOARD_SHOWN = [
-    Shown("rank", "rank"), Shown("method", "method"), Shown("test", "test", ".4f", best="max"),
-    Shown("val", "best_val", ".4f", best="max"), Shown("#params", "num_params", ",.0f"),
-    Shown("epochs/s", "epochs_per_s", ".2f", best="max", mark="throughput_measured"),
-    Shown("epoch ms", "epoch_time_s", ".1f", 1e3, best="min"), Shown("overhead s", "overhead_time_s", ".2f", best="min"),
+    Shown("epoch ms", "epoch_time_s", ".1f", 1e3, best="min"),
+    Shown("overhead s", "overhead_time_s", ".2f", best="min"),
+    Shown("comm ms", "comm_time_s", ".1f", 1e3, best="min"),
     Shown("halo MB/epoch", "comm_bytes_per_epoch", ".3f", 1e-6, best="min"),
-    Shown("time to target s", "time_to_target_s", ".1f", best="min"), Shown("runs", "runs"), Shown("hardware", "hardware"),
-    Shown("date", "date"), Shown("command", "command"),
-]  # fmt: skip
+]
+LEADERBOARD_SHOWN = [
+    Shown("rank", "rank"),
+    Shown("method", "method"),
+    Shown("test", "test", ".4f", best="max"),
+    Shown("val", "best_val", ".4f", best="max"),
+    Shown("#params", "num_params", ",.0f"),
+    Shown("epochs/s", "epochs_per_s", ".2f", best="max", mark="throughput_measured"),
+    Shown("epoch ms", "epoch_time_s", ".1f", 1e3, best="min"),
+    Shown("overhead s", "overhead_time_s", ".2f", best="min"),
+    Shown("halo MB/epoch", "comm_bytes_per_epoch", ".3f", 1e-6, best="min"),
+    Shown("time to target s", "time_to_target_s", ".1f", best="min"),
+    Shown("runs", "runs"),
+    Shown("hardware", "hardware"),
+    Shown("date", "date"),
+    Shown("command", "command"),
+]
 UNRANKED_SHOWN = Shown("not ranked because", "why_unranked")
 
 
@@ -54,16 +69,36 @@ def stat_columns(name: str, stat: Stat | None) -> dict:
 
 def _about(g: Group) -> dict:
     """What names a configuration and where it ran: method, config, seeds, runs, hardware, date, command."""
-    return {"method": g.label or g.config, "config": g.config, "runs": len(g.runs), "seeds": ",".join(map(str, g.seeds)),
-            "throughput_measured": g.throughput_measured, "hardware": g.hardware, "date": g.date, "command": g.command}  # fmt: skip
+    return {
+        "method": g.label or g.config,
+        "config": g.config,
+        "runs": len(g.runs),
+        "seeds": ",".join(map(str, g.seeds)),
+        "throughput_measured": g.throughput_measured,
+        "hardware": g.hardware,
+        "date": g.date,
+        "command": g.command,
+    }
 
 
 def groups_frame(groups: list[Group]) -> pd.DataFrame:
     """One row per configuration: who it is (``_about``), and mean and std of every metric."""
-    rows = [{"dataset": g.dataset, **_about(g), **{k: v for m in METRICS for k, v in stat_columns(m, g.stats[m]).items()}}
-            for g in groups]  # fmt: skip
-    columns = ["dataset", "method", "config", "seeds", "runs", *(f"{m}_{s}" for m in METRICS for s in ("mean", "std")),
-               "throughput_measured", "hardware", "date", "command"]  # fmt: skip
+    rows = [
+        {"dataset": g.dataset, **_about(g), **{k: v for m in METRICS for k, v in stat_columns(m, g.stats[m]).items()}}
+        for g in groups
+    ]
+    columns = [
+        "dataset",
+        "method",
+        "config",
+        "seeds",
+        "runs",
+        *(f"{m}_{s}" for m in METRICS for s in ("mean", "std")),
+        "throughput_measured",
+        "hardware",
+        "date",
+        "command",
+    ]
     return _numeric(pd.DataFrame(rows, columns=columns), columns[4:-4])
 
 
@@ -71,17 +106,53 @@ def leaderboard_frame(board: Leaderboard) -> pd.DataFrame:
     """The ranked configurations, then the others (rank empty, with why); epochs_per_s is the wall-clock throughput."""
     rows = []
     why = [None] * len(board.ranked) + list(board.reasons)
-    for (rank, g), reason in zip([(i + 1, g) for i, g in enumerate(board.ranked)] + [(None, g) for g in board.others], why):
+    for (rank, g), reason in zip(
+        [(i + 1, g) for i, g in enumerate(board.ranked)] + [(None, g) for g in board.others], why
+    ):
         s = g.stats
-        rows.append({"rank": rank, **_about(g), **stat_columns("test", s["test"]), **stat_columns("best_val", s["best_val"]),
-                     "num_params": s["num_params"].mean, "epochs_per_s": s["throughput"].mean, "epochs_per_s_std": s["throughput"].std,
-                     **stat_columns("epoch_time_s", s["epoch_time_s"]), **stat_columns("overhead_time_s", s["overhead_time_s"]),
-                     **stat_columns("comm_bytes_per_epoch", s["comm_bytes_per_epoch"]),
-                     **stat_columns("time_to_target_s", g.time_to_target), "why_unranked": reason})  # fmt: skip
-    columns = ["rank", "method", "config", "runs", "seeds", "test_mean", "test_std", "best_val_mean", "best_val_std", "num_params",
-               "epochs_per_s", "epochs_per_s_std", "epoch_time_s_mean", "epoch_time_s_std", "overhead_time_s_mean",
-               "overhead_time_s_std", "comm_bytes_per_epoch_mean", "comm_bytes_per_epoch_std", "time_to_target_s_mean",
-               "time_to_target_s_std", "throughput_measured", "hardware", "date", "command", "why_unranked"]  # fmt: skip
+        rows.append(
+            {
+                "rank": rank,
+                **_about(g),
+                **stat_columns("test", s["test"]),
+                **stat_columns("best_val", s["best_val"]),
+                "num_params": s["num_params"].mean,
+                "epochs_per_s": s["throughput"].mean,
+                "epochs_per_s_std": s["throughput"].std,
+                **stat_columns("epoch_time_s", s["epoch_time_s"]),
+                **stat_columns("overhead_time_s", s["overhead_time_s"]),
+                **stat_columns("comm_bytes_per_epoch", s["comm_bytes_per_epoch"]),
+                **stat_columns("time_to_target_s", g.time_to_target),
+                "why_unranked": reason,
+            }
+        )
+    columns = [
+        "rank",
+        "method",
+        "config",
+        "runs",
+        "seeds",
+        "test_mean",
+        "test_std",
+        "best_val_mean",
+        "best_val_std",
+        "num_params",
+        "epochs_per_s",
+        "epochs_per_s_std",
+        "epoch_time_s_mean",
+        "epoch_time_s_std",
+        "overhead_time_s_mean",
+        "overhead_time_s_std",
+        "comm_bytes_per_epoch_mean",
+        "comm_bytes_per_epoch_std",
+        "time_to_target_s_mean",
+        "time_to_target_s_std",
+        "throughput_measured",
+        "hardware",
+        "date",
+        "command",
+        "why_unranked",
+    ]
     frame = _numeric(pd.DataFrame(rows, columns=columns), ["runs", *columns[5:20]])
     frame["rank"] = frame["rank"].astype("Int64")
     return frame

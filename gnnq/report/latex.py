@@ -5,12 +5,29 @@ from __future__ import annotations
 
 import re
 
-_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-          "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}  # fmt: skip
+_LATEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
 # Which way is better, by the metric a column shows (a record key or the report's own).
 HIGHER_IS_BETTER = {"test", "best_val", "throughput", "epochs_per_s", "speedup"}
-LOWER_IS_BETTER = {"epoch_time_s", "comm_time_s", "comm_bytes_per_epoch", "overhead_time_s", "time_to_target_s",
-                   "training_time_s", "transfer_time_s"}  # fmt: skip
+LOWER_IS_BETTER = {
+    "epoch_time_s",
+    "comm_time_s",
+    "comm_bytes_per_epoch",
+    "overhead_time_s",
+    "time_to_target_s",
+    "training_time_s",
+    "transfer_time_s",
+}
 PM = " $\\pm$ "
 
 
@@ -42,9 +59,15 @@ def render(headers: list[str], rows: list[list[str]], caption: str, bold: list[s
         tex = escape(text).replace(" ± ", PM)
         return f"\\textbf{{{tex}}}" if i in bold[j] and text != "-" else tex
 
-    lines = ["\\begin{table}[t]", "\\centering", f"\\caption{{{escape(caption)}}}",
-             "\\begin{tabular}{" + "l" + "r" * (len(headers) - 1) + "}", "\\toprule",
-             " & ".join(escape(h) for h in headers) + " \\\\", "\\midrule"]  # fmt: skip
+    lines = [
+        "\\begin{table}[t]",
+        "\\centering",
+        f"\\caption{{{escape(caption)}}}",
+        "\\begin{tabular}{" + "l" + "r" * (len(headers) - 1) + "}",
+        "\\toprule",
+        " & ".join(escape(h) for h in headers) + " \\\\",
+        "\\midrule",
+    ]
     lines += [" & ".join(cell(i, j, t) for j, t in enumerate(row)) + " \\\\" for i, row in enumerate(rows)]
     lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
     return "\n".join(lines) + "\n"

@@ -18,7 +18,14 @@ from omegaconf import OmegaConf
 from gnnq.config.compose import CONF_DIR
 from gnnq.config.typed import option_config
 
-IGNORED_KEYS = {"runs_root", "overwrite", "dataset.root", "dataset.download", "cluster.timeout_s", "trainer.checkpoint_every"}
+IGNORED_KEYS = {
+    "runs_root",
+    "overwrite",
+    "dataset.root",
+    "dataset.download",
+    "cluster.timeout_s",
+    "trainer.checkpoint_every",
+}
 IGNORED_GROUPS = {"logger"}
 
 
@@ -28,7 +35,7 @@ def _defaults() -> dict[str, str]:
     out = {}
     for entry in OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"))["defaults"]:
         if isinstance(entry, dict):
-            (group, option), = entry.items()
+            ((group, option),) = entry.items()
             out[group] = option
     return out
 
@@ -44,7 +51,9 @@ def _options(group: str) -> list[str]:
 
 
 def _differences(values: dict, reference: dict) -> list[tuple[str, object]]:
-    return [(k, v) for k, v in values.items() if k in reference and reference[k] != v]  # other keys: another option's (old records)
+    return [
+        (k, v) for k, v in values.items() if k in reference and reference[k] != v
+    ]  # other keys: another option's (old records)
 
 
 def format_value(value) -> str:
@@ -126,7 +135,9 @@ def _overrides_from(config: dict, preset: Preset, exclude: frozenset[str]) -> li
             continue
         if group in IGNORED_GROUPS or group not in defaults or not (CONF_DIR / group).is_dir():
             continue
-        mine = _group_overrides(group, values, preset.choices.get(group, defaults[group]), preset.values.get(group, {}), exclude)
+        mine = _group_overrides(
+            group, values, preset.choices.get(group, defaults[group]), preset.values.get(group, {}), exclude
+        )
         if mine is None:
             return None
         out += mine

@@ -67,7 +67,9 @@ def plot_accuracy_vs_throughput(groups: list[Group], out: Path, dataset: str) ->
     fig, ax = plt.subplots(figsize=(10, 5))
     for (x, y), g, label in zip(points, mine, labels(mine)):
         mark = "" if g.throughput_measured else " *"
-        ax.errorbar(x, y, xerr=_spread(g, "throughput"), yerr=_spread(g, "test"), fmt="o", capsize=3, label=label + mark)
+        ax.errorbar(
+            x, y, xerr=_spread(g, "throughput"), yerr=_spread(g, "test"), fmt="o", capsize=3, label=label + mark
+        )
     front = pareto_front(points)
     if front:
         ax.plot([points[i][0] for i in front], [points[i][1] for i in front], "k--", linewidth=1, label="Pareto front")
@@ -100,8 +102,9 @@ def plot_bytes(groups: list[Group], out: Path, dataset: str) -> list[Path]:
     return paths
 
 
-def plot_curves(series: list[tuple[str, list[tuple[float, float]]]], out: Path, stem: str, title: str,
-                target: float | None = None) -> list[Path]:  # fmt: skip
+def plot_curves(
+    series: list[tuple[str, list[tuple[float, float]]]], out: Path, stem: str, title: str, target: float | None = None
+) -> list[Path]:
     """Validation metric against training time, one line per (label, curve)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(10, 5))
@@ -157,7 +160,13 @@ class SpeedupAxis:
 
 
 SPEEDUP_AXES = (
-    SpeedupAxis("bandwidth", "link bandwidth per host (Gbit/s)", _link_gbit, ("cluster.link", "cluster.bandwidth_mbit"), log=True),
+    SpeedupAxis(
+        "bandwidth",
+        "link bandwidth per host (Gbit/s)",
+        _link_gbit,
+        ("cluster.link", "cluster.bandwidth_mbit"),
+        log=True,
+    ),
     SpeedupAxis("hosts", "emulated hosts", _hosts, ("cluster.hosts",)),
 )
 METHOD_GROUPS = ("parallel", "quantizer")  # what makes a method; everything else is its setting

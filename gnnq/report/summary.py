@@ -17,7 +17,15 @@ from gnnq.config.compose import SWEEPS_DIR, resolve_config_dir
 from gnnq.contract import RECORD_FILE
 from gnnq.report.aggregate import CRITERIA, MISSING, Leaderboard, group_runs, leaderboards, lookup
 from gnnq.report.dashboard import write_dashboard
-from gnnq.report.frames import GROUPS_SHOWN, groups_frame, latex_view, leaderboard_frame, leaderboard_shown, notes, text_view
+from gnnq.report.frames import (
+    GROUPS_SHOWN,
+    groups_frame,
+    latex_view,
+    leaderboard_frame,
+    leaderboard_shown,
+    notes,
+    text_view,
+)
 from gnnq.report.labels import method_labels
 from gnnq.report.plots import plot_report
 from gnnq.report.tables import SPEC_SUFFIX, TableSpecError, load_spec, render_all
@@ -53,14 +61,36 @@ def records_table(records: list[tuple[Path, dict]]) -> str:
     rows = []
     for run_dir, r in records:
         c = r["config"]
-        rows.append([
-            run_dir.name, c["dataset"]["name"], c["model"]["name"], c["partitioner"]["name"], c["parallel"]["name"],
-            c["quantizer"]["name"], r.get("world_size") or c["cluster"]["nproc"], r["status"], fmt_value(r.get("best_val")),
-            fmt_value(r.get("test")), fmt_value(r.get("epoch_time_s") and r["epoch_time_s"] * 1000, ".1f"),
-            "-" if r.get("comm_bytes_per_epoch") is None else f"{r['comm_bytes_per_epoch']:,}",
-        ])  # fmt: skip
-    headers = ["run", "dataset", "model", "partitioner", "parallel", "quantizer", "ranks", "status",
-               "best val", "test", "epoch ms", "halo bytes/epoch"]  # fmt: skip
+        rows.append(
+            [
+                run_dir.name,
+                c["dataset"]["name"],
+                c["model"]["name"],
+                c["partitioner"]["name"],
+                c["parallel"]["name"],
+                c["quantizer"]["name"],
+                r.get("world_size") or c["cluster"]["nproc"],
+                r["status"],
+                fmt_value(r.get("best_val")),
+                fmt_value(r.get("test")),
+                fmt_value(r.get("epoch_time_s") and r["epoch_time_s"] * 1000, ".1f"),
+                "-" if r.get("comm_bytes_per_epoch") is None else f"{r['comm_bytes_per_epoch']:,}",
+            ]
+        )
+    headers = [
+        "run",
+        "dataset",
+        "model",
+        "partitioner",
+        "parallel",
+        "quantizer",
+        "ranks",
+        "status",
+        "best val",
+        "test",
+        "epoch ms",
+        "halo bytes/epoch",
+    ]
     return markdown_table(headers, rows)
 
 
@@ -75,7 +105,11 @@ def leaderboard_title(board: Leaderboard) -> str:
     elif board.criterion in ("test", "val"):
         how = f"mean {'test' if board.criterion == 'test' else 'best validation'} metric over seeds"
     else:
-        what = "wall-clock throughput (epochs/s, overheads included)" if board.criterion == "throughput" else "halo bytes per epoch"
+        what = (
+            "wall-clock throughput (epochs/s, overheads included)"
+            if board.criterion == "throughput"
+            else "halo bytes per epoch"
+        )
         how = f"{what} among configurations within {pts} of the best mean test {board.best_test:.4f}"
     return f"Leaderboard: {board.dataset}, ranked by {how}"
 
@@ -106,42 +140,77 @@ def select(records: list[tuple[Path, dict]], where: str) -> list[tuple[Path, dic
                 want = float(want)  # YAML 1.1 reads 1e-3 as a string
             except ValueError:
                 return False
-        if isinstance(got, (int, float)) and isinstance(want, (int, float)) and not isinstance(got, bool) | isinstance(want, bool):
+        if (
+            isinstance(got, (int, float))
+            and isinstance(want, (int, float))
+            and not isinstance(got, bool) | isinstance(want, bool)
+        ):
             return math.isclose(got, want, rel_tol=1e-9)
         return got == want
 
     kept = [(d, r) for (d, r), got in zip(records, present) if equal(got)]
     if records and not kept:
         values = sorted({json.dumps(v) if not isinstance(v, str) else v for v in present if v is not MISSING}, key=str)
-        raise ValueError(f"--where {where!r} matched none of the {len(records)} runs; {key} is one of: {', '.join(values)}")
+        raise ValueError(
+            f"--where {where!r} matched none of the {len(records)} runs; {key} is one of: {', '.join(values)}"
+        )
     return kept
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gnnq-report", description=__doc__)
     parser.add_argument("dirs", nargs="+", type=Path, help="directories searched recursively for record.json")
-    parser.add_argument("--criterion", choices=CRITERIA, default="throughput",
-                        help="leaderboard ranking: throughput (default; wall-clock, overheads included) or bytes among "
-                             "configurations near the best test accuracy, test or val (mean accuracy, every configuration "
-                             "ranked), or time to a target validation accuracy")  # fmt: skip
-    parser.add_argument("--tolerance", type=float, default=0.003, help="accuracy cut, as a fraction (0.003 = 0.3 points)")
-    parser.add_argument("--out", type=Path, help="also write report.md, groups.csv and leaderboard-<dataset>.csv and .tex here "
-                        "(and each table as <name>.md, .csv and .tex)")  # fmt: skip
-    parser.add_argument("--table", type=_table_spec, action="append", default=[],
-                        help="a table spec: a path, or the name of a sweep shipped with gnnq (peers: its "
-                             "sweeps/peers.table.yaml) to render from these runs (its row labels name the methods in "
-                             "legends and leaderboards); repeatable")  # fmt: skip
-    parser.add_argument("--plots", action="store_true",
-                        help="with --out: accuracy vs throughput (Pareto front), bytes per epoch and training curves, and where "
-                             "runs on emulated hosts vary the link bandwidth or the number of hosts, throughput speedup over "
-                             "Vanilla (sync, fp32) against it; PNG and SVG")  # fmt: skip
-    parser.add_argument("--dashboard", action="store_true",
-                        help="with --out: dashboard.html, one self-contained page (leaderboards, plots, configs)")  # fmt: skip
-    parser.add_argument("--wandb", choices=("offline", "online"),
-                        help="with --out: also log the tables (and plots) as wandb.Tables to a W&B run of their own")  # fmt: skip
+    parser.add_argument(
+        "--criterion",
+        choices=CRITERIA,
+        default="throughput",
+        help="leaderboard ranking: throughput (default; wall-clock, overheads included) or bytes among "
+        "configurations near the best test accuracy, test or val (mean accuracy, every configuration "
+        "ranked), or time to a target validation accuracy",
+    )
+    parser.add_argument(
+        "--tolerance", type=float, default=0.003, help="accuracy cut, as a fraction (0.003 = 0.3 points)"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="also write report.md, groups.csv and leaderboard-<dataset>.csv and .tex here "
+        "(and each table as <name>.md, .csv and .tex)",
+    )
+    parser.add_argument(
+        "--table",
+        type=_table_spec,
+        action="append",
+        default=[],
+        help="a table spec: a path, or the name of a sweep shipped with gnnq (peers: its "
+        "sweeps/peers.table.yaml) to render from these runs (its row labels name the methods in "
+        "legends and leaderboards); repeatable",
+    )
+    parser.add_argument(
+        "--plots",
+        action="store_true",
+        help="with --out: accuracy vs throughput (Pareto front), bytes per epoch and training curves, and where "
+        "runs on emulated hosts vary the link bandwidth or the number of hosts, throughput speedup over "
+        "Vanilla (sync, fp32) against it; PNG and SVG",
+    )
+    parser.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="with --out: dashboard.html, one self-contained page (leaderboards, plots, configs)",
+    )
+    parser.add_argument(
+        "--wandb",
+        choices=("offline", "online"),
+        help="with --out: also log the tables (and plots) as wandb.Tables to a W&B run of their own",
+    )
     parser.add_argument("--wandb-project", default="gnnq", help="W&B project for --wandb (default gnnq)")
-    parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
-                        help="only runs whose config has this value (e.g. dataset.name=cora); repeatable")  # fmt: skip
+    parser.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="only runs whose config has this value (e.g. dataset.name=cora); repeatable",
+    )
     return parser
 
 
@@ -163,7 +232,9 @@ def main(argv: list[str]) -> None:
     for w in warnings:
         print(f"gnnq-report: warning: {w}", file=sys.stderr)
     if not records:
-        print(f"gnnq-report: no run records (record.json) found under {', '.join(map(str, args.dirs))}", file=sys.stderr)
+        print(
+            f"gnnq-report: no run records (record.json) found under {', '.join(map(str, args.dirs))}", file=sys.stderr
+        )
         sys.exit(1)
     try:
         specs = [load_spec(p) for p in args.table]
@@ -180,12 +251,18 @@ def main(argv: list[str]) -> None:
     tables.update({f"leaderboard/{b.dataset}": leaderboard_frame(b) for b in boards})
     sections = ["## Runs", "", records_table(records), "", "## Configurations (mean ± std over seeds)", ""]
     if groups:
-        sections += _with_notes(markdown_table(*text_view(tables["configurations"], GROUPS_SHOWN)), tables["configurations"])
+        sections += _with_notes(
+            markdown_table(*text_view(tables["configurations"], GROUPS_SHOWN)), tables["configurations"]
+        )
     else:
         sections += ["(no successful runs)", ""]
     for board in boards:
         frame = tables[f"leaderboard/{board.dataset}"]
-        sections += [f"## {leaderboard_title(board)}", "", *_with_notes(markdown_table(*text_view(frame, leaderboard_shown(frame))), frame)]
+        sections += [
+            f"## {leaderboard_title(board)}",
+            "",
+            *_with_notes(markdown_table(*text_view(frame, leaderboard_shown(frame))), frame),
+        ]
     for spec in specs:
         try:
             md, table = render_all(spec, [r for _, r in records], args.out)
@@ -202,10 +279,24 @@ def main(argv: list[str]) -> None:
             page = write_dashboard(args.out / "dashboard.html", groups, boards, paths, failed=len(failed))
             sections += [f"Dashboard: {page}", ""]
     if args.wandb:
-        settings = {"dirs": [str(d) for d in args.dirs], "where": args.where, "criterion": args.criterion,
-                    "tolerance": args.tolerance, "tables": [str(p) for p in args.table], "runs": len(records), "failed": len(failed)}  # fmt: skip
-        run_dir = log_report(args.out, tables, paths, settings, [source_run(d, r) for d, r in records],
-                             project=args.wandb_project, mode=args.wandb)  # fmt: skip
+        settings = {
+            "dirs": [str(d) for d in args.dirs],
+            "where": args.where,
+            "criterion": args.criterion,
+            "tolerance": args.tolerance,
+            "tables": [str(p) for p in args.table],
+            "runs": len(records),
+            "failed": len(failed),
+        }
+        run_dir = log_report(
+            args.out,
+            tables,
+            paths,
+            settings,
+            [source_run(d, r) for d, r in records],
+            project=args.wandb_project,
+            mode=args.wandb,
+        )
         sections += [f"W&B run ({args.wandb}): {run_dir}", ""]
     if failed:
         sections += ["## Failed runs (not ranked)", ""] + [f"- {d}: {r.get('error')}" for d, r in failed] + [""]
@@ -222,5 +313,7 @@ def _write(out: Path, text: str, tables: dict, boards: list[Leaderboard]) -> Non
     for board in boards:
         frame = tables[f"leaderboard/{board.dataset}"]
         frame.to_csv(out / f"leaderboard-{board.dataset}.csv", index=False)
-        shown = [s for s in leaderboard_shown(frame) if s.column not in ("command", "why_unranked")]  # too wide for a page
+        shown = [
+            s for s in leaderboard_shown(frame) if s.column not in ("command", "why_unranked")
+        ]  # too wide for a page
         (out / f"leaderboard-{board.dataset}.tex").write_text(latex_view(frame, shown, leaderboard_title(board)))

@@ -61,7 +61,9 @@ def load_spec(path: Path) -> dict:
     try:
         spec = OmegaConf.to_container(OmegaConf.load(path))
     except Exception as exc:  # noqa: BLE001 - any parse error becomes one line naming the file
-        raise TableSpecError(f"{path}: not a readable YAML table spec ({type(exc).__name__}: {exc})".splitlines()[0]) from None
+        raise TableSpecError(
+            f"{path}: not a readable YAML table spec ({type(exc).__name__}: {exc})".splitlines()[0]
+        ) from None
     if not isinstance(spec, dict):
         raise TableSpecError(f"{path}: a table spec is a mapping with title, rows and columns")
     for key in ("rows", "columns"):
@@ -70,11 +72,15 @@ def load_spec(path: Path) -> dict:
             raise TableSpecError(f"{path}: '{key}' must be a non-empty list of entries with a 'label'")
     for col in spec["columns"]:
         if "metric" not in col and "metric" not in spec:
-            raise TableSpecError(f"{path}: column {col['label']!r} names no metric (and the spec has no default 'metric')")
+            raise TableSpecError(
+                f"{path}: column {col['label']!r} names no metric (and the spec has no default 'metric')"
+            )
     for key in ("rows", "columns"):
         labels = [str(i["label"]) for i in spec[key]]
         if len(set(labels)) != len(labels):
-            raise TableSpecError(f"{path}: {key} labels must be unique; repeated: {sorted({x for x in labels if labels.count(x) > 1})}")
+            raise TableSpecError(
+                f"{path}: {key} labels must be unique; repeated: {sorted({x for x in labels if labels.count(x) > 1})}"
+            )
         for item in spec[key]:
             _check_match(path, key[:-1], item)
     for col in spec["columns"]:
@@ -82,7 +88,9 @@ def load_spec(path: Path) -> dict:
             float(col.get("scale", 1.0))
             format(0.0, col.get("format", spec.get("metric_format", ".4f")))
         except (TypeError, ValueError):
-            raise TableSpecError(f"{path}: column {col['label']!r}: 'scale' must be a number and 'format' a Python format spec such as .4f") from None
+            raise TableSpecError(
+                f"{path}: column {col['label']!r}: 'scale' must be a number and 'format' a Python format spec such as .4f"
+            ) from None
         if col.get("best", "none") not in ("max", "min", "none"):
             raise TableSpecError(f"{path}: column {col['label']!r}: 'best' is max, min or none, not {col['best']!r}")
     paper = spec.get("paper") or {}
@@ -95,10 +103,14 @@ def load_spec(path: Path) -> dict:
     for col in spec["columns"]:
         for key in RATIO_KEYS:
             if col.get(key) is not None and col[key] not in labels:
-                raise TableSpecError(f"{path}: column {col['label']!r} has {key} {col[key]!r}, not a row; rows: {', '.join(labels)}")
+                raise TableSpecError(
+                    f"{path}: column {col['label']!r} has {key} {col[key]!r}, not a row; rows: {', '.join(labels)}"
+                )
         if all(col.get(key) is not None for key in RATIO_KEYS):
-            raise TableSpecError(f"{path}: column {col['label']!r} sets both ratio_to {col['ratio_to']!r} and "
-                                 f"speedup_over {col['speedup_over']!r}; a column is one ratio (speedup_over is the inverse of ratio_to)")
+            raise TableSpecError(
+                f"{path}: column {col['label']!r} sets both ratio_to {col['ratio_to']!r} and "
+                f"speedup_over {col['speedup_over']!r}; a column is one ratio (speedup_over is the inverse of ratio_to)"
+            )
     spec["_path"] = str(path)
     return spec
 

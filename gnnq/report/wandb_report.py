@@ -29,8 +29,13 @@ def source_run(run_dir: Path, record: dict) -> dict:
     except Exception:  # noqa: BLE001 - an older record's config without logger keys: no group
         group = None
     url = f"https://wandb.ai/{entity}/{project}/runs/{run_id}" if run_id and entity and project else None
-    return {"run_dir": str(run_dir), "status": record.get("status"), "wandb_run": path, "wandb_group": group,
-            "url": url}  # fmt: skip
+    return {
+        "run_dir": str(run_dir),
+        "status": record.get("status"),
+        "wandb_run": path,
+        "wandb_group": group,
+        "url": url,
+    }
 
 
 def report_group(sources: list[dict]) -> str:
@@ -39,8 +44,15 @@ def report_group(sources: list[dict]) -> str:
     return groups.pop() if len(groups) == 1 else "gnnq-report"
 
 
-def log_report(out: Path, tables: dict[str, pd.DataFrame], images: list[Path], settings: dict, sources: list[dict],
-               project: str = "gnnq", mode: str = "offline") -> Path:  # fmt: skip
+def log_report(
+    out: Path,
+    tables: dict[str, pd.DataFrame],
+    images: list[Path],
+    settings: dict,
+    sources: list[dict],
+    project: str = "gnnq",
+    mode: str = "offline",
+) -> Path:
     """One W&B run (job type "report") holding every table as a ``wandb.Table``, the PNG plots and a table of
     the source runs; ``settings`` (how the report was made) and the source runs' W&B paths are its config.
 
@@ -50,12 +62,25 @@ def log_report(out: Path, tables: dict[str, pd.DataFrame], images: list[Path], s
     import wandb
 
     config = {**settings, "source_runs": [s["wandb_run"] or s["run_dir"] for s in sources]}
-    run = wandb.init(project=project, mode=mode, dir=str(out), job_type="report", group=report_group(sources), config=config,
-                     name=f"gnnq-report-{time.strftime('%Y%m%d-%H%M%S')}", tags=["gnnq-report"])  # fmt: skip
+    run = wandb.init(
+        project=project,
+        mode=mode,
+        dir=str(out),
+        job_type="report",
+        group=report_group(sources),
+        config=config,
+        name=f"gnnq-report-{time.strftime('%Y%m%d-%H%M%S')}",
+        tags=["gnnq-report"],
+    )
     try:
-        frames = {**tables, "sources": pd.DataFrame(sources, columns=["run_dir", "status", "wandb_run", "wandb_group", "url"])}
-        payload = {name: wandb.Table(columns=[str(c) for c in frame.columns], data=json_ready(frame).values.tolist())
-                   for name, frame in frames.items()}  # fmt: skip
+        frames = {
+            **tables,
+            "sources": pd.DataFrame(sources, columns=["run_dir", "status", "wandb_run", "wandb_group", "url"]),
+        }
+        payload = {
+            name: wandb.Table(columns=[str(c) for c in frame.columns], data=json_ready(frame).values.tolist())
+            for name, frame in frames.items()
+        }
         payload.update({f"plots/{p.stem}": wandb.Image(str(p)) for p in images if p.suffix == ".png"})
         run.log(payload)
         return Path(run.dir).parent

@@ -15,9 +15,16 @@ def hardware() -> dict:
     without any, else their model names, distinct ones joined by ", ".
     """
     cpu = next(
-        (line.split(":", 1)[1].strip() for line in _read("/proc/cpuinfo").splitlines() if line.startswith("model name")), None
+        (
+            line.split(":", 1)[1].strip()
+            for line in _read("/proc/cpuinfo").splitlines()
+            if line.startswith("model name")
+        ),
+        None,
     )
-    mem_kib = next((int(line.split()[1]) for line in _read("/proc/meminfo").splitlines() if line.startswith("MemTotal")), 0)
+    mem_kib = next(
+        (int(line.split()[1]) for line in _read("/proc/meminfo").splitlines() if line.startswith("MemTotal")), 0
+    )
     gpu_names = _gpu_names()
     return {
         "hostname": socket.gethostname(),

@@ -39,17 +39,35 @@ class ProgressLine:
         epoch = row["epoch"]
         if self.initial is None:
             self.initial, self.start = epoch - 1, time.perf_counter() - row["epoch_time_s"]
-        postfix = (f"loss {fmt_value(row['loss'])}  val {fmt_value(row.get('val'))} (best {fmt_value(self.best_val)})  "
-                   f"epoch {row['epoch_time_s'] * 1000:.1f} ms")  # fmt: skip
+        postfix = (
+            f"loss {fmt_value(row['loss'])}  val {fmt_value(row.get('val'))} (best {fmt_value(self.best_val)})  "
+            f"epoch {row['epoch_time_s'] * 1000:.1f} ms"
+        )
         if self.tty:
             if self.bar is None:
-                self.bar = tqdm(total=self.total, initial=self.initial, desc="epoch", file=self.stream, bar_format=BAR_FORMAT,
-                                ascii=BAR_CHARS, mininterval=0.0, dynamic_ncols=True)  # fmt: skip
+                self.bar = tqdm(
+                    total=self.total,
+                    initial=self.initial,
+                    desc="epoch",
+                    file=self.stream,
+                    bar_format=BAR_FORMAT,
+                    ascii=BAR_CHARS,
+                    mininterval=0.0,
+                    dynamic_ncols=True,
+                )
             self.bar.set_postfix_str(postfix, refresh=False)
             self.bar.update(epoch - self.bar.n)
         elif epoch % self.every == 0 or epoch == self.total or time.perf_counter() - self.last_print > 10:
-            line = tqdm.format_meter(epoch, self.total, time.perf_counter() - self.start, prefix="epoch", postfix=postfix,
-                                     bar_format=BAR_FORMAT, ascii=BAR_CHARS, initial=self.initial)  # fmt: skip
+            line = tqdm.format_meter(
+                epoch,
+                self.total,
+                time.perf_counter() - self.start,
+                prefix="epoch",
+                postfix=postfix,
+                bar_format=BAR_FORMAT,
+                ascii=BAR_CHARS,
+                initial=self.initial,
+            )
             self.stream.write(line + "\n")
             self.stream.flush()
             self.last_print = time.perf_counter()
@@ -72,7 +90,9 @@ def summary_table(record: dict) -> str:
     s = record.get("summary") or {}
     metric = s.get("metric", "accuracy")
     name = ((record.get("config") or {}).get("parallel") or {}).get("name")
-    messages, epoch = (PARALLEL.choice(name).messages, PARALLEL.choice(name).epoch) if name in PARALLEL else ("halo", "epoch")
+    messages, epoch = (
+        (PARALLEL.choice(name).messages, PARALLEL.choice(name).epoch) if name in PARALLEL else ("halo", "epoch")
+    )
     bytes_label = f"{messages} bytes / {epoch} (all ranks)"  # what the method's epochs and messages are
     rows = [
         ["status", record["status"]],
@@ -80,9 +100,15 @@ def summary_table(record: dict) -> str:
         [f"test {metric} (at best val)", fmt_value(record.get("test"))],
         ["best epoch", s.get("best_epoch", "-")],
         ["epoch time (median)", f"{record['epoch_time_s'] * 1000:.1f} ms" if record.get("epoch_time_s") else "-"],
-        ["comm time, exposed (median)", f"{record['comm_time_s'] * 1000:.1f} ms" if record.get("comm_time_s") is not None else "-"],
+        [
+            "comm time, exposed (median)",
+            f"{record['comm_time_s'] * 1000:.1f} ms" if record.get("comm_time_s") is not None else "-",
+        ],
         ["overheads outside epochs", f"{s['overhead_time_s']:.2f} s" if s.get("overhead_time_s") is not None else "-"],
-        ["throughput (with overheads)", f"{s['throughput_epochs_per_s']:.2f} epochs/s" if s.get("throughput_epochs_per_s") else "-"],
+        [
+            "throughput (with overheads)",
+            f"{s['throughput_epochs_per_s']:.2f} epochs/s" if s.get("throughput_epochs_per_s") else "-",
+        ],
         [bytes_label, f"{record['comm_bytes_per_epoch']:,}" if record.get("comm_bytes_per_epoch") is not None else "-"],
         ["ranks", record.get("world_size") or "-"],
         ["peak memory / rank (MiB)", ", ".join(f"{m:.0f}" for m in s.get("peak_memory_mib_per_rank", [])) or "-"],

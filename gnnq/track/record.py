@@ -12,8 +12,19 @@ from gnnq.contract import METRICS_FILE, RECORD_FILE
 from gnnq.track.files import write_json_atomic
 from gnnq.track.machine import hardware, package_version
 
-_PACKAGES = ("gnnq", "torch", "torch-geometric", "ogb", "pymetis", "numpy", "scipy", "hydra-core", "omegaconf", "wandb",
-             "triton")  # fmt: skip
+_PACKAGES = (
+    "gnnq",
+    "torch",
+    "torch-geometric",
+    "ogb",
+    "pymetis",
+    "numpy",
+    "scipy",
+    "hydra-core",
+    "omegaconf",
+    "wandb",
+    "triton",
+)
 GNNQ_SOURCE = Path(__file__).resolve().parents[1]  # the gnnq package directory
 
 
@@ -44,7 +55,10 @@ def source_state() -> dict:
     if _git("ls-files", "--error-unmatch", "__init__.py") is None:  # not a checkout, or gnnq not tracked in it
         return {"git_commit": None, "git_dirty": None}
     commit, status = _git("rev-parse", "HEAD"), _git("status", "--porcelain")
-    return {"git_commit": commit.strip() if commit else None, "git_dirty": None if status is None else bool(status.strip())}
+    return {
+        "git_commit": commit.strip() if commit else None,
+        "git_dirty": None if status is None else bool(status.strip()),
+    }
 
 
 def build_record(

@@ -74,7 +74,9 @@ def read_records(path: Path) -> list[bytes]:
             records.append(pending + chunk)
             pending = None
         else:
-            raise WandbFileError(f"{path}: record of type {kind} out of order at byte {pos - length - RECORD_HEADER.size}")
+            raise WandbFileError(
+                f"{path}: record of type {kind} out of order at byte {pos - length - RECORD_HEADER.size}"
+            )
     return records
 
 

@@ -54,7 +54,11 @@ def wandb_summary(record: dict) -> dict:
     def scalars(d: dict) -> dict:
         return {k: v for k, v in d.items() if v is None or isinstance(v, (bool, int, float, str))}
 
-    return {**scalars(record.get("summary") or {}), **scalars(record), **{k: record[k] for k in SUMMARY_OBJECTS if k in record}}
+    return {
+        **scalars(record.get("summary") or {}),
+        **scalars(record),
+        **{k: record[k] for k in SUMMARY_OBJECTS if k in record},
+    }
 
 
 def wandb_run_id(run_dir: Path, resume: bool) -> str:
@@ -112,8 +116,10 @@ class WandbLogger(NullLogger):
             )
         except Exception as exc:  # noqa: BLE001 - wandb raises many kinds (no login, no network, bad entity)
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise GnnqError(f"logger=wandb (logger.mode={cfg.logger.mode}): W&B could not start the run: {first}; "
-                            "use logger.mode=offline or logger=none") from exc  # fmt: skip
+            raise GnnqError(
+                f"logger=wandb (logger.mode={cfg.logger.mode}): W&B could not start the run: {first}; "
+                "use logger.mode=offline or logger=none"
+            ) from exc
         # History is indexed by epoch. No row value becomes a summary value: the summary is the record's,
         # set in close() (a last row's test or epoch time is not the run's); the best validation is kept too.
         self.run.define_metric("epoch", summary="none")
@@ -136,7 +142,9 @@ class WandbLogger(NullLogger):
                 if row.get("epoch", 0) > logged:
                     self.log_epoch(row)
             self.run.summary.update(wandb_summary(record))
-            if record.get("best_val") is not None:  # a resumed attempt's rows start after its checkpoint: the record knows all
+            if (
+                record.get("best_val") is not None
+            ):  # a resumed attempt's rows start after its checkpoint: the record knows all
                 self.run.summary["val"] = {"max": record["best_val"]}
             artifact = wandb.Artifact(f"run-{self.run.id}", type=ARTIFACT_TYPE, metadata={"status": record["status"]})
             for name in (RECORD_FILE, CONFIG_FILE, METRICS_FILE):
@@ -159,5 +167,7 @@ def close_logger(logger: NullLogger, record: dict, run_dir: Path) -> None:
         logger.close(record, run_dir)
     except Exception as exc:  # noqa: BLE001
         print(
-            f"gnnq: warning: W&B could not finish the run of {run_dir}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True
+            f"gnnq: warning: W&B could not finish the run of {run_dir}: {type(exc).__name__}: {exc}",
+            file=sys.stderr,
+            flush=True,
         )

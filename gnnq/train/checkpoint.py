@@ -51,7 +51,9 @@ def latest_checkpoint(run_dir: Path) -> dict | None:
     except ValueError as exc:
         raise CheckpointError(f"{path} is not valid JSON ({exc})") from None
     if latest.get("format_version") != FORMAT_VERSION:
-        raise CheckpointError(f"{path} has format version {latest.get('format_version')}; this gnnq reads {FORMAT_VERSION}")
+        raise CheckpointError(
+            f"{path} has format version {latest.get('format_version')}; this gnnq reads {FORMAT_VERSION}"
+        )
     return latest
 
 
@@ -73,13 +75,24 @@ def save_checkpoint(run_dir: Path, epoch: int, state: dict, comm: Communicator) 
             shutil.rmtree(root / name, ignore_errors=True)
         comm.barrier()  # the space is free again before any rank writes its error report there
         raise CheckpointError(failed[0])
-    written = {"checkpoint_write_s": max(e["seconds"] for e in everyone), "checkpoint_bytes": sum(e["bytes"] for e in everyone)}
+    written = {
+        "checkpoint_write_s": max(e["seconds"] for e in everyone),
+        "checkpoint_bytes": sum(e["bytes"] for e in everyone),
+    }
     if comm.rank == 0:
         try:
-            write_json_atomic(root / LATEST_FILE, {
-                "format_version": FORMAT_VERSION, "epoch": epoch, "dir": name, "world_size": comm.world_size,
-                "sha256": [e["sha256"] for e in everyone], "bytes": [e["bytes"] for e in everyone], **written,
-            })  # fmt: skip
+            write_json_atomic(
+                root / LATEST_FILE,
+                {
+                    "format_version": FORMAT_VERSION,
+                    "epoch": epoch,
+                    "dir": name,
+                    "world_size": comm.world_size,
+                    "sha256": [e["sha256"] for e in everyone],
+                    "bytes": [e["bytes"] for e in everyone],
+                    **written,
+                },
+            )
         except OSError as exc:
             shutil.rmtree(root / name, ignore_errors=True)
             raise CheckpointError(_not_written(epoch, root / LATEST_FILE, exc, latest_checkpoint(run_dir))) from None
@@ -108,8 +121,10 @@ def _not_written(epoch: int, path: Path, exc: OSError, previous: dict | None) ->
     except OSError:
         pass
     kept = f"the checkpoint of epoch {previous['epoch']} is intact" if previous else "no earlier checkpoint exists"
-    return (f"checkpoint of epoch {epoch} not written: {describe_os_error(exc)} writing {path}{free}; {kept}; "
-            "free space there or set trainer.checkpoint_every=0")
+    return (
+        f"checkpoint of epoch {epoch} not written: {describe_os_error(exc)} writing {path}{free}; {kept}; "
+        "free space there or set trainer.checkpoint_every=0"
+    )
 
 
 def _checked_rank_file(run_dir: Path, latest: dict | None, rank: int) -> Path:
@@ -144,7 +159,9 @@ def load_checkpoint(run_dir: Path, rank: int, world_size: int) -> dict:
     latest = latest_checkpoint(run_dir)
     if latest is not None and latest["world_size"] != world_size:
         where = Path(run_dir) / CHECKPOINT_DIR
-        raise CheckpointError(f"the checkpoint in {where} was written by {latest['world_size']} ranks; this run has {world_size}")
+        raise CheckpointError(
+            f"the checkpoint in {where} was written by {latest['world_size']} ranks; this run has {world_size}"
+        )
     return torch.load(_checked_rank_file(run_dir, latest, rank), map_location="cpu", weights_only=True)
 
 
@@ -179,8 +196,12 @@ class Checkpoints:
 
     def save(self, epoch: int, stateful: dict, loop_state: dict, device: torch.device) -> None:
         """Write the checkpoint of ``epoch``; collective."""
-        state = {"loop": loop_state, "rng": rng_state(device), "log": self.log,
-                 **{name: part.state_dict() for name, part in stateful.items() if part is not None}}  # fmt: skip
+        state = {
+            "loop": loop_state,
+            "rng": rng_state(device),
+            "log": self.log,
+            **{name: part.state_dict() for name, part in stateful.items() if part is not None},
+        }
         self.log.append({"epoch": epoch, **save_checkpoint(self.run_dir, epoch, state, self.comm)})
 
     def restore(self, stateful: dict, device: torch.device) -> dict:
@@ -194,11 +215,16 @@ class Checkpoints:
             if part is None:
                 continue
             if name not in state:
-                raise CheckpointError(f"the checkpoint in {self.run_dir} has no {name} state; was the run's config changed?")
+                raise CheckpointError(
+                    f"the checkpoint in {self.run_dir} has no {name} state; was the run's config changed?"
+                )
             part.load_state_dict(state[name])
         set_rng_state(state["rng"], device)
         written = {k: latest[k] for k in ("checkpoint_write_s", "checkpoint_bytes")}
-        self.log = [*state["log"], {"epoch": state["loop"]["epoch"], **written}]  # the one resumed from is not in its own file
+        self.log = [
+            *state["log"],
+            {"epoch": state["loop"]["epoch"], **written},
+        ]  # the one resumed from is not in its own file
         seconds = max(self.comm.all_gather_object(time.perf_counter() - started, category=CONTROL))
         self.resumed = {"from_epoch": state["loop"]["epoch"], "load_s": seconds}
         return state["loop"]

@@ -50,16 +50,57 @@ class TrainFn(Protocol):
         resume: bool = False,
     ) -> dict: ...
 
+
 # Every metrics.jsonl row starts with these keys, in this order; a trainer's own fields follow.
-ROW_KEYS = ("epoch", "loss", *SPLITS, "epoch_time_s", "comm_time_s", "compute_time_s", "transfer_time_s", "codec_time_s",
-            "halo_comm_time_s", "comm_bytes", "grad_sync_bytes", "eval_comm_bytes", "overhead_time_s", "overhead_by_kind",
-            "overhead_bytes")  # fmt: skip
+ROW_KEYS = (
+    "epoch",
+    "loss",
+    *SPLITS,
+    "epoch_time_s",
+    "comm_time_s",
+    "compute_time_s",
+    "transfer_time_s",
+    "codec_time_s",
+    "halo_comm_time_s",
+    "comm_bytes",
+    "grad_sync_bytes",
+    "eval_comm_bytes",
+    "overhead_time_s",
+    "overhead_by_kind",
+    "overhead_bytes",
+)
 # Every run summary has these keys; a trainer adds its own.
-SUMMARY_KEYS = ("metric", "epochs", "best_val", "test", "best_epoch", "final_loss", "final_train", "final_val", "final_test", "epoch_time_s",
-                "comm_time_s", "compute_time_s", "transfer_time_s", "codec_time_s", "halo_comm_time_s", "comm_bytes_per_epoch",
-                "grad_sync_bytes_per_epoch", "setup_comm_bytes", "overhead_time_s", "overhead_by_kind", "overhead_bytes",
-                "training_time_s", "throughput_epochs_per_s", "peak_memory_mib_per_rank", "world_size", "device",
-                "checkpoints", "cpus_per_rank", "threads_per_rank")  # fmt: skip
+SUMMARY_KEYS = (
+    "metric",
+    "epochs",
+    "best_val",
+    "test",
+    "best_epoch",
+    "final_loss",
+    "final_train",
+    "final_val",
+    "final_test",
+    "epoch_time_s",
+    "comm_time_s",
+    "compute_time_s",
+    "transfer_time_s",
+    "codec_time_s",
+    "halo_comm_time_s",
+    "comm_bytes_per_epoch",
+    "grad_sync_bytes_per_epoch",
+    "setup_comm_bytes",
+    "overhead_time_s",
+    "overhead_by_kind",
+    "overhead_bytes",
+    "training_time_s",
+    "throughput_epochs_per_s",
+    "peak_memory_mib_per_rank",
+    "world_size",
+    "device",
+    "checkpoints",
+    "cpus_per_rank",
+    "threads_per_rank",
+)
 NUM_COUNTS = 3 * len(SPLITS)  # split_counts: three per split
 
 
@@ -138,8 +179,15 @@ class Trainer:
         return {}
 
 
-def run_epochs(trainer: Trainer, tcfg, comm: Communicator, on_epoch: EpochCallback | None = None,
-               device: torch.device = torch.device("cpu"), run_dir: Path | None = None, resume: bool = False) -> dict:  # fmt: skip
+def run_epochs(
+    trainer: Trainer,
+    tcfg,
+    comm: Communicator,
+    on_epoch: EpochCallback | None = None,
+    device: torch.device = torch.device("cpu"),
+    run_dir: Path | None = None,
+    resume: bool = False,
+) -> dict:
     """Train for ``tcfg.epochs`` epochs (``tcfg`` = cfg.trainer); return the run summary (identical on every rank).
 
     With ``run_dir``, every ``tcfg.checkpoint_every`` epochs each rank checkpoints its state there;
@@ -174,7 +222,9 @@ def run_epochs(trainer: Trainer, tcfg, comm: Communicator, on_epoch: EpochCallba
     extras = trainer.finish(history)
     trailing = reduce_overheads(clock, comm, device)  # after the last row: its checkpoint
     host_mib, gpu_mib = peak_memory_mib(comm, device)
-    summary = summarize(history, best, trainer.setup_comm_bytes, host_mib, comm.world_size, metric=trainer.metric, trailing=trailing)
+    summary = summarize(
+        history, best, trainer.setup_comm_bytes, host_mib, comm.world_size, metric=trainer.metric, trailing=trailing
+    )
     summary["device"] = device.type
     summary.update(extras)
     summary["checkpoints"] = checkpoints.describe()
@@ -185,8 +235,9 @@ def run_epochs(trainer: Trainer, tcfg, comm: Communicator, on_epoch: EpochCallba
     return summary
 
 
-def run_epoch(trainer: Trainer, epoch: int, evaluated: bool, comm: Communicator, device: torch.device,
-              settle: bool = False) -> dict:  # fmt: skip
+def run_epoch(
+    trainer: Trainer, epoch: int, evaluated: bool, comm: Communicator, device: torch.device, settle: bool = False
+) -> dict:
     """One epoch's step, evaluation and row; the row's sums and maxes are reduced over ranks.
 
     ``settle`` (implied by ``evaluated`` unless the trainer's ``settles_for_evaluation`` is False): wait for
@@ -204,8 +255,12 @@ def run_epoch(trainer: Trainer, epoch: int, evaluated: bool, comm: Communicator,
         torch.cuda.synchronize(device)
     epoch_time = time.perf_counter() - t0
     traffic = trainer.row_categories
-    comm_time = comm.stats.total_seconds(*traffic.train, *traffic.grad)  # before evaluation: its waits are not training's
-    halo_comm_time = comm.stats.total_seconds(*traffic.train)  # of it, the training messages' (not the gradient all-reduce)
+    comm_time = comm.stats.total_seconds(
+        *traffic.train, *traffic.grad
+    )  # before evaluation: its waits are not training's
+    halo_comm_time = comm.stats.total_seconds(
+        *traffic.train
+    )  # of it, the training messages' (not the gradient all-reduce)
     transfer_time = comm.stats.total_transfer_seconds(*traffic.train, *traffic.grad)
     codec_time = comm.stats.total_codec_seconds(*traffic.train)
 
@@ -213,9 +268,15 @@ def run_epoch(trainer: Trainer, epoch: int, evaluated: bool, comm: Communicator,
     own = trainer.epoch_sums(evaluated)
     names = [k for k in own if k != "loss"]  # the trainer's sums first, then the loss, the bytes and the counts
     head = [*(float(own[k]) for k in names), float(own["loss"])]
-    byte_counts = [comm.stats.total_bytes(*traffic.train), comm.stats.total_bytes(*traffic.grad), comm.stats.total_bytes(*traffic.eval)]
+    byte_counts = [
+        comm.stats.total_bytes(*traffic.train),
+        comm.stats.total_bytes(*traffic.grad),
+        comm.stats.total_bytes(*traffic.eval),
+    ]
     sums = torch.cat([torch.tensor(head + byte_counts, **f64), counts])
-    maxes = torch.tensor([epoch_time, comm_time, epoch_time - comm_time, transfer_time, codec_time, halo_comm_time], **f64)
+    maxes = torch.tensor(
+        [epoch_time, comm_time, epoch_time - comm_time, transfer_time, codec_time, halo_comm_time], **f64
+    )
     comm.all_reduce(sums, category=CONTROL)
     comm.all_reduce(maxes, category=CONTROL, op=torch.distributed.ReduceOp.MAX)
 
@@ -255,7 +316,11 @@ def reduce_overheads(clock: OverheadClock, comm: Communicator, device: torch.dev
     sent = torch.tensor([float(comm.stats.total_bytes(OVERHEAD))], dtype=torch.float64, device=device)
     comm.all_reduce(sent, category=CONTROL)
     values = vec.tolist()
-    return {"overhead_time_s": values[0], "overhead_by_kind": dict(zip(OVERHEAD_KINDS, values[1:])), "overhead_bytes": int(sent.item())}
+    return {
+        "overhead_time_s": values[0],
+        "overhead_by_kind": dict(zip(OVERHEAD_KINDS, values[1:])),
+        "overhead_bytes": int(sent.item()),
+    }
 
 
 def check_loss(row: dict, policy: str, rank: int) -> None:
@@ -290,8 +355,15 @@ def peak_memory_mib(comm: Communicator, device: torch.device) -> tuple[list[floa
     return peak[0].tolist(), peak[1].tolist() if device.type == "cuda" else None
 
 
-def summarize(history: list[dict], best: dict, setup_bytes: float, peak_mib: list[float], world_size: int, metric: str,
-              trailing: dict | None = None) -> dict:  # fmt: skip
+def summarize(
+    history: list[dict],
+    best: dict,
+    setup_bytes: float,
+    peak_mib: list[float],
+    world_size: int,
+    metric: str,
+    trailing: dict | None = None,
+) -> dict:
     """The run summary from its rows; ``trailing``: overheads after the last row (its checkpoint)."""
 
     def median(key):

@@ -52,31 +52,40 @@ class FullGraphTrainer(Trainer):
 
     row_categories = RowCategories(train=(HALO_TRAIN,), grad=(GRAD_SYNC,), eval=(HALO_EVAL,))
 
-    def __init__(self, cfg: DictConfig, part: Part, comm: Communicator, device=torch.device("cpu"), cache_dir: Path | None = None):
+    def __init__(
+        self, cfg: DictConfig, part: Part, comm: Communicator, device=torch.device("cpu"), cache_dir: Path | None = None
+    ):
         self.f64 = {"dtype": torch.float64, "device": device}
         part = part.to(device)
         self.part, self.comm, self.metric = part, comm, part.metric
-        seed = int(comm.broadcast(torch.tensor([cfg.trainer.seed], dtype=torch.int64, device=device), category=CONTROL).item())
+        seed = int(
+            comm.broadcast(torch.tensor([cfg.trainer.seed], dtype=torch.int64, device=device), category=CONTROL).item()
+        )
         torch.manual_seed(seed)
         self.model = build_model(cfg, part).to(device)
         sync_parameters(self.model, comm)
         torch.manual_seed(seed + 1 + comm.rank)  # per-rank dropout streams, reproducible
         self.optimizer = make_optimizer(cfg, self.model.parameters())
         graph = local_graph_for(cfg.model.name, part)
-        self.quant = QUANTIZERS.target(cfg.quantizer.name).from_config(cfg.quantizer, seed, comm.rank)  # its codec family
+        self.quant = QUANTIZERS.target(cfg.quantizer.name).from_config(
+            cfg.quantizer, seed, comm.rank
+        )  # its codec family
         self.exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, self.quant)
         self.strategy = make_strategy(cfg.parallel, self.exchange, graph, part.x, seed)
         self.assigner = None
         if cfg.quantizer.name == "adaptive":
             m = cfg.model
-            self.assigner = AdaptiveAssigner(cfg.quantizer, comm, self.exchange, graph, m.name, m.hidden, m.layers, cache_dir,
-                                             self.overheads, part)  # fmt: skip
+            self.assigner = AdaptiveAssigner(
+                cfg.quantizer, comm, self.exchange, graph, m.name, m.hidden, m.layers, cache_dir, self.overheads, part
+            )
         self.masks = [part.train_mask, part.val_mask, part.test_mask]
         self.num_train = comm.all_reduce(part.train_mask.sum().to(torch.float64), category=CONTROL).item()
         setup = torch.tensor([float(comm.stats.total_bytes(HALO_SETUP))], **self.f64)
         self.setup_comm_bytes = comm.all_reduce(setup, category=CONTROL).item()
         self.layer_keys = [(layer, d) for layer in range(1, cfg.model.layers) for d in ("fwd", "bwd")]
-        self.layer_bytes = torch.zeros(len(self.layer_keys), **self.f64)  # halo bytes of training steps, summed over epochs
+        self.layer_bytes = torch.zeros(
+            len(self.layer_keys), **self.f64
+        )  # halo bytes of training steps, summed over epochs
         self.assignment = None
         self.loss = None
 
@@ -125,7 +134,8 @@ class FullGraphTrainer(Trainer):
         extras = {
             "num_params": count_trainable_parameters(self.model),
             "comm_bytes_per_epoch_by_layer": {
-                f"{layer}.{d}": int(b) // max(1, len(history)) for (layer, d), b in zip(self.layer_keys, self.layer_bytes.tolist())
+                f"{layer}.{d}": int(b) // max(1, len(history))
+                for (layer, d), b in zip(self.layer_keys, self.layer_bytes.tolist())
             },
             "quantization": self.quant.describe() if self.quant is not None else None,
             "codec_backend": exchange.codec_backend,  # torch | triton (None: nothing quantized)

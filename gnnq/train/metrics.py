@@ -23,7 +23,11 @@ def split_counts(logits: torch.Tensor, y: torch.Tensor, masks: list[torch.Tensor
             pred, true = logits[mask] > 0, y[mask] > 0.5
             out += [(pred & true).sum(), (pred & ~true).sum(), (~pred & true).sum()]
         else:
-            out += [(logits[mask].argmax(1) == y[mask]).sum(), mask.sum(), torch.zeros((), dtype=torch.int64, device=logits.device)]
+            out += [
+                (logits[mask].argmax(1) == y[mask]).sum(),
+                mask.sum(),
+                torch.zeros((), dtype=torch.int64, device=logits.device),
+            ]
     return torch.stack(out).to(torch.float64)
 
 

@@ -39,8 +39,10 @@ class MinibatchTrainer(Trainer):
 
     def __init__(self, cfg: DictConfig, part: Part, comm: Communicator, device=torch.device("cpu")):
         if comm.world_size != 1:
-            raise ValueError(f"parallel=minibatch runs in one process; set cluster.nproc=1 (and cluster.hosts=1), "
-                             f"not a world size of {comm.world_size}")  # fmt: skip
+            raise ValueError(
+                f"parallel=minibatch runs in one process; set cluster.nproc=1 (and cluster.hosts=1), "
+                f"not a world size of {comm.world_size}"
+            )
         self.fanouts = resolve_fanouts(cfg.parallel.fanouts, cfg.model.layers)
         self.batch_size = int(cfg.parallel.batch_size)  # >= 1: checked with the config
         part = part.to(device)

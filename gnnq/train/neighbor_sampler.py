@@ -140,7 +140,9 @@ class NeighborSampler:
             own = torch.arange(n_dst, device=self.device)
             counts = num_sampled + 1
             row_start = torch.cumsum(counts, 0) - counts
-            edge_pos = torch.arange(rows.numel(), device=self.device) + rows + 1  # past the self loops of rows <= its own
+            edge_pos = (
+                torch.arange(rows.numel(), device=self.device) + rows + 1
+            )  # past the self loops of rows <= its own
             merged_cols = torch.empty(rows.numel() + n_dst, dtype=torch.int64, device=self.device)
             merged_w = torch.empty(rows.numel() + n_dst, dtype=weights.dtype, device=self.device)
             merged_cols[row_start], merged_w[row_start] = own, self.out_rsqrt[dst] * self.in_rsqrt[dst]
@@ -171,8 +173,13 @@ class BlockGraph(LocalGraph):
         return self._matrix_t
 
 
-def sample_in_edges(indptr: torch.Tensor, indices: torch.Tensor, dst: torch.Tensor, fanout: int,
-                    generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
+def sample_in_edges(
+    indptr: torch.Tensor,
+    indices: torch.Tensor,
+    dst: torch.Tensor,
+    fanout: int,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Sample up to ``fanout`` distinct in-edges of each node in ``dst`` (-1: all of them).
 
     Returns (row, src, count): per sampled edge, the position of its destination within ``dst``
@@ -233,7 +240,9 @@ def sample_in_edges(indptr: torch.Tensor, indices: torch.Tensor, dst: torch.Tens
     return row, src, count
 
 
-def _segments(sel: torch.Tensor, deg: torch.Tensor, start: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _segments(
+    sel: torch.Tensor, deg: torch.Tensor, start: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """For the rows ``sel``, row by row: (row of each edge, CSR position of each edge, place within its row)."""
     counts = deg[sel]
     r = torch.repeat_interleave(sel, counts)

@@ -67,7 +67,9 @@ if SlurmLauncher is not None:
 
 def cancel_submitted(submitit_dir: Path) -> None:
     """scancel the jobs submitit submitted into ``submitit_dir`` (one folder per job: <id> or <array id>_<index>)."""
-    ids = sorted({p.name.split("_")[0] for p in submitit_dir.glob("*") if p.is_dir() and p.name.split("_")[0].isdigit()})
+    ids = sorted(
+        {p.name.split("_")[0] for p in submitit_dir.glob("*") if p.is_dir() and p.name.split("_")[0].isdigit()}
+    )
     if ids:
         subprocess.run(["scancel", *ids], timeout=60, check=False)
         print(f"gnnq: cancelled Slurm job(s) {', '.join(ids)}", file=sys.stderr, flush=True)

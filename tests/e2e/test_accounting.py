@@ -32,8 +32,14 @@ from gnnq.track.overheads import OVERHEAD_KINDS
 from tests.cli_helpers import gnnq_env, read_metrics, read_record, run_dirs, run_gnnq
 
 LAYERS, HIDDEN, EPOCHS = 3, 16, 6
-COMMON = ["logger=none", "dataset.num_nodes=600", f"model.layers={LAYERS}", f"model.hidden={HIDDEN}",
-          f"trainer.epochs={EPOCHS}", "trainer.eval_every=2"]  # fmt: skip
+COMMON = [
+    "logger=none",
+    "dataset.num_nodes=600",
+    f"model.layers={LAYERS}",
+    f"model.hidden={HIDDEN}",
+    f"trainer.epochs={EPOCHS}",
+    "trainer.eval_every=2",
+]
 RATE = 0.3
 RUNS = {
     "sync": [],
@@ -73,8 +79,11 @@ def _message_rows(parts: list, name: str, epoch: int, seed: int) -> int:
     """Rows of one hidden layer's forward message, all ranks (its backward returns as many)."""
     if name != "sampling":
         return sum(int(sum(p.send_counts)) for p in parts)
-    return sum(len(sampled_positions(int(count), RATE, seed, epoch, owner, peer))
-               for owner, p in enumerate(parts) for peer, count in enumerate(p.send_counts))  # fmt: skip
+    return sum(
+        len(sampled_positions(int(count), RATE, seed, epoch, owner, peer))
+        for owner, p in enumerate(parts)
+        for peer, count in enumerate(p.send_counts)
+    )
 
 
 def _expected_epoch_bytes(name: str, record: dict, row: dict, parts: list, widths: dict[int, int] | None) -> int:
@@ -99,12 +108,20 @@ def test_halo_bytes_equal_the_send_plans(runs, name):
             widths = {int(b): n for b, n in row["assignment"]["bits_histogram"].items()}
         assert row["comm_bytes"] == _expected_epoch_bytes(name, record, row, parts, widths), f"epoch {row['epoch']}"
     summary = record["summary"]
-    assert record["comm_bytes_per_epoch"] == summary["comm_bytes_per_epoch"] == sum(r["comm_bytes"] for r in rows) // len(rows)
+    assert (
+        record["comm_bytes_per_epoch"]
+        == summary["comm_bytes_per_epoch"]
+        == sum(r["comm_bytes"] for r in rows) // len(rows)
+    )
     by_layer = summary["comm_bytes_per_epoch_by_layer"]
     assert sorted(by_layer) == sorted(f"{layer}.{d}" for layer in range(1, LAYERS) for d in ("fwd", "bwd"))
-    assert sum(by_layer.values()) == pytest.approx(record["comm_bytes_per_epoch"], abs=len(by_layer))  # integer division per layer
+    assert sum(by_layer.values()) == pytest.approx(
+        record["comm_bytes_per_epoch"], abs=len(by_layer)
+    )  # integer division per layer
     if name == "adaptive":
-        assert widths is not None and len({r["comm_bytes"] for r in rows}) > 1, "the widths must change, or the test proves nothing"
+        assert widths is not None and len({r["comm_bytes"] for r in rows}) > 1, (
+            "the widths must change, or the test proves nothing"
+        )
 
 
 def test_pdadmm_bytes_equal_its_boundaries(runs):
@@ -128,7 +145,11 @@ def test_times_add_up(runs, name):
         assert r["comm_time_s"] + r["compute_time_s"] >= r["epoch_time_s"] * (1 - 1e-9), r
         assert r["overhead_time_s"] >= max(r["overhead_by_kind"].values()) >= 0
         assert 0 <= r["halo_comm_time_s"] <= r["comm_time_s"] + 1e-9  # the halo's share of the exposed time
-        if name in ("sync", "uniform4", "sampling"):  # every wait starts after its post: exposed is part of the transfer
+        if name in (
+            "sync",
+            "uniform4",
+            "sampling",
+        ):  # every wait starts after its post: exposed is part of the transfer
             assert r["transfer_time_s"] >= r["halo_comm_time_s"] > 0, r
         quantized = name in ("uniform4", "adaptive")
         assert (r["codec_time_s"] > 0) == quantized, r  # the codec runs exactly when messages are quantized
@@ -136,9 +157,13 @@ def test_times_add_up(runs, name):
     assert record["comm_time_s"] == statistics.median(r["comm_time_s"] for r in rows)
     trailing = summary["overhead_time_s"] - sum(r["overhead_time_s"] for r in rows)
     assert trailing == pytest.approx(0.0, abs=1e-9), "no checkpoints: nothing after the last row"
-    assert summary["overhead_by_kind"] == {k: pytest.approx(sum(r["overhead_by_kind"][k] for r in rows), rel=1e-12) for k in OVERHEAD_KINDS}
+    assert summary["overhead_by_kind"] == {
+        k: pytest.approx(sum(r["overhead_by_kind"][k] for r in rows), rel=1e-12) for k in OVERHEAD_KINDS
+    }
     assert summary["overhead_bytes"] == sum(r["overhead_bytes"] for r in rows)
-    assert summary["training_time_s"] == pytest.approx(sum(r["epoch_time_s"] + r["overhead_time_s"] for r in rows), rel=1e-12)
+    assert summary["training_time_s"] == pytest.approx(
+        sum(r["epoch_time_s"] + r["overhead_time_s"] for r in rows), rel=1e-12
+    )
     assert summary["throughput_epochs_per_s"] == pytest.approx(EPOCHS / summary["training_time_s"], rel=1e-12)
 
 
@@ -170,8 +195,17 @@ def test_time_to_target_counts_epochs_and_overheads(runs, name):
 def test_report_tables_hold_the_records_numbers(runs, tmp_path):
     records = {name: runs(name)[1] for name in ("sync", "stale", "uniform4")}
     dirs = [str(Path(runs(name)[0])) for name in records]
-    report = [sys.executable, "-c", "from gnnq.cli import report_main; report_main()", *dirs, "--out", str(tmp_path)]  # gnnq-report
-    res = subprocess.run(report, capture_output=True, text=True, env=gnnq_env(tmp_path / "r", tmp_path / "d"), timeout=300)
+    report = [
+        sys.executable,
+        "-c",
+        "from gnnq.cli import report_main; report_main()",
+        *dirs,
+        "--out",
+        str(tmp_path),
+    ]  # gnnq-report
+    res = subprocess.run(
+        report, capture_output=True, text=True, env=gnnq_env(tmp_path / "r", tmp_path / "d"), timeout=300
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     table = pd.read_csv(tmp_path / "groups.csv")
     assert len(table) == len(records)

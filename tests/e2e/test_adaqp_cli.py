@@ -8,8 +8,17 @@ import torch
 from gnnq.comm.kernels.torch_codec import row_bytes
 from tests.cli_helpers import read_metrics, read_record, run_dirs, run_gnnq
 
-SMALL = ["logger=none", "dataset.num_nodes=1500", "model.hidden=32", "trainer.epochs=7", "cluster.nproc=3",
-         "experiment=adaqp", "quantizer.assign_cycle=2", "quantizer.group_size=20", "quantizer.profile_repeats=1"]  # fmt: skip
+SMALL = [
+    "logger=none",
+    "dataset.num_nodes=1500",
+    "model.hidden=32",
+    "trainer.epochs=7",
+    "cluster.nproc=3",
+    "experiment=adaqp",
+    "quantizer.assign_cycle=2",
+    "quantizer.group_size=20",
+    "quantizer.profile_repeats=1",
+]
 
 
 @pytest.mark.parametrize("solver", ["greedy", "milp"])

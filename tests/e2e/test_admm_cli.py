@@ -21,7 +21,12 @@ def admm_runs(tmp_path_factory, planetoid_root):
     runs = {
         "g": ["experiment=pdadmm_g", "cluster.nproc=2", *ADMM],
         "q": ["experiment=pdadmm_g_q_gnnq", "cluster.nproc=3", *ADMM],
-        "code": ["experiment=pdadmm_g_q_code", "cluster.nproc=2", "parallel.chain_layers=[2,3]", "parallel.chain_iterations=[2,1]"],
+        "code": [
+            "experiment=pdadmm_g_q_code",
+            "cluster.nproc=2",
+            "parallel.chain_layers=[2,3]",
+            "parallel.chain_iterations=[2,1]",
+        ],
         "adagrad": ["experiment=gamlp_adagrad", "cluster.nproc=2"],
     }
     out = {}
@@ -57,18 +62,36 @@ def test_admm_bytes_are_one_p_down_and_one_q_up_per_boundary(admm_runs):
     per_boundary = (q["comm_bytes_per_epoch"] / 2) / (g["comm_bytes_per_epoch"] / 1)
     assert per_boundary == 0.25
     # The fp32 baselines in the summary count the same boundaries: 2 messages each (gnnq), 3 (the public code).
-    assert g["summary"]["admm"]["fp32_baseline_bytes_per_iteration"] == {"gnnq_fp32": g["comm_bytes_per_epoch"],
-                                                                         "public_code_fp32": 3 * fp32_message}  # fmt: skip
-    assert q["summary"]["admm"]["fp32_baseline_bytes_per_iteration"] == {"gnnq_fp32": 2 * 2 * fp32_message, "public_code_fp32": 2 * 3 * fp32_message}
+    assert g["summary"]["admm"]["fp32_baseline_bytes_per_iteration"] == {
+        "gnnq_fp32": g["comm_bytes_per_epoch"],
+        "public_code_fp32": 3 * fp32_message,
+    }
+    assert q["summary"]["admm"]["fp32_baseline_bytes_per_iteration"] == {
+        "gnnq_fp32": 2 * 2 * fp32_message,
+        "public_code_fp32": 2 * 3 * fp32_message,
+    }
 
 
 def test_public_code_preset_sends_q_coded_and_p_in_fp32_after_a_chain_start(admm_runs):
     record, rows = admm_runs["code"]
     admm = record["summary"]["admm"]
-    assert admm["layer_blocks"] == [[1, 2], [3, 4]] and admm["blocks"] == "layers" and admm["overlap_q"] is False  # as the authors
-    assert admm["init"] == "chain" and admm["grid"] == {"lo": -1.0, "hi": 2.0, "levels": 1000, "bits": 10, "quantize_p": False, "quantize_q": True}
-    assert record["comm_bytes_per_epoch"] == CORA_TRAIN * 32 * 4 + math.ceil(CORA_TRAIN * 32 * 10 / 8)  # p fp32 down, q 10-bit up
-    assert [r["rho"] for r in rows] == sorted(r["rho"] for r in rows) and rows[0]["rho"] == 1e-4  # the paper schedule only grows
+    assert (
+        admm["layer_blocks"] == [[1, 2], [3, 4]] and admm["blocks"] == "layers" and admm["overlap_q"] is False
+    )  # as the authors
+    assert admm["init"] == "chain" and admm["grid"] == {
+        "lo": -1.0,
+        "hi": 2.0,
+        "levels": 1000,
+        "bits": 10,
+        "quantize_p": False,
+        "quantize_q": True,
+    }
+    assert record["comm_bytes_per_epoch"] == CORA_TRAIN * 32 * 4 + math.ceil(
+        CORA_TRAIN * 32 * 10 / 8
+    )  # p fp32 down, q 10-bit up
+    assert [r["rho"] for r in rows] == sorted(r["rho"] for r in rows) and rows[0][
+        "rho"
+    ] == 1e-4  # the paper schedule only grows
     assert record["summary"]["final_test"] == rows[-1]["test"] and record["summary"]["final_val"] == rows[-1]["val"]
 
 

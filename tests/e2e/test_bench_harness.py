@@ -25,7 +25,9 @@ AXES = ["experiment=adaqp_vanilla,adaqp_q", "model.hidden=8,16"]
 
 def bench(args: list[str], tmp_path: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "gnnq.bench.harness", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, env=gnnq_env(tmp_path / "unused-runs", tmp_path / "data", env), timeout=600)
+    return subprocess.run(
+        cmd, capture_output=True, text=True, env=gnnq_env(tmp_path / "unused-runs", tmp_path / "data", env), timeout=600
+    )
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +44,11 @@ def test_table_from_real_runs(small_bench):
     result = json.loads((out / "results.json").read_text())
     rows = result["rows"]
     assert [(r["method"], r["setting"]["model.hidden"]) for r in rows] == [
-        ("adaqp_vanilla", "8"), ("adaqp_q", "8"), ("adaqp_vanilla", "16"), ("adaqp_q", "16")]  # fmt: skip
+        ("adaqp_vanilla", "8"),
+        ("adaqp_q", "8"),
+        ("adaqp_vanilla", "16"),
+        ("adaqp_q", "16"),
+    ]
     # Every (point, repeat) ran once, as a real gnnq run with its own record, seeded by repeat.
     records = {}
     for rec_path in (out / "runs").rglob("record.json"):
@@ -70,15 +76,22 @@ def test_table_from_real_runs(small_bench):
             assert row["overhead_time_s"] == 0 and row["codec_time_s"] == 0
         else:
             assert row["bytes_vs_baseline"] < 0.5  # adaptive widths of at most 8 bits
-            assert row["overhead_time_s"] > 0 and row["codec_time_s"] > 0  # AdaQP's profile, α exchange, reassignment; its codec
+            assert (
+                row["overhead_time_s"] > 0 and row["codec_time_s"] > 0
+            )  # AdaQP's profile, α exchange, reassignment; its codec
         # Overheads and wall-clock throughput, from the records' summaries.
         assert row["overhead_time_s"] == pytest.approx(statistics.median(r["summary"]["overhead_time_s"] for r in mine))
-        wall = [m["summary"]["throughput_epochs_per_s"] / b["summary"]["throughput_epochs_per_s"] for b, m in zip(base, mine)]
+        wall = [
+            m["summary"]["throughput_epochs_per_s"] / b["summary"]["throughput_epochs_per_s"]
+            for b, m in zip(base, mine)
+        ]
         assert row["wall_speedup"] == pytest.approx(statistics.median(wall))
         # The bounds, from the baseline's medians and this point's byte ratio and codec time.
         t = statistics.median(b["epoch_time_s"] for b in base)
         m_halo = statistics.median(b["summary"]["halo_comm_time_s"] for b in base)
-        assert 0 < m_halo < statistics.median(b["comm_time_s"] for b in base), "the all-reduce is exposed too, but not halo"
+        assert 0 < m_halo < statistics.median(b["comm_time_s"] for b in base), (
+            "the all-reduce is exposed too, but not halo"
+        )
         k = statistics.median(r["summary"]["codec_time_s"] for r in mine)
         rest, ratio = t - m_halo, row["bytes_vs_baseline"]
         assert row["bound_no_overlap"] == pytest.approx(t / (rest + k + ratio * m_halo))
@@ -90,7 +103,9 @@ def test_table_from_real_runs(small_bench):
     with open(out / "results.csv") as f:
         table = list(csv.DictReader(f))
     assert len(table) == 4
-    for line, row in zip(table, rows):  # the CSV's cells are the numbers of results.json, which the records checked above
+    for line, row in zip(
+        table, rows
+    ):  # the CSV's cells are the numbers of results.json, which the records checked above
         mine = [records[(row["point"], r)] for r in range(2)]
         assert int(line["point"]) == row["point"] and int(line["runs"]) == 2
         assert line["setting"] == f"model.hidden={row['setting']['model.hidden']}"
@@ -120,7 +135,11 @@ def test_rerun_skips_finished_runs_and_reruns_failed_ones(small_bench):
 def test_failed_runs_are_listed_and_fail_the_command(tmp_path):
     out = tmp_path / "out"
     env = {"GNNQ_FAULT_INJECT": "rank=1,epoch=2"}
-    res = bench(["adaqp_ablation", "experiment=adaqp_vanilla,adaqp_q", *TINY, "--repeats", "1", "--out", str(out)], tmp_path, env)
+    res = bench(
+        ["adaqp_ablation", "experiment=adaqp_vanilla,adaqp_q", *TINY, "--repeats", "1", "--out", str(out)],
+        tmp_path,
+        env,
+    )
     assert res.returncode == 1
     assert "run(s) failed" in res.stderr
     md = (out / "README.md").read_text()
@@ -131,8 +150,14 @@ def test_failed_runs_are_listed_and_fail_the_command(tmp_path):
     "args, message",
     [
         (["no_such_sweep"], r"sweep 'no_such_sweep': no such file .*known: .*adaqp_ablation"),
-        (["adaqp_ablation", "--baseline", "parallel=sync"], r"'parallel' is not an axis of this sweep \(axes: experiment\)"),
-        (["adaqp_ablation", "--baseline", "experiment=adaqp_fast"], r"experiment takes adaqp_vanilla, adaqp_q, adaqp_p, adaqp"),
+        (
+            ["adaqp_ablation", "--baseline", "parallel=sync"],
+            r"'parallel' is not an axis of this sweep \(axes: experiment\)",
+        ),
+        (
+            ["adaqp_ablation", "--baseline", "experiment=adaqp_fast"],
+            r"experiment takes adaqp_vanilla, adaqp_q, adaqp_p, adaqp",
+        ),
         (["adaqp_ablation", "--plot-x", "cluster.link"], r"--plot-x cluster.link: not a setting axis"),
         (["adaqp_ablation", "model.hiden=3"], r"model.hiden"),
     ],

@@ -15,8 +15,14 @@ from gnnq.track.wandb_file import read_offline_run
 from gnnq.train.checkpoint import CHECKPOINT_DIR, LATEST_FILE
 from tests.cli_helpers import TIME_KEYS, read_metrics, read_record, run_dirs, run_gnnq
 
-BASE = ["logger=none", "dataset.num_nodes=1500", "model.hidden=32", "model.dropout=0.5", "trainer.epochs=8",
-        "trainer.checkpoint_every=2"]  # fmt: skip
+BASE = [
+    "logger=none",
+    "dataset.num_nodes=1500",
+    "model.hidden=32",
+    "model.dropout=0.5",
+    "trainer.epochs=8",
+    "trainer.checkpoint_every=2",
+]
 FAULT = {"GNNQ_FAULT_INJECT": "rank=1,epoch=5"}  # fails after the checkpoint of epoch 4
 
 
@@ -61,20 +67,39 @@ def _interrupted_run(tmp_path: Path, data_root: Path, args: list[str]) -> Path:
 CASES = {
     "sync-uniform-sage": ["model=sage", "quantizer=uniform", "quantizer.bits=4"],
     # Stale buffers, adaptive layouts, traced ranges and the time model all cross the checkpoint.
-    "stale-adaptive": ["parallel=stale", "parallel.momentum=0.5", "quantizer=adaptive", "quantizer.time_model=fixed",
-                       "quantizer.assign_cycle=3"],  # fmt: skip
+    "stale-adaptive": [
+        "parallel=stale",
+        "parallel.momentum=0.5",
+        "quantizer=adaptive",
+        "quantizer.time_model=fixed",
+        "quantizer.assign_cycle=3",
+    ],
     "sampling": ["parallel=sampling", "parallel.sampling_rate=0.5", "quantizer=uniform"],
     # SANCUS: both ends' caches and the epoch of each owner's last send (a resend is due after the resume).
     "sancus": ["parallel=sancus", "parallel.threshold=1e9", "parallel.max_staleness=2"],
     # pdADMM-G-Q: every layer's p, W, b, z, q, u, the ghosts of the neighbour blocks and the rho schedule; blocks
     # by cost and q left in flight across the (evaluated) epochs between checkpoints, settled at each checkpoint.
-    "admm-grid": ["model=gamlp", "model.layers=4", "model.hidden=16", "parallel=admm", "parallel.warmup_iterations=5",
-                  "parallel.rho_schedule=grow", "quantizer=grid", "model.dropout=0.0"],  # fmt: skip
+    "admm-grid": [
+        "model=gamlp",
+        "model.layers=4",
+        "model.hidden=16",
+        "parallel=admm",
+        "parallel.warmup_iterations=5",
+        "parallel.rho_schedule=grow",
+        "quantizer=grid",
+        "model.dropout=0.0",
+    ],
 }
-SLOW_CASES = {"sampling", "sync-uniform-sage", "sancus"}  # no state beyond model/optimizer/RNG, which the others carry too
+SLOW_CASES = {
+    "sampling",
+    "sync-uniform-sage",
+    "sancus",
+}  # no state beyond model/optimizer/RNG, which the others carry too
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c in SLOW_CASES else c for c in sorted(CASES)])
+@pytest.mark.parametrize(
+    "case", [pytest.param(c, marks=pytest.mark.slow) if c in SLOW_CASES else c for c in sorted(CASES)]
+)
 def test_resumed_run_equals_uninterrupted_run(tmp_path, data_root, case):
     args = BASE + CASES[case]
     run_dir = _interrupted_run(tmp_path / "resumed", data_root, args)
@@ -103,7 +128,11 @@ def test_resumed_run_equals_uninterrupted_run(tmp_path, data_root, case):
 
 
 def test_resume_keeps_the_wandb_run(tmp_path, data_root):
-    args = [a for a in BASE if not a.startswith("logger=")] + ["logger=wandb", "logger.mode=offline", "trainer.epochs=6"]
+    args = [a for a in BASE if not a.startswith("logger=")] + [
+        "logger=wandb",
+        "logger.mode=offline",
+        "trainer.epochs=6",
+    ]
     run_dir = _interrupted_run(tmp_path, data_root, args)
     assert run_gnnq([f"resume={run_dir}"], tmp_path, data_root).returncode == 0
     offline = sorted((run_dir / "wandb").glob("offline-run-*"))
@@ -137,7 +166,11 @@ def test_resume_refuses_what_it_cannot_continue(tmp_path, data_root):
     assert run_gnnq(no_checkpoints, tmp_path / "plain", data_root).returncode == 0
     (finished,) = run_dirs(tmp_path / "plain")
     res = run_gnnq([f"resume={finished}"], tmp_path, data_root)
-    assert res.returncode == 2 and "no checkpoint to resume from" in res.stderr and "trainer.checkpoint_every=0" in res.stderr
+    assert (
+        res.returncode == 2
+        and "no checkpoint to resume from" in res.stderr
+        and "trainer.checkpoint_every=0" in res.stderr
+    )
 
     assert run_gnnq(no_checkpoints + ["trainer.checkpoint_every=1"], tmp_path / "done", data_root).returncode == 0
     (done,) = run_dirs(tmp_path / "done")
@@ -154,8 +187,10 @@ def test_checkpoints_rejected_where_not_supported(tmp_path, data_root):
     minibatch = ["logger=none", "parallel=minibatch", "cluster.nproc=1"]
     res = run_gnnq([*minibatch, "trainer.checkpoint_every=5"], tmp_path / "runs", data_root)
     assert res.returncode == 2, res.stderr
-    assert res.stderr.splitlines() == ["gnnq: error: trainer.checkpoint_every=5 is not supported with parallel=minibatch "
-                                       "(a single-process reference); set trainer.checkpoint_every=0 here"]  # fmt: skip
+    assert res.stderr.splitlines() == [
+        "gnnq: error: trainer.checkpoint_every=5 is not supported with parallel=minibatch "
+        "(a single-process reference); set trainer.checkpoint_every=0 here"
+    ]
     assert not (tmp_path / "runs").exists(), "rejected before anything ran: no run dir, no checkpoint"
     compose_config([*minibatch, "trainer.checkpoint_every=0"])  # the same run without checkpoints is accepted
     compose_config(["logger=none", "trainer.checkpoint_every=5"])  # and checkpoints where they are supported

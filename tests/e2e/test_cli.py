@@ -80,7 +80,9 @@ def test_bad_sweep_point_rejected_before_any_run(tmp_path, data_root):
 
 
 def test_missing_data_files_named(tmp_path):
-    res = run_gnnq(["logger=none", "dataset=cora", "dataset.download=false"], tmp_path / "runs", tmp_path / "empty", timeout=60)
+    res = run_gnnq(
+        ["logger=none", "dataset=cora", "dataset.download=false"], tmp_path / "runs", tmp_path / "empty", timeout=60
+    )
     line = _assert_one_clear_line(res, "ind.cora")
     assert str(tmp_path / "empty") in line
     (run_dir,) = run_dirs(tmp_path / "runs")
@@ -103,7 +105,9 @@ def test_truncated_raw_file(tmp_path, planetoid_root):
 
 def test_failing_rank_fails_fast_and_names_the_rank(tmp_path, data_root):
     t0 = time.monotonic()
-    res = run_gnnq(SMALL + ["trainer.epochs=50"], tmp_path, data_root, env={"GNNQ_FAULT_INJECT": "rank=1,epoch=3"}, timeout=120)
+    res = run_gnnq(
+        SMALL + ["trainer.epochs=50"], tmp_path, data_root, env={"GNNQ_FAULT_INJECT": "rank=1,epoch=3"}, timeout=120
+    )
     elapsed = time.monotonic() - t0
     line = _assert_one_clear_line(res, "rank 1", "injected fault")
     assert res.returncode == 1, line
@@ -125,8 +129,18 @@ def test_multirun_dispatches_one_job_per_point(tmp_path, data_root):
 def test_sweep_file_runs_its_points(tmp_path, data_root):
     # sweeps/foundation_check.yaml sweeps model x partitioner x ranks; the command line pins two axes.
     # `--config-dir sweeps` names the sweeps shipped with gnnq (sweeps/; gnnq/sweeps/ in a wheel), from any directory.
-    args = ["-m", "--config-dir", "sweeps", "--config-name", "foundation_check", "model=sage",
-            "cluster.nproc=1", "dataset.num_nodes=1500", "model.hidden=16", "trainer.epochs=2"]  # fmt: skip
+    args = [
+        "-m",
+        "--config-dir",
+        "sweeps",
+        "--config-name",
+        "foundation_check",
+        "model=sage",
+        "cluster.nproc=1",
+        "dataset.num_nodes=1500",
+        "model.hidden=16",
+        "trainer.epochs=2",
+    ]
     res = run_gnnq(args, tmp_path, data_root)
     assert res.returncode == 0, res.stderr
     records = [read_record(d) for d in run_dirs(tmp_path)]
@@ -148,8 +162,13 @@ def test_multirun_goes_on_after_a_failed_point(tmp_path, data_root):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupt_stops_all_ranks_and_records_failure(tmp_path, data_root, sig):
     env = {**os.environ, "GNNQ_RUNS": str(tmp_path), "GNNQ_DATA": str(data_root)}
-    proc = subprocess.Popen([sys.executable, "-m", "gnnq.cli", *SMALL, "trainer.epochs=100000"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gnnq.cli", *SMALL, "trainer.epochs=100000"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 120
     while not list(tmp_path.rglob("metrics.jsonl")) or not next(tmp_path.rglob("metrics.jsonl")).read_text():
         assert time.monotonic() < deadline and proc.poll() is None, "training never started"
@@ -187,7 +206,11 @@ def test_wandb_offline_logs_and_never_writes_the_key(tmp_path, data_root):
     for path in run_dir.rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), f"API key written to {path}"
-    summary = json.loads(next(run_dir.rglob("wandb-summary.json")).read_text()) if list(run_dir.rglob("wandb-summary.json")) else None
+    summary = (
+        json.loads(next(run_dir.rglob("wandb-summary.json")).read_text())
+        if list(run_dir.rglob("wandb-summary.json"))
+        else None
+    )
     if summary is not None:
         assert summary.get("best_val") == read_record(run_dir)["best_val"]
 
@@ -195,8 +218,12 @@ def test_wandb_offline_logs_and_never_writes_the_key(tmp_path, data_root):
 @pytest.mark.slow
 def test_scale_run_on_200k_node_graph_with_4_ranks(tmp_path, data_root):
     """The synthetic_large preset (200k nodes, 5.2M edges) end to end on 4 ranks."""
-    res = run_gnnq(["experiment=synthetic_large", "cluster.nproc=4", "trainer.epochs=2", "trainer.eval_every=2"],
-                   tmp_path, data_root, timeout=1200)  # fmt: skip
+    res = run_gnnq(
+        ["experiment=synthetic_large", "cluster.nproc=4", "trainer.epochs=2", "trainer.eval_every=2"],
+        tmp_path,
+        data_root,
+        timeout=1200,
+    )
     assert res.returncode == 0, res.stderr
     record = read_record(run_dirs(tmp_path)[0])
     assert record["status"] == "ok" and record["world_size"] == 4

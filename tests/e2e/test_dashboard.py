@@ -23,7 +23,9 @@ def dashboard(report_runs, tmp_path_factory) -> Path:
         pytest.skip("chromium not installed (apt-get install chromium)")
     out = tmp_path_factory.mktemp("dashboard")
     report = Path(sys.executable).parent / "gnnq-report"
-    res = subprocess.run([str(report), str(report_runs), "--out", str(out), "--dashboard"], capture_output=True, text=True)
+    res = subprocess.run(
+        [str(report), str(report_runs), "--out", str(out), "--dashboard"], capture_output=True, text=True
+    )
     assert res.returncode == 0, res.stderr
     return out / "dashboard.html"
 
@@ -31,10 +33,21 @@ def dashboard(report_runs, tmp_path_factory) -> Path:
 def _chromium(page: Path, fragment: str = "", *extra: str) -> tuple[str, list[str]]:
     """The DOM after the page's script ran, and the page's console messages."""
     res = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--log-level=0", *extra,
-         "--dump-dom", page.as_uri() + fragment],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--log-level=0",
+            *extra,
+            "--dump-dom",
+            page.as_uri() + fragment,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     return res.stdout, [line for line in res.stderr.splitlines() if ":CONSOLE" in line]
 
@@ -62,8 +75,12 @@ def test_rows_render_without_console_errors(dashboard):
     assert len(rows) == 2 and not any(r["hidden"] for r in rows)  # two configurations (GCN, SAGE)
     assert {("model=sage" in r["command"]) for r in rows} == {True, False}
     assert all(isinstance(r["epoch_ms"], float) and r["runs"] == 2.0 for r in rows)
-    assert all(r["command"].startswith("gnnq ") and r["hardware"] not in ("", "-") and re.fullmatch(r"\d{4}-\d\d-\d\d", r["date"])
-               for r in rows)  # fmt: skip
+    assert all(
+        r["command"].startswith("gnnq ")
+        and r["hardware"] not in ("", "-")
+        and re.fullmatch(r"\d{4}-\d\d-\d\d", r["date"])
+        for r in rows
+    )
     assert console == []
 
 
@@ -100,8 +117,13 @@ def test_click_shows_the_diff_first_and_the_full_config_on_demand(dashboard, tmp
     diff = details.split("differences from gnnq's defaults")[1].split("ran on")[0]
     # the runs' overrides (2 ranks, 1500 nodes, hidden 32, 3 epochs) are in the diff; keys left at their defaults are not
     assert "cluster.nproc: 2" not in diff and "dataset.num_nodes: 1500" in diff and "model.hidden: 32" in diff
-    assert "trainer.lr" not in diff and '"name": "synthetic"' not in diff and "runs_root" not in diff and "logger." not in diff
-    assert re.search(r'<details id="full-config">', dom) and "<details id=\"full-config\" open" not in dom
+    assert (
+        "trainer.lr" not in diff
+        and '"name": "synthetic"' not in diff
+        and "runs_root" not in diff
+        and "logger." not in diff
+    )
+    assert re.search(r'<details id="full-config">', dom) and '<details id="full-config" open' not in dom
     full, _ = _chromium(dashboard, "#open=1&full")
     assert '<details id="full-config" open="">' in full and '"name": "synthetic"' in _details(full)
     assert console == []
@@ -109,8 +131,20 @@ def test_click_shows_the_diff_first_and_the_full_config_on_demand(dashboard, tmp
 
 def test_screenshot(dashboard, tmp_path):
     shot = tmp_path / "dashboard.png"
-    subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--screenshot={shot}",
-                    "--window-size=1400,1000", dashboard.as_uri() + "#open=0"], capture_output=True, timeout=120)  # fmt: skip
+    subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--screenshot={shot}",
+            "--window-size=1400,1000",
+            dashboard.as_uri() + "#open=0",
+        ],
+        capture_output=True,
+        timeout=120,
+    )
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
 
 
@@ -122,7 +156,9 @@ def test_hostile_config_strings_and_nan_do_not_break_the_page(tmp_path):
     from gnnq.report.dashboard import write_dashboard
 
     evil = "</script><!--<script>alert(1)</script>"
-    g = Group("d", [f"dataset.path={evil}"], [(tmp_path / "run", {"config": {"dataset": {"path": evil}}, "status": "ok"})])
+    g = Group(
+        "d", [f"dataset.path={evil}"], [(tmp_path / "run", {"config": {"dataset": {"path": evil}}, "status": "ok"})]
+    )
     g.stats = {k: Stat(float("nan") if k == "test" else 1.0, None, 1) for k in METRICS}
     page = write_dashboard(tmp_path / "d.html", [g], [Leaderboard("d", "throughput", 1.0, 0.003, [g], [])], [])
     dom, console = _chromium(page, "#open=0&sort=nope")

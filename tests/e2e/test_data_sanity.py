@@ -55,12 +55,21 @@ def _garbage_npy(d: Path) -> None:
 
 
 CASES = {
-    "nan-features": (nan_features, ["features.npy", "2 NaN or infinite", "node 5, feature 2", "must be a finite number"]),
-    "empty-train-split": (empty_train, ["train split is empty", "train.txt lists no node", "at least one node", "train 0, val 2, test 2"]),
-    "no-val-no-test": (two_nodes, ["val split is empty", "dataset.train_frac=0.6", "dataset.val_frac=0.2", "train 2, val 0, test 0 of 2"]),
+    "nan-features": (
+        nan_features,
+        ["features.npy", "2 NaN or infinite", "node 5, feature 2", "must be a finite number"],
+    ),
+    "empty-train-split": (
+        empty_train,
+        ["train split is empty", "train.txt lists no node", "at least one node", "train 0, val 2, test 2"],
+    ),
+    "no-val-no-test": (
+        two_nodes,
+        ["val split is empty", "dataset.train_frac=0.6", "dataset.val_frac=0.2", "train 2, val 0, test 0 of 2"],
+    ),
     "single-class": (_single_class, ["labels.npy", "single class (class 0 for all 40 nodes)", "at least 2 classes"]),
     "garbage-npy": (_garbage_npy, ["features.npy is not a valid .npy file", "numpy.save"]),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -78,7 +87,9 @@ def test_bad_files_data_fails_before_launch(tmp_path, case):
 def test_every_loader_is_checked_an_empty_synthetic_split(tmp_path):
     # 2 nodes per class: 1 to train, round(0.4) = 0 to val, 1 to test
     res = run_gnnq([*FAST, "dataset.num_nodes=16", "dataset.num_classes=8"], tmp_path / "runs", tmp_path / "data")
-    _failed_with_one_line(res, tmp_path / "runs", "synthetic: the val split is empty", "dataset.val_frac=0.2", "train 8, val 0, test 8")
+    _failed_with_one_line(
+        res, tmp_path / "runs", "synthetic: the val split is empty", "dataset.val_frac=0.2", "train 8, val 0, test 8"
+    )
 
 
 def test_label_gaps_warn_once_naming_the_empty_classes(tmp_path):
@@ -99,18 +110,28 @@ def test_label_gaps_warn_once_naming_the_empty_classes(tmp_path):
 def test_ranks_that_do_not_fit_in_memory_are_refused(tmp_path):
     cores = len(os.sched_getaffinity(0))
     ranks = 4 * cores + 1  # more than 4 per core: one warning line first
-    res = run_gnnq([*FAST, f"cluster.nproc={ranks}", "cluster.memory_limit_gib=2"], tmp_path / "runs", tmp_path / "data")
+    res = run_gnnq(
+        [*FAST, f"cluster.nproc={ranks}", "cluster.memory_limit_gib=2"], tmp_path / "runs", tmp_path / "data"
+    )
     line = _failed_with_one_line(
-        res, tmp_path / "runs", f"the {ranks} rank(s) on this host need about", "but 2.0 GiB is available (cluster.memory_limit_gib=2.0)",
-        "per rank 500 MiB + (4 B x (k x inner x hidden x layers", "k = 5", "use fewer ranks per host (cluster.nproc)",
-    )  # fmt: skip
+        res,
+        tmp_path / "runs",
+        f"the {ranks} rank(s) on this host need about",
+        "but 2.0 GiB is available (cluster.memory_limit_gib=2.0)",
+        "per rank 500 MiB + (4 B x (k x inner x hidden x layers",
+        "k = 5",
+        "use fewer ranks per host (cluster.nproc)",
+    )
     need = float(line.split("need about ")[1].split(" GiB")[0])
     assert need > 2.0
     oversubscribed = [w for w in res.stderr.splitlines() if "cluster.allow_oversubscribe=true" in w]
     assert len(oversubscribed) == 1 and f"{ranks} ranks on {cores} core(s)" in oversubscribed[0]
 
-    quiet = run_gnnq([*FAST, f"cluster.nproc={ranks}", "cluster.memory_limit_gib=2", "cluster.allow_oversubscribe=true"],
-                     tmp_path / "runs2", tmp_path / "data")  # fmt: skip
+    quiet = run_gnnq(
+        [*FAST, f"cluster.nproc={ranks}", "cluster.memory_limit_gib=2", "cluster.allow_oversubscribe=true"],
+        tmp_path / "runs2",
+        tmp_path / "data",
+    )
     assert quiet.returncode == 1 and "allow_oversubscribe" not in quiet.stderr and "not enough memory" in quiet.stderr
 
 
@@ -132,15 +153,26 @@ def test_partitioning_or_ranks_that_cannot_fit_are_refused_before_partitioning(t
     # The launcher alone (python and the graph, then METIS's ~140 B per adjacency entry) needs more than 0.25 GiB.
     res = run_gnnq([*FAST, *big, "cluster.memory_limit_gib=0.25"], tmp_path / "runs", tmp_path / "data")
     line = _failed_with_one_line(
-        res, tmp_path / "runs", "not enough memory to partition: 20,000 nodes,", "64 features, 2 parts need about",
-        "in the launcher (graph 0.0 GiB) but 0.2 GiB is available (cluster.memory_limit_gib=0.25)", "METIS: 140 B x adjacency entries",
-    )  # fmt: skip
+        res,
+        tmp_path / "runs",
+        "not enough memory to partition: 20,000 nodes,",
+        "64 features, 2 parts need about",
+        "in the launcher (graph 0.0 GiB) but 0.2 GiB is available (cluster.memory_limit_gib=0.25)",
+        "METIS: 140 B x adjacency entries",
+    )
     assert float(line.split("need about ")[1].split(" GiB")[0]) > 0.25
     # The launcher fits in 1 GiB, 4 ranks do not even without a halo node (500 MiB each): refused before METIS runs.
-    res = run_gnnq([*FAST, *big, "cluster.nproc=4", "cluster.memory_limit_gib=1"], tmp_path / "runs2", tmp_path / "data")
+    res = run_gnnq(
+        [*FAST, *big, "cluster.nproc=4", "cluster.memory_limit_gib=1"], tmp_path / "runs2", tmp_path / "data"
+    )
     _failed_with_one_line(
-        res, tmp_path / "runs2", "the 4 rank(s) on this host need about", "with 5,000 inner nodes and no halo node yet: 20,000 nodes",
-        "refused before partitioning", "but 1.0 GiB is available (cluster.memory_limit_gib=1.0)", "per rank 500 MiB + (4 B x",
-    )  # fmt: skip
+        res,
+        tmp_path / "runs2",
+        "the 4 rank(s) on this host need about",
+        "with 5,000 inner nodes and no halo node yet: 20,000 nodes",
+        "refused before partitioning",
+        "but 1.0 GiB is available (cluster.memory_limit_gib=1.0)",
+        "per rank 500 MiB + (4 B x",
+    )
     parts = tmp_path / "data" / "parts"
     assert not parts.exists() or not any(parts.iterdir())  # nothing was partitioned

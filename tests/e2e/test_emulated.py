@@ -28,7 +28,14 @@ from gnnq.report import fields
 from tests.cli_helpers import read_metrics, read_record, run_dirs, run_gnnq
 from tests.conftest import REPO
 
-SMALL = ["logger=none", "dataset.num_nodes=1500", "model.hidden=32", "cluster=emulated", "cluster.hosts=2", "cluster.nproc=1"]
+SMALL = [
+    "logger=none",
+    "dataset.num_nodes=1500",
+    "model.hidden=32",
+    "cluster=emulated",
+    "cluster.hosts=2",
+    "cluster.nproc=1",
+]
 LINK_MBIT = 25  # slow enough that the halo exchange, not the 2 shared cores, sets the epoch's comm time
 THROUGHPUT_TOLERANCE = (0.6, 1.05)  # achieved / configured; payload over TCP/IP reaches ~0.96 of a tbf link
 
@@ -82,8 +89,12 @@ def data_root(tmp_path_factory):
 def test_link_throughput_respects_configured_bandwidth(netns_host, mbit):
     """gloo from host 0 to host 1 over the shaped links: within THROUGHPUT_TOLERANCE of the configured rate."""
     mib = mbit * 12 / 100  # about one second on the link
-    res = subprocess.run([sys.executable, "-m", "gnnq.launch.link_check", f"--bandwidth-mbit={mbit}", f"--mib={mib}"],
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-m", "gnnq.launch.link_check", f"--bandwidth-mbit={mbit}", f"--mib={mib}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     got = json.loads(res.stdout.strip().splitlines()[-1])
     low, high = THROUGHPUT_TOLERANCE
@@ -94,8 +105,10 @@ def test_link_throughput_respects_configured_bandwidth(netns_host, mbit):
 
 def _stale_setup() -> tuple[netns.Topology, subprocess.Popen]:
     """A setup whose launcher was SIGKILLed, with a process still running inside one of its hosts."""
-    code = ("import time; from gnnq.launch import netns; t = netns.create(2, netns.LinkSpec(100.0)); "
-            "print(t.run_id, flush=True); time.sleep(600)")  # fmt: skip
+    code = (
+        "import time; from gnnq.launch import netns; t = netns.create(2, netns.LinkSpec(100.0)); "
+        "print(t.run_id, flush=True); time.sleep(600)"
+    )
     owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     run_id = owner.stdout.readline().strip()
     topo = netns.Topology(run_id, 2, netns.LinkSpec(100.0))
@@ -132,8 +145,10 @@ def test_emulated_run_completes_on_shaped_links_and_cleans_a_stale_setup(netns_h
     # that link allows, and on an otherwise idle link it is not much slower.
     rows = read_metrics(run_dir)
     ideal_s = record["comm_bytes_per_epoch"] / 2 * 8 / (LINK_MBIT * 1e6)
-    print(f"comm bytes/epoch {record['comm_bytes_per_epoch']}, link-bound time {ideal_s * 1000:.1f} ms, "
-          f"measured comm time per epoch {[round(r['comm_time_s'] * 1000, 1) for r in rows]} ms")  # fmt: skip
+    print(
+        f"comm bytes/epoch {record['comm_bytes_per_epoch']}, link-bound time {ideal_s * 1000:.1f} ms, "
+        f"measured comm time per epoch {[round(r['comm_time_s'] * 1000, 1) for r in rows]} ms"
+    )
     assert ideal_s > 0.05
     assert all(r["comm_time_s"] >= 0.9 * ideal_s for r in rows)
     assert record["comm_time_s"] <= 3 * ideal_s + 0.1
@@ -142,7 +157,9 @@ def test_emulated_run_completes_on_shaped_links_and_cleans_a_stale_setup(netns_h
 @pytest.mark.slow  # the SIGKILL test below covers teardown after a failed rank in the default run
 def test_failed_rank_stops_all_hosts_and_tears_down(netns_host, tmp_path, data_root):
     t0 = time.monotonic()
-    res = run_gnnq(SMALL + ["trainer.epochs=50"], tmp_path, data_root, env={"GNNQ_FAULT_INJECT": "rank=1,epoch=3"}, timeout=180)
+    res = run_gnnq(
+        SMALL + ["trainer.epochs=50"], tmp_path, data_root, env={"GNNQ_FAULT_INJECT": "rank=1,epoch=3"}, timeout=180
+    )
     assert res.returncode == 1
     assert time.monotonic() - t0 < 60
     errors = [line for line in res.stderr.splitlines() if line.strip()]
@@ -171,8 +188,13 @@ def _start_long_run(tmp_path: Path, data_root: Path) -> tuple[subprocess.Popen, 
     """gnnq on 2 emulated hosts, training until stopped; returns once rank 0 has finished an epoch."""
     env = {**os.environ, "GNNQ_RUNS": str(tmp_path), "GNNQ_DATA": str(data_root), "WANDB_SILENT": "true"}
     env.pop("GNNQ_FAULT_INJECT", None)
-    proc = subprocess.Popen([sys.executable, "-m", "gnnq.cli", *SMALL, "trainer.epochs=100000"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gnnq.cli", *SMALL, "trainer.epochs=100000"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while not any(p.read_text() for p in tmp_path.rglob("metrics.jsonl")):
@@ -199,7 +221,9 @@ def test_rank_killed_mid_run_fails_the_run_and_tears_down(netns_host, tmp_path, 
     assert "Traceback" not in err
     record = read_record(run_dirs(tmp_path)[0])
     assert record["status"] == "failed"
-    assert record["error"].startswith("rank 1 was killed by SIGKILL") and "torchrun-h1.log" in record["error"], record["error"]
+    assert record["error"].startswith("rank 1 was killed by SIGKILL") and "torchrun-h1.log" in record["error"], record[
+        "error"
+    ]
     assert err.strip() == f"gnnq: error: {record['error']}"
     assert workers_of(tmp_path) == ""
 
@@ -227,7 +251,9 @@ def test_setup_is_idempotent_and_live_setups_are_not_stale(netns_host):
         assert topo.run_id not in netns.clean_stale(), "the owner (this process) is alive"
         qdiscs = subprocess.run(["tc", "-n", topo.switch, "qdisc"], capture_output=True, text=True, check=True).stdout
         assert qdiscs.count("tbf") == 2 and "rate 200Mbit" in qdiscs
-        addr = subprocess.run(["ip", "-n", topo.host_ns(1), "-o", "addr", "show", netns.HOST_IFNAME], capture_output=True, text=True)
+        addr = subprocess.run(
+            ["ip", "-n", topo.host_ns(1), "-o", "addr", "show", netns.HOST_IFNAME], capture_output=True, text=True
+        )
         assert "10.213.0.11/24" in addr.stdout
     finally:
         netns.teardown(topo)
@@ -244,7 +270,9 @@ def test_latency_uses_netem_or_names_what_the_kernel_lacks(netns_host):
         return  # the partial setup is gone too (the fixture checks)
     try:
         qdiscs = subprocess.run(["tc", "-n", topo.switch, "qdisc"], capture_output=True, text=True, check=True).stdout
-        assert qdiscs.count("netem") == 2 and "delay 5ms" in qdiscs and "loss 0.5%" in qdiscs and qdiscs.count("tbf") == 2
+        assert (
+            qdiscs.count("netem") == 2 and "delay 5ms" in qdiscs and "loss 0.5%" in qdiscs and qdiscs.count("tbf") == 2
+        )
     finally:
         netns.teardown(topo)
 
@@ -253,10 +281,18 @@ def _unprivileged_run(tmp_path: Path, env: dict, user: list[str]) -> subprocess.
     base = Path(tempfile.mkdtemp(prefix="gnnq-emulated-test-"))
     try:
         base.chmod(0o777)
-        full = {**os.environ, "GNNQ_RUNS": str(base / "runs"), "GNNQ_DATA": str(base / "data"), "HOME": str(base), **env}
+        full = {
+            **os.environ,
+            "GNNQ_RUNS": str(base / "runs"),
+            "GNNQ_DATA": str(base / "data"),
+            "HOME": str(base),
+            **env,
+        }
         full.pop("GNNQ_FAULT_INJECT", None)
         cmd = [*user, sys.executable, "-m", "gnnq.cli", *SMALL, "trainer.epochs=2"]
-        res = subprocess.run(cmd, capture_output=True, text=True, env=full, timeout=120, cwd=REPO)  # this checkout's gnnq
+        res = subprocess.run(
+            cmd, capture_output=True, text=True, env=full, timeout=120, cwd=REPO
+        )  # this checkout's gnnq
         records = list((base / "runs").rglob("record.json"))
         assert len(records) == 1 and json.loads(records[0].read_text())["status"] == "failed"
         return res

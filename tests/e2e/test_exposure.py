@@ -22,7 +22,14 @@ import pytest
 from tests.cli_helpers import read_record, run_dirs
 
 SECRET = "gnnq-fake-secret-0123456789abcdef"
-ARGS = ["logger=wandb", "logger.mode=offline", "dataset.num_nodes=600", "model.hidden=16", "trainer.epochs=3", "cluster.nproc=2"]
+ARGS = [
+    "logger=wandb",
+    "logger.mode=offline",
+    "dataset.num_nodes=600",
+    "model.hidden=16",
+    "trainer.epochs=3",
+    "cluster.nproc=2",
+]
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -89,15 +96,27 @@ def job(tmp_path_factory):
     dirs = {name: root / name for name in ("runs", "data", "home", "config", "cache", "wandb", "tmp", "report")}
     for d in dirs.values():
         d.mkdir()
-    env = {**os.environ, "WANDB_API_KEY": SECRET, "WANDB_MODE": "offline", "WANDB_SILENT": "true",
-           "GNNQ_RUNS": str(dirs["runs"]), "GNNQ_DATA": str(dirs["data"]), "HOME": str(dirs["home"]),
-           "XDG_CONFIG_HOME": str(dirs["config"]), "XDG_CACHE_HOME": str(dirs["cache"]), "TMPDIR": str(dirs["tmp"]),
-           "WANDB_DIR": str(dirs["wandb"]), "WANDB_CONFIG_DIR": str(dirs["config"] / "wandb"),
-           "WANDB_CACHE_DIR": str(dirs["cache"] / "wandb"), "WANDB_DATA_DIR": str(dirs["wandb"] / "data")}  # fmt: skip
+    env = {
+        **os.environ,
+        "WANDB_API_KEY": SECRET,
+        "WANDB_MODE": "offline",
+        "WANDB_SILENT": "true",
+        "GNNQ_RUNS": str(dirs["runs"]),
+        "GNNQ_DATA": str(dirs["data"]),
+        "HOME": str(dirs["home"]),
+        "XDG_CONFIG_HOME": str(dirs["config"]),
+        "XDG_CACHE_HOME": str(dirs["cache"]),
+        "TMPDIR": str(dirs["tmp"]),
+        "WANDB_DIR": str(dirs["wandb"]),
+        "WANDB_CONFIG_DIR": str(dirs["config"] / "wandb"),
+        "WANDB_CACHE_DIR": str(dirs["cache"] / "wandb"),
+        "WANDB_DATA_DIR": str(dirs["wandb"] / "data"),
+    }
     env.pop("GNNQ_FAULT_INJECT", None)
     env.pop("GLOO_SOCKET_IFNAME", None)
-    proc = subprocess.Popen([sys.executable, "-m", "gnnq.cli", *ARGS], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gnnq.cli", *ARGS], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     listening: set[tuple] = set()
     deadline = time.monotonic() + 300
     while proc.poll() is None and time.monotonic() < deadline:
@@ -106,8 +125,12 @@ def job(tmp_path_factory):
     out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
     assert proc.returncode == 0, err
     report = Path(sys.executable).parent / "gnnq-report"
-    rep = subprocess.run([str(report), str(dirs["runs"]), "--out", str(dirs["report"]), "--dashboard"],
-                         capture_output=True, text=True, env=env)  # fmt: skip
+    rep = subprocess.run(
+        [str(report), str(dirs["runs"]), "--out", str(dirs["report"]), "--dashboard"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert rep.returncode == 0, rep.stderr
     return {"root": root, "dirs": dirs, "output": out + err + rep.stdout + rep.stderr, "listening": listening}
 

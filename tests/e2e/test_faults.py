@@ -124,11 +124,16 @@ def test_a_hanging_rank_fails_the_job_after_the_collective_timeout(tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 1, err
-    assert timeout_s - 1 < elapsed < timeout_s + 30, f"the job failed {elapsed:.0f} s after the hang, with cluster.timeout_s={timeout_s}"
+    assert timeout_s - 1 < elapsed < timeout_s + 30, (
+        f"the job failed {elapsed:.0f} s after the hang, with cluster.timeout_s={timeout_s}"
+    )
     error = read_record(run_dir)["error"]
     assert read_record(run_dir)["status"] == "failed"
     assert error.startswith("rank 1 stopped taking part: it had been outside any collective for "), error
-    assert "(at gnnq/train/faults.py:" in error and "when rank 0's collective timed out waiting for it; rank 0 failed" in error
+    assert (
+        "(at gnnq/train/faults.py:" in error
+        and "when rank 0's collective timed out waiting for it; rank 0 failed" in error
+    )
     assert "Timed out" in error
     assert_nothing_left(run_dir)
 
@@ -150,14 +155,18 @@ def test_a_stopped_rank_is_named_not_the_peer_whose_collective_timed_out(tmp_pat
     record = read_record(run_dir)
     assert record["status"] == "failed"
     assert record["error"].startswith("rank 1 stopped responding: its heartbeat stopped "), record["error"]
-    assert "s before rank 0's collective timed out (its process was stopped, e.g. by SIGSTOP, or frozen" in record["error"]
+    assert (
+        "s before rank 0's collective timed out (its process was stopped, e.g. by SIGSTOP, or frozen" in record["error"]
+    )
     assert err.strip().splitlines()[-1] == f"gnnq: error: {record['error']}"
     assert_nothing_left(run_dir)
 
 
 def test_a_multirun_goes_on_after_a_point_whose_rank_was_killed(tmp_path):
     runs = tmp_path / "runs"
-    proc = start_gnnq(["-m", *SMALL, "trainer.epochs=100000,3"], runs, tmp_path / "data")  # the first point runs until killed
+    proc = start_gnnq(
+        ["-m", *SMALL, "trainer.epochs=100000,3"], runs, tmp_path / "data"
+    )  # the first point runs until killed
     try:
         first = wait_for_training(proc, runs)
         os.kill(rank_pid(first, 1), signal.SIGKILL)
@@ -180,7 +189,9 @@ def test_a_rank_that_raised_leaves_gnnqs_and_torch_elastics_error_files(tmp_path
     res = run_gnnq([*SMALL, "trainer.epochs=3"], tmp_path / "runs", tmp_path / "data", env=fault)
     assert res.returncode == 1
     (run_dir,) = run_dirs(tmp_path / "runs")
-    assert read_record(run_dir)["error"].startswith("rank 1 failed: RuntimeError: injected fault at epoch 2 (traceback in")
+    assert read_record(run_dir)["error"].startswith(
+        "rank 1 failed: RuntimeError: injected fault at epoch 2 (traceback in"
+    )
     from gnnq.launch.failure import elastic_log_dir, lost_peer
 
     paths = elastic_log_dir(run_dir).glob("*/attempt_0/*/error.json")

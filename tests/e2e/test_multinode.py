@@ -20,17 +20,24 @@ def _free_port() -> int:
 
 
 def test_the_printed_command_run_on_a_second_node_joins_the_run(tmp_path):
-    env = {**os.environ, "GNNQ_RUNS": str(tmp_path / "runs"), "GNNQ_DATA": str(tmp_path / "data"), "WANDB_SILENT": "true"}
+    env = {
+        **os.environ,
+        "GNNQ_RUNS": str(tmp_path / "runs"),
+        "GNNQ_DATA": str(tmp_path / "data"),
+        "WANDB_SILENT": "true",
+    }
     env.pop("GNNQ_FAULT_INJECT", None)
     endpoint = f"127.0.0.1:{_free_port()}"
     args = ["cluster=multinode", "cluster.hosts=2", "cluster.nproc=1", f"cluster.rendezvous={endpoint}", *SMALL]
-    first = subprocess.Popen([sys.executable, "-m", "gnnq.cli", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        [sys.executable, "-m", "gnnq.cli", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     other = None
     try:
         marker = "[gnnq] on each of the other 1 node(s), run: "
         for line in first.stdout:
             if line.startswith(marker):
-                cmd = shlex.split(line[len(marker):])
+                cmd = shlex.split(line[len(marker) :])
                 break
         else:
             raise AssertionError(f"no command printed: {first.stderr.read()}")

@@ -5,7 +5,14 @@ from __future__ import annotations
 from tests.cli_helpers import read_metrics, read_record, run_dirs, run_gnnq
 
 # Adam steps of 1e30 without normalization overflow the logits in the second epoch.
-DIVERGING = ["logger=none", "dataset.num_nodes=600", "model.hidden=16", "model.norm=none", "trainer.lr=1e30", "trainer.epochs=4"]
+DIVERGING = [
+    "logger=none",
+    "dataset.num_nodes=600",
+    "model.hidden=16",
+    "model.norm=none",
+    "trainer.lr=1e30",
+    "trainer.epochs=4",
+]
 
 
 def test_a_nonfinite_loss_fails_the_run_naming_the_epoch(tmp_path):

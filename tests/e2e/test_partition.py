@@ -24,7 +24,9 @@ print(est, peak_rss_mib())
 def test_launcher_memory_estimate_bounds_the_measured_peak(tmp_path):
     """The estimate checked before partitioning is above the launcher's measured peak, by less than 1.6x
     (60k nodes, 2.4M edges, 100 features: the products-scale shape, 40x smaller; results/products_scale)."""
-    out = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", PEAK_SCRIPT, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     estimate, peak = map(float, out.stdout.split())
     assert peak <= estimate <= 1.6 * peak, (estimate, peak)  # measured 1.40x (estimate 686 MiB, peak 489 MiB)

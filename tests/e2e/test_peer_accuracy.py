@@ -16,8 +16,14 @@ import pytest
 from tests.cli_helpers import read_record, run_dirs, run_gnnq
 
 SEEDS = "0,1,2"
-COMMON = ["logger=none", "model.layers=2", "model.hidden=64", "model.norm=none", "trainer.weight_decay=0.0005",
-          "trainer.epochs=150"]  # fmt: skip
+COMMON = [
+    "logger=none",
+    "model.layers=2",
+    "model.hidden=64",
+    "model.norm=none",
+    "trainer.weight_decay=0.0005",
+    "trainer.epochs=150",
+]
 
 
 def _mean_test(runs_dir) -> dict[str, float]:
@@ -34,10 +40,19 @@ def _mean_test(runs_dir) -> dict[str, float]:
 @pytest.mark.parametrize("dataset", os.environ.get("GNNQ_PEER_DATASETS", "cora").split(","))
 def test_peer_strategies_match_vanilla_accuracy(tmp_path, planetoid_root, dataset):
     base = [f"dataset={dataset}", *COMMON, f"trainer.seed={SEEDS}"]
-    res = run_gnnq(["-m", *base, "cluster.nproc=4", "parallel=sync,stale,sampling"],  # sampling_rate: 0.1
-                   tmp_path / "full", planetoid_root, timeout=1800)  # fmt: skip
+    res = run_gnnq(
+        ["-m", *base, "cluster.nproc=4", "parallel=sync,stale,sampling"],  # sampling_rate: 0.1
+        tmp_path / "full",
+        planetoid_root,
+        timeout=1800,
+    )
     assert res.returncode == 0, res.stderr
-    res = run_gnnq(["-m", *base, "cluster.nproc=1", "parallel=minibatch", "parallel.fanouts=[10]"], tmp_path / "mb", planetoid_root, timeout=900)
+    res = run_gnnq(
+        ["-m", *base, "cluster.nproc=1", "parallel=minibatch", "parallel.fanouts=[10]"],
+        tmp_path / "mb",
+        planetoid_root,
+        timeout=900,
+    )
     assert res.returncode == 0, res.stderr
     acc = {**_mean_test(tmp_path / "full"), **_mean_test(tmp_path / "mb")}
     print(f"PEER_ACCURACY {json.dumps({'dataset': dataset, 'mean_test': acc})}")

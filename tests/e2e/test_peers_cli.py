@@ -6,7 +6,14 @@ import pytest
 
 from tests.cli_helpers import read_metrics, read_record, run_dirs, run_gnnq
 
-SMALL = ["logger=none", "dataset.num_nodes=1500", "model.hidden=32", "model.layers=3", "trainer.epochs=4", "cluster.nproc=3"]
+SMALL = [
+    "logger=none",
+    "dataset.num_nodes=1500",
+    "model.hidden=32",
+    "model.layers=3",
+    "trainer.epochs=4",
+    "cluster.nproc=3",
+]
 
 
 def test_stale_sampling_and_sancus_runs_next_to_sync(tmp_path):
@@ -32,13 +39,27 @@ def test_stale_sampling_and_sancus_runs_next_to_sync(tmp_path):
 
 
 def test_minibatch_reference_run(tmp_path):
-    res = run_gnnq([*SMALL, "experiment=minibatch", "cluster.nproc=1", "model.hidden=32", "trainer.epochs=3", "parallel.batch_size=256",
-                    "parallel.fanouts=[5,5,-1]"], tmp_path, tmp_path / "data")  # fmt: skip
+    res = run_gnnq(
+        [
+            *SMALL,
+            "experiment=minibatch",
+            "cluster.nproc=1",
+            "model.hidden=32",
+            "trainer.epochs=3",
+            "parallel.batch_size=256",
+            "parallel.fanouts=[5,5,-1]",
+        ],
+        tmp_path,
+        tmp_path / "data",
+    )
     assert res.returncode == 0, res.stderr
     (run_dir,) = run_dirs(tmp_path)
     rec = read_record(run_dir)
     assert rec["status"] == "ok" and rec["world_size"] == 1 and rec["comm_bytes_per_epoch"] == 0
-    assert rec["summary"]["minibatch"]["fanouts"] == [5, 5, -1] and rec["summary"]["minibatch"]["sampled_edges_per_epoch"] > 0
+    assert (
+        rec["summary"]["minibatch"]["fanouts"] == [5, 5, -1]
+        and rec["summary"]["minibatch"]["sampled_edges_per_epoch"] > 0
+    )
     rows = read_metrics(run_dir)
     assert [r["epoch"] for r in rows] == [1, 2, 3] and all(r["batches"] == rows[0]["batches"] > 1 for r in rows)
     assert rows[-1]["test"] is not None
@@ -46,8 +67,19 @@ def test_minibatch_reference_run(tmp_path):
 
 def test_stale_with_adaptive_bit_widths(tmp_path):
     """PipeGCN's stale messages with AdaQP's assignments: reassignments while last epoch's messages are in flight."""
-    res = run_gnnq([*SMALL, "trainer.epochs=5", "parallel=stale", "quantizer=adaptive", "quantizer.assign_cycle=2",
-                    "quantizer.group_size=20", "quantizer.profile_repeats=1"], tmp_path, tmp_path / "data")  # fmt: skip
+    res = run_gnnq(
+        [
+            *SMALL,
+            "trainer.epochs=5",
+            "parallel=stale",
+            "quantizer=adaptive",
+            "quantizer.assign_cycle=2",
+            "quantizer.group_size=20",
+            "quantizer.profile_repeats=1",
+        ],
+        tmp_path,
+        tmp_path / "data",
+    )
     assert res.returncode == 0, res.stderr
     (run_dir,) = run_dirs(tmp_path)
     rec = read_record(run_dir)

@@ -31,16 +31,32 @@ METHODS = ("fp32", "uniform8", "uniform4", "adaqp")
 @pytest.mark.timeout(1800)
 def test_quantized_accuracy_close_to_fp32(tmp_path, planetoid_root):
     out = tmp_path / "bench"
-    cmd = [sys.executable, "-m", "gnnq.bench.harness", "quantized_accuracy", "dataset=cora", "model=gcn",
-           "--baseline", "quantized_accuracy/method=fp32", "--repeats", "3", "--out", str(out)]  # fmt: skip
-    res = subprocess.run(cmd, capture_output=True, text=True, env=gnnq_env(tmp_path / "runs", planetoid_root), timeout=1800)
+    cmd = [
+        sys.executable,
+        "-m",
+        "gnnq.bench.harness",
+        "quantized_accuracy",
+        "dataset=cora",
+        "model=gcn",
+        "--baseline",
+        "quantized_accuracy/method=fp32",
+        "--repeats",
+        "3",
+        "--out",
+        str(out),
+    ]
+    res = subprocess.run(
+        cmd, capture_output=True, text=True, env=gnnq_env(tmp_path / "runs", planetoid_root), timeout=1800
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     rows = {r["method"]: r for r in json.loads((out / "results.json").read_text())["rows"]}
     assert sorted(rows) == sorted(METHODS)
 
     acc, byts = {}, {}
     for method, row in rows.items():
-        recs = [read_record(d.parent) for d in sorted((out / "runs").glob(f"rep*/point{row['point']:02d}/**/record.json"))]
+        recs = [
+            read_record(d.parent) for d in sorted((out / "runs").glob(f"rep*/point{row['point']:02d}/**/record.json"))
+        ]
         assert len(recs) == 3 and all(r["status"] == "ok" for r in recs), [r.get("error") for r in recs]
         assert sorted(r["config"]["trainer"]["seed"] for r in recs) == [0, 1, 2]
         acc[method] = statistics.fmean(r["test"] for r in recs)

@@ -24,8 +24,16 @@ from tests.cli_helpers import read_record, run_dirs, run_gnnq
 
 REPO = Path(__file__).resolve().parents[2]
 FEATURES, CLASSES, HIDDEN = 64, 8, 16
-SMALL = ["logger=wandb", "logger.mode=offline", "dataset.num_nodes=600", f"dataset.feature_dim={FEATURES}",
-         f"dataset.num_classes={CLASSES}", f"model.hidden={HIDDEN}", "model.layers=2", "cluster.nproc=2"]  # fmt: skip
+SMALL = [
+    "logger=wandb",
+    "logger.mode=offline",
+    "dataset.num_nodes=600",
+    f"dataset.feature_dim={FEATURES}",
+    f"dataset.num_classes={CLASSES}",
+    f"model.hidden={HIDDEN}",
+    "model.layers=2",
+    "cluster.nproc=2",
+]
 
 
 def _reject_constant(name: str):
@@ -42,8 +50,12 @@ def strict_rows(run_dir: Path) -> list[dict]:
 
 def wandb_env(root: Path) -> dict:
     """W&B offline with its staging, cache and settings under ``root``: artifact files can be read back."""
-    return {"WANDB_MODE": "offline", "WANDB_DATA_DIR": str(root / "wandb-data"), "WANDB_CACHE_DIR": str(root / "wandb-cache"),
-            "WANDB_CONFIG_DIR": str(root / "wandb-config")}  # fmt: skip
+    return {
+        "WANDB_MODE": "offline",
+        "WANDB_DATA_DIR": str(root / "wandb-data"),
+        "WANDB_CACHE_DIR": str(root / "wandb-cache"),
+        "WANDB_CONFIG_DIR": str(root / "wandb-config"),
+    }
 
 
 def gnnq_run(root: Path, data: Path, args: list[str], env: dict | None = None, code: int = 0):
@@ -68,8 +80,12 @@ def gcn_run(tmp_path_factory, data_root):
 
 
 def assert_summary_is_record(run, record: dict) -> None:
-    expected = {**{k: v for k, v in record["summary"].items() if _scalar(v)}, **{k: v for k, v in record.items() if _scalar(v)},
-                "machine": record["machine"], "versions": record["versions"]}  # fmt: skip
+    expected = {
+        **{k: v for k, v in record["summary"].items() if _scalar(v)},
+        **{k: v for k, v in record.items() if _scalar(v)},
+        "machine": record["machine"],
+        "versions": record["versions"],
+    }
     assert expected == wandb_summary(record)
     for key, value in expected.items():
         assert key in run.summary, key
@@ -85,14 +101,18 @@ def _scalar(v) -> bool:
 def assert_history_is_metrics(run, rows: list[dict]) -> None:
     assert [h["epoch"] for h in run.history] == [r["epoch"] for r in rows]
     for logged, row in zip(run.history, rows):
-        assert {k: v for k, v in logged.items() if not k.startswith("_")} == {k: v for k, v in row.items() if v is not None}
+        assert {k: v for k, v in logged.items() if not k.startswith("_")} == {
+            k: v for k, v in row.items() if v is not None
+        }
 
 
 def test_wandb_summary_is_the_record(gcn_run):
     run_dir, record, rows, run = gcn_run
     assert record["status"] == "ok" and run.exit_code == 0
     assert_summary_is_record(run, record)
-    assert record["epoch_time_s"] != rows[-1]["epoch_time_s"]  # else this run could not tell a median from the last epoch
+    assert (
+        record["epoch_time_s"] != rows[-1]["epoch_time_s"]
+    )  # else this run could not tell a median from the last epoch
     assert run.summary["epoch_time_s"] == record["epoch_time_s"] == record["summary"]["epoch_time_s"]
     best = max(rows, key=lambda r: r["val"])
     assert run.summary["test"] == record["test"] == best["test"] and run.summary["best_val"] == best["val"]
@@ -131,7 +151,9 @@ def test_record_says_where_and_with_what_it_ran(gcn_run):
     if head.returncode != 0:  # tests of an unpacked source tree
         assert record["git_commit"] is None and record["git_dirty"] is None
         return
-    status = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain"], capture_output=True, text=True, check=True)
+    status = subprocess.run(
+        ["git", "-C", str(REPO), "status", "--porcelain"], capture_output=True, text=True, check=True
+    )
     assert record["git_commit"] == head.stdout.strip()
     assert record["git_dirty"] == bool(status.stdout.strip())
 
@@ -166,8 +188,9 @@ def test_nonfinite_values_are_null_in_every_file(tmp_path, data_root):
 
 
 def test_failed_run_wandb_summary_says_failed_and_why(tmp_path, data_root):
-    run_dir, record, rows, run = gnnq_run(tmp_path, data_root, SMALL + ["trainer.epochs=5"],
-                                          env={"GNNQ_FAULT_INJECT": "rank=1,epoch=3"}, code=1)  # fmt: skip
+    run_dir, record, rows, run = gnnq_run(
+        tmp_path, data_root, SMALL + ["trainer.epochs=5"], env={"GNNQ_FAULT_INJECT": "rank=1,epoch=3"}, code=1
+    )
     assert record["status"] == "failed" and "rank 1" in record["error"]
     assert record["num_params"] is None and record["machine"]["cores"] == os.cpu_count()
     assert run.summary["status"] == "failed" and run.summary["error"] == record["error"]
@@ -178,13 +201,30 @@ def test_failed_run_wandb_summary_says_failed_and_why(tmp_path, data_root):
 
 
 def test_admm_record_counts_every_blocks_parameters(tmp_path, data_root):
-    args = ["logger=none", "dataset.num_nodes=600", f"dataset.feature_dim={FEATURES}", f"dataset.num_classes={CLASSES}",
-            "model=gamlp", "model.layers=4", "model.hidden=16", "model.hops=2", "parallel=admm",
-            "parallel.warmup_iterations=0", "trainer.epochs=2", "cluster.nproc=2"]  # fmt: skip
+    args = [
+        "logger=none",
+        "dataset.num_nodes=600",
+        f"dataset.feature_dim={FEATURES}",
+        f"dataset.num_classes={CLASSES}",
+        "model=gamlp",
+        "model.layers=4",
+        "model.hidden=16",
+        "model.hops=2",
+        "parallel=admm",
+        "parallel.warmup_iterations=0",
+        "trainer.epochs=2",
+        "cluster.nproc=2",
+    ]
     res = run_gnnq(args, tmp_path, data_root)
     assert res.returncode == 0, res.stderr
     record = read_record(run_dirs(tmp_path)[0])
-    dims = [FEATURES * 3, 16, 16, 16, CLASSES]  # GA-MLP inputs [X, AX, A^2X]; W and b per layer, over both ranks' blocks
+    dims = [
+        FEATURES * 3,
+        16,
+        16,
+        16,
+        CLASSES,
+    ]  # GA-MLP inputs [X, AX, A^2X]; W and b per layer, over both ranks' blocks
     assert record["num_params"] == sum(a * b + b for a, b in zip(dims[:-1], dims[1:]))
 
 
@@ -199,8 +239,13 @@ run.finish()
 
 def test_reader_joins_records_across_log_blocks(tmp_path):
     """Records over 32 KiB span LevelDB blocks (FIRST/MIDDLE/LAST fragments); the reader joins them."""
-    res = subprocess.run([sys.executable, "-c", WRITE_BIG_RUN, str(tmp_path)], capture_output=True, text=True,
-                         env={**os.environ, **wandb_env(tmp_path), "WANDB_SILENT": "true"}, timeout=120)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-c", WRITE_BIG_RUN, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **wandb_env(tmp_path), "WANDB_SILENT": "true"},
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     run = read_offline_run(next((tmp_path / "wandb").glob("offline-run-*")))
     assert run.name == "big" and run.summary["blob"] == "b" * 100000

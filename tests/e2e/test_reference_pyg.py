@@ -49,15 +49,28 @@ def _pyg_test_accuracy(root, seed: int) -> float:
 
 def test_gnnq_gcn_on_cora_matches_pyg_gcnconv(tmp_path, planetoid_root):
     seeds = ",".join(str(s) for s in SEEDS)
-    args = ["-m", "experiment=cora_gcn", "logger=none", "cluster.nproc=2", f"trainer.seed={seeds}",
-            f"trainer.epochs={EPOCHS}", f"model.hidden={HIDDEN}", f"trainer.lr={LR}",
-            f"trainer.weight_decay={WEIGHT_DECAY}", f"model.dropout={DROPOUT}", "model.layers=2", "model.norm=none"]  # fmt: skip
+    args = [
+        "-m",
+        "experiment=cora_gcn",
+        "logger=none",
+        "cluster.nproc=2",
+        f"trainer.seed={seeds}",
+        f"trainer.epochs={EPOCHS}",
+        f"model.hidden={HIDDEN}",
+        f"trainer.lr={LR}",
+        f"trainer.weight_decay={WEIGHT_DECAY}",
+        f"model.dropout={DROPOUT}",
+        "model.layers=2",
+        "model.norm=none",
+    ]
     res = run_gnnq(args, tmp_path / "runs", planetoid_root, timeout=600)
     assert res.returncode == 0, res.stderr
     records = [read_record(d) for d in run_dirs(tmp_path / "runs")]
     assert len(records) == len(SEEDS) and all(r["status"] == "ok" and r["world_size"] == 2 for r in records)
     gnnq_acc = statistics.mean(r["test"] for r in records)
     pyg_acc = statistics.mean(_pyg_test_accuracy(planetoid_root, s) for s in SEEDS)
-    print(f"Cora GCN test accuracy (mean of {len(SEEDS)} seeds): gnnq 2 ranks {gnnq_acc:.4f}, PyG GCNConv {pyg_acc:.4f}")
+    print(
+        f"Cora GCN test accuracy (mean of {len(SEEDS)} seeds): gnnq 2 ranks {gnnq_acc:.4f}, PyG GCNConv {pyg_acc:.4f}"
+    )
     assert gnnq_acc > 0.75
     assert abs(gnnq_acc - pyg_acc) <= 0.015, f"gnnq {gnnq_acc:.4f} vs PyG {pyg_acc:.4f}"

@@ -26,7 +26,8 @@ from tests.e2e.test_emulated import netns_host  # noqa: F401 - a fixture: skip (
 def _computed(config: dict) -> dict:
     """The parts of a config that change what a run computes."""
     return {k: v for k, v in config.items() if k not in ("logger", "runs_root")} | {
-        "dataset": {k: v for k, v in config["dataset"].items() if k not in ("root", "download")}}
+        "dataset": {k: v for k, v in config["dataset"].items() if k not in ("root", "download")}
+    }
 
 
 def test_groups_leaderboard_and_bad_records(tmp_path, report_runs):
@@ -64,7 +65,9 @@ def test_groups_leaderboard_and_bad_records(tmp_path, report_runs):
 
     (board,) = leaderboards(groups, "throughput", tolerance=1.0)  # everything eligible
     # ranked by wall-clock throughput (overheads included), fastest first
-    assert [g.stats["throughput"].mean for g in board.ranked] == sorted((g.stats["throughput"].mean for g in groups), reverse=True)
+    assert [g.stats["throughput"].mean for g in board.ranked] == sorted(
+        (g.stats["throughput"].mean for g in groups), reverse=True
+    )
     (board,) = leaderboards(groups, "throughput", tolerance=0.0)
     assert board.ranked[0].stats["test"].mean == max(g.stats["test"].mean for g in groups)
     assert all(g.stats["test"].mean < board.best_test for g in board.others)
@@ -73,7 +76,9 @@ def test_groups_leaderboard_and_bad_records(tmp_path, report_runs):
 
     report = Path(sys.executable).parent / "gnnq-report"
     out = tmp_path / "report"
-    res = subprocess.run([str(report), str(tmp_path / "runs"), "--out", str(out), "--plots"], capture_output=True, text=True)
+    res = subprocess.run(
+        [str(report), str(tmp_path / "runs"), "--out", str(out), "--plots"], capture_output=True, text=True
+    )
     assert res.returncode == 0, res.stderr
     assert "corrupt" in res.stderr and "partial" in res.stderr and "RuntimeError: boom" in res.stdout
     assert "Leaderboard: synthetic" in res.stdout and "± " in res.stdout
@@ -86,9 +91,16 @@ def test_groups_leaderboard_and_bad_records(tmp_path, report_runs):
         assert (out / f"{stem}-synthetic.svg").read_text().lstrip().startswith("<?xml")
     no_out = subprocess.run([str(report), str(tmp_path / "runs"), "--plots"], capture_output=True, text=True)
     assert no_out.returncode == 2 and "need --out" in no_out.stderr
-    none = subprocess.run([str(report), str(tmp_path / "runs"), "--where", "dataset=cora"], capture_output=True, text=True)
-    assert none.returncode == 2 and "'dataset=cora' matched none of the 5 runs; dataset is one of: synthetic" in none.stderr
-    bad = subprocess.run([str(report), str(tmp_path / "runs"), "--criterion", "fastest"], capture_output=True, text=True)
+    none = subprocess.run(
+        [str(report), str(tmp_path / "runs"), "--where", "dataset=cora"], capture_output=True, text=True
+    )
+    assert (
+        none.returncode == 2
+        and "'dataset=cora' matched none of the 5 runs; dataset is one of: synthetic" in none.stderr
+    )
+    bad = subprocess.run(
+        [str(report), str(tmp_path / "runs"), "--criterion", "fastest"], capture_output=True, text=True
+    )
     assert bad.returncode == 2 and "fastest" in bad.stderr and "throughput" in bad.stderr
 
 
@@ -136,7 +148,11 @@ def _check_csvs_against_records(out: Path, records: list[dict]) -> None:
         wall = [r["summary"]["throughput_epochs_per_s"] for r in mine]
         assert float(row["epochs_per_s"]) == pytest.approx(statistics.mean(wall), rel=1e-12)
         assert int(row["runs"]) == 2 and sorted(row["seeds"].split(",")) == ["0", "1"]
-        assert row["command"].startswith("gnnq ") and row["method"] in ("Vanilla model=sage", "Vanilla", "Vanilla model=gcn")
+        assert row["command"].startswith("gnnq ") and row["method"] in (
+            "Vanilla model=sage",
+            "Vanilla",
+            "Vanilla model=gcn",
+        )
         assert row["time_to_target_s_mean"] == row["time_to_target_s_std"] == ""  # ranked by throughput: no target
     ranked = [row for row in board if row["rank"]]
     assert [int(row["rank"]) for row in ranked] == list(range(1, len(ranked) + 1))
@@ -145,15 +161,31 @@ def _check_csvs_against_records(out: Path, records: list[dict]) -> None:
 def test_report_tables_logged_to_wandb_offline(tmp_path, report_runs):
     report = Path(sys.executable).parent / "gnnq-report"
     spec = SWEEPS_DIR / "adaqp_ablation.table.yaml"
-    res = subprocess.run([str(report), str(report_runs), "--out", str(tmp_path), "--wandb", "offline", "--table", str(spec),
-                          "--where", "model.name=gcn"],
-                         capture_output=True, text=True, env={**os.environ, "WANDB_SILENT": "true"})  # fmt: skip
+    res = subprocess.run(
+        [
+            str(report),
+            str(report_runs),
+            "--out",
+            str(tmp_path),
+            "--wandb",
+            "offline",
+            "--table",
+            str(spec),
+            "--where",
+            "model.name=gcn",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "WANDB_SILENT": "true"},
+    )
     assert res.returncode == 0, res.stderr
     (run,) = (tmp_path / "wandb").glob("offline-run-*")
     tables = {p.parent.name + "/" + p.name.split("_")[0]: json.loads(p.read_text()) for p in run.rglob("*.table.json")}
     gcn = [r for _, r in find_records([report_runs])[0] if r["config"]["model"]["name"] == "gcn"]
     board = tables["leaderboard/synthetic"]
-    assert board["columns"][:4] == ["rank", "method", "config", "runs"] and len(board["data"]) == 1  # GCN only (--where)
+    assert (
+        board["columns"][:4] == ["rank", "method", "config", "runs"] and len(board["data"]) == 1
+    )  # GCN only (--where)
     (row,) = [dict(zip(board["columns"], line)) for line in board["data"]]
     assert row["rank"] == 1 and row["runs"] == 2 and row["seeds"] == "0,1"  # numbers, not their text; seeds: the list
     assert row["test_mean"] == pytest.approx(statistics.mean(r["test"] for r in gcn), rel=1e-12)
@@ -166,7 +198,10 @@ def test_report_tables_logged_to_wandb_offline(tmp_path, report_runs):
     assert [row[0] for row in adaqp["data"]] == ["Vanilla", "AdaQP-q", "AdaQP-p", "AdaQP"]
     assert adaqp["columns"][1:4] == ["epoch ms mean", "epoch ms std", "epoch ms n"]
     vanilla = adaqp["data"][0]
-    assert vanilla[1] == pytest.approx(1e3 * statistics.mean(r["epoch_time_s"] for r in gcn), rel=1e-12) and vanilla[3] == 2
+    assert (
+        vanilla[1] == pytest.approx(1e3 * statistics.mean(r["epoch_time_s"] for r in gcn), rel=1e-12)
+        and vanilla[3] == 2
+    )
     assert all(row[1] is None and row[3] == 0 for row in adaqp["data"][1:])  # no adaptive or overlap runs here
     # The report's own run: in the sweep's W&B group, its settings as config, the runs it was built from linked.
     sources = tables["table/sources"]
@@ -174,7 +209,9 @@ def test_report_tables_logged_to_wandb_offline(tmp_path, report_runs):
     assert [dict(zip(sources["columns"], r))["run_dir"] for r in sources["data"]] == gcn_dirs
     (group,) = {r["config"]["logger"]["group"] for r in gcn}
     stored = next(run.glob("run-*.wandb")).read_bytes()  # offline: the run's group and config are records in this file
-    assert group.encode() in stored and b"source_runs" in stored and b"model.name=gcn" in stored and b"criterion" in stored
+    assert (
+        group.encode() in stored and b"source_runs" in stored and b"model.name=gcn" in stored and b"criterion" in stored
+    )
     assert all(d.encode() in stored for d in gcn_dirs)
 
 
@@ -197,17 +234,34 @@ def test_speedup_plots_vs_bandwidth_and_hosts(tmp_path):
     from gnnq.report.plots import SPEEDUP_AXES, speedup_lines
     from tests.cli_helpers import run_gnnq
 
-    small = ["-m", "logger=none", "dataset.num_nodes=400", "model.hidden=16", "trainer.epochs=2", "trainer.eval_every=1",
-             "cluster=emulated", "cluster.nproc=1", "experiment=adaqp_vanilla,adaqp_uniform2"]  # fmt: skip
-    for name, extra in (("bandwidth", ["cluster.hosts=2", "cluster.link=1gbit,10gbit"]), ("hosts", ["cluster.hosts=3"])):
+    small = [
+        "-m",
+        "logger=none",
+        "dataset.num_nodes=400",
+        "model.hidden=16",
+        "trainer.epochs=2",
+        "trainer.eval_every=1",
+        "cluster=emulated",
+        "cluster.nproc=1",
+        "experiment=adaqp_vanilla,adaqp_uniform2",
+    ]
+    for name, extra in (
+        ("bandwidth", ["cluster.hosts=2", "cluster.link=1gbit,10gbit"]),
+        ("hosts", ["cluster.hosts=3"]),
+    ):
         res = run_gnnq([*small, *extra], tmp_path / "runs" / name, tmp_path / "data", timeout=600)
         assert res.returncode == 0, res.stderr[-2000:]
     records, _ = find_records([tmp_path / "runs"])
     assert len(records) == 6 and all(r["status"] == "ok" for _, r in records)
 
     def epoch(quantizer: str, link: str, hosts: int) -> float:
-        (t,) = [r["epoch_time_s"] for _, r in records if r["config"]["quantizer"]["name"] == quantizer
-                and r["config"]["cluster"]["link"] == link and r["config"]["cluster"]["hosts"] == hosts]  # fmt: skip
+        (t,) = [
+            r["epoch_time_s"]
+            for _, r in records
+            if r["config"]["quantizer"]["name"] == quantizer
+            and r["config"]["cluster"]["link"] == link
+            and r["config"]["cluster"]["hosts"] == hosts
+        ]
         return t
 
     def speedup(link: str, hosts: int) -> float:
@@ -221,17 +275,23 @@ def test_speedup_plots_vs_bandwidth_and_hosts(tmp_path):
     u2 = "adaqp_uniform2"
     # The 3-host runs (1 Gbit/s only) make no line against bandwidth, nor the 10 Gbit/s runs (2 hosts only) against hosts.
     assert speedup_lines(groups, bandwidth) == {
-        u2: [(1.0, pytest.approx(speedup("1gbit", 2))), (10.0, pytest.approx(speedup("10gbit", 2)))]}
+        u2: [(1.0, pytest.approx(speedup("1gbit", 2))), (10.0, pytest.approx(speedup("10gbit", 2)))]
+    }
     assert speedup_lines(groups, hosts) == {
-        u2: [(2.0, pytest.approx(speedup("1gbit", 2))), (3.0, pytest.approx(speedup("1gbit", 3)))]}
+        u2: [(2.0, pytest.approx(speedup("1gbit", 2))), (3.0, pytest.approx(speedup("1gbit", 3)))]
+    }
     # Without Vanilla at 10 Gbit/s there is no speedup there: one bandwidth left, no bandwidth line.
     cfg = [g.runs[0][1]["config"] for g in groups]
-    no_base = [g for g, c in zip(groups, cfg) if not (c["cluster"]["link"] == "10gbit" and c["quantizer"]["name"] == "fp32")]
+    no_base = [
+        g for g, c in zip(groups, cfg) if not (c["cluster"]["link"] == "10gbit" and c["quantizer"]["name"] == "fp32")
+    ]
     assert speedup_lines(no_base, bandwidth) == {} and list(speedup_lines(no_base, hosts)) == [u2]
 
     report = Path(sys.executable).parent / "gnnq-report"
     out = tmp_path / "report"
-    res = subprocess.run([str(report), str(tmp_path / "runs"), "--out", str(out), "--plots"], capture_output=True, text=True)
+    res = subprocess.run(
+        [str(report), str(tmp_path / "runs"), "--out", str(out), "--plots"], capture_output=True, text=True
+    )
     assert res.returncode == 0, res.stderr
     for stem in ("speedup_vs_bandwidth-synthetic", "speedup_vs_hosts-synthetic"):
         assert (out / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -239,6 +299,8 @@ def test_speedup_plots_vs_bandwidth_and_hosts(tmp_path):
         assert f"{stem}.png" in res.stdout
     # Runs at one setting only: no speedup plots.
     one = tmp_path / "one"
-    res = subprocess.run([str(report), str(tmp_path / "runs" / "hosts"), "--out", str(one), "--plots"], capture_output=True, text=True)
+    res = subprocess.run(
+        [str(report), str(tmp_path / "runs" / "hosts"), "--out", str(one), "--plots"], capture_output=True, text=True
+    )
     assert res.returncode == 0, res.stderr
     assert (one / "bytes_per_epoch-synthetic.png").is_file() and not list(one.glob("speedup_vs_*"))

@@ -39,7 +39,9 @@ def test_a_failed_run_is_listed_never_ranked(tmp_path, ok_and_failed_runs, crite
     (ok_dir,), (failed_dir,) = run_dirs(runs / "ok"), run_dirs(runs / "failed")
     out = tmp_path / "report"
     report = Path(sys.executable).parent / "gnnq-report"
-    res = subprocess.run([str(report), str(runs), "--criterion", criterion, "--out", str(out)], capture_output=True, text=True)
+    res = subprocess.run(
+        [str(report), str(runs), "--criterion", criterion, "--out", str(out)], capture_output=True, text=True
+    )
     assert res.returncode == 0, res.stderr
     ranked, _, failed_section = res.stdout.partition("## Failed runs (not ranked)")
     leaderboard = ranked.split("## Leaderboard: synthetic")[1]

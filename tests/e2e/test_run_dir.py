@@ -23,8 +23,11 @@ SMALL = ["logger=none", "dataset.num_nodes=1500", "model.hidden=32", "trainer.ep
 
 def snapshot(directory: Path) -> dict[str, str]:
     """sha256 of every file below ``directory`` (relative path -> digest), but the run-dir lock (it names its holder)."""
-    return {str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(directory.rglob("*")) if p.is_file() and p.name != "lock"}  # fmt: skip
+    return {
+        str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and p.name != "lock"
+    }
 
 
 @contextlib.contextmanager
@@ -63,8 +66,9 @@ def test_a_run_dir_holding_a_record_is_refused_and_kept_and_overwrite_replaces_i
     )
     after = snapshot(run_dir)
     assert after == before  # record, metrics, .hydra: all as they were
-    replaced = run_gnnq([*SMALL, "trainer.epochs=2", f"hydra.run.dir={run_dir}", "overwrite=true"], tmp_path / "runs",
-                        tmp_path / "data")  # fmt: skip
+    replaced = run_gnnq(
+        [*SMALL, "trainer.epochs=2", f"hydra.run.dir={run_dir}", "overwrite=true"], tmp_path / "runs", tmp_path / "data"
+    )
     assert replaced.returncode == 0, replaced.stderr
     assert read_record(run_dir)["config"]["trainer"]["epochs"] == 2
     assert len((run_dir / "metrics.jsonl").read_text().splitlines()) == 2
@@ -72,7 +76,9 @@ def test_a_run_dir_holding_a_record_is_refused_and_kept_and_overwrite_replaces_i
 
 def test_a_second_gnnq_on_a_busy_run_dir_exits_at_once_and_sigterm_exits_143(tmp_path):
     run_dir = tmp_path / "runs" / "busy"
-    proc = start_gnnq([*SMALL, "trainer.epochs=100000", f"hydra.run.dir={run_dir}"], tmp_path / "runs", tmp_path / "data")
+    proc = start_gnnq(
+        [*SMALL, "trainer.epochs=100000", f"hydra.run.dir={run_dir}"], tmp_path / "runs", tmp_path / "data"
+    )
     try:
         deadline = time.monotonic() + 120
         while not (run_dir / "metrics.jsonl").is_file() or not (run_dir / "metrics.jsonl").read_text():
@@ -82,8 +88,10 @@ def test_a_second_gnnq_on_a_busy_run_dir_exits_at_once_and_sigterm_exits_143(tmp
         second = run_gnnq([*SMALL, f"hydra.run.dir={run_dir}"], tmp_path / "runs", tmp_path / "data")
         assert time.monotonic() - started < 60
         assert second.returncode == 2
-        assert second.stderr.strip() == (f"gnnq: error: hydra.run.dir: {run_dir} is in use by another gnnq (pid {proc.pid}); "
-                                          "wait for it to end, or give this run another directory")  # fmt: skip
+        assert second.stderr.strip() == (
+            f"gnnq: error: hydra.run.dir: {run_dir} is in use by another gnnq (pid {proc.pid}); "
+            "wait for it to end, or give this run another directory"
+        )
         assert proc.poll() is None, "the first run must go on"
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=90)
@@ -91,10 +99,15 @@ def test_a_second_gnnq_on_a_busy_run_dir_exits_at_once_and_sigterm_exits_143(tmp
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 143, err
-    assert err.strip().splitlines()[-1] == "gnnq: interrupted (SIGTERM); all ranks stopped, the run record is marked failed"
+    assert (
+        err.strip().splitlines()[-1]
+        == "gnnq: interrupted (SIGTERM); all ranks stopped, the run record is marked failed"
+    )
     record = read_record(run_dir)
     assert record["status"] == "failed" and record["error"] == "interrupted (SIGTERM); all ranks were stopped"
-    epochs = [int(line.split('"epoch": ')[1].split(",")[0]) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    epochs = [
+        int(line.split('"epoch": ')[1].split(",")[0]) for line in (run_dir / "metrics.jsonl").read_text().splitlines()
+    ]
     assert epochs == list(range(1, len(epochs) + 1)), "one run's rows only, in order"
 
 
@@ -107,7 +120,9 @@ def test_a_file_in_place_of_the_runs_root_is_named(tmp_path):
     assert line.startswith(f"gnnq: error: GNNQ_RUNS: {blocker} is a file, not a directory, so {blocker}/runs/")
     assert line.endswith("cannot be created; set GNNQ_RUNS to a writable directory")
     res = run_gnnq([*SMALL, f"runs_root={blocker}"], tmp_path / "runs", tmp_path / "data")
-    assert res.returncode == 2 and res.stderr.startswith(f"gnnq: error: runs_root: {blocker} is a file, not a directory")
+    assert res.returncode == 2 and res.stderr.startswith(
+        f"gnnq: error: runs_root: {blocker} is a file, not a directory"
+    )
     assert blocker.read_text() == "keep me\n"
 
 
@@ -152,7 +167,9 @@ def test_dataset_lock_on_a_read_only_root_locks_the_directory(tmp_path):
             with pytest.raises(BlockingIOError):
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             os.close(fd)
-        with pytest.raises(DatasetError, match=rf"cannot create the dataset folder {ro}/Reddit \(Read-only file system \(EROFS\)\)"):
+        with pytest.raises(
+            DatasetError, match=rf"cannot create the dataset folder {ro}/Reddit \(Read-only file system \(EROFS\)\)"
+        ):
             with dataset_lock(ro / "Reddit"):
                 pass
     assert [p.name for p in (tmp_path / "src" / "Cora").iterdir()] == []
@@ -162,8 +179,14 @@ def test_a_full_disk_at_a_checkpoint_is_named_and_the_previous_checkpoint_stays(
     # each checkpoint of this run is ~660 KB (2 ranks): the one of epoch 2 fits into 1 MiB, the next one does not
     with mounted(tmp_path / "small", ["-t", "tmpfs", "-o", "size=1m", "tmpfs"]) as small:
         run_dir = small / "run"
-        args = ["logger=none", "dataset.num_nodes=1500", "model.hidden=128", "trainer.epochs=6", "trainer.checkpoint_every=2",
-                f"hydra.run.dir={run_dir}"]  # fmt: skip
+        args = [
+            "logger=none",
+            "dataset.num_nodes=1500",
+            "model.hidden=128",
+            "trainer.epochs=6",
+            "trainer.checkpoint_every=2",
+            f"hydra.run.dir={run_dir}",
+        ]
         res = run_gnnq(args, tmp_path / "runs", tmp_path / "data")
         record = read_record(run_dir)
         latest = (run_dir / "checkpoints" / "latest.json").read_text()

@@ -112,10 +112,18 @@ def test_the_job_is_read_from_the_slurm_environment(slurm):
 
 
 def test_ctrl_c_while_waiting_cancels_the_job_and_the_run_ends_failed(slurm, tmp_path, data_root):
-    env = {**os.environ, "GNNQ_RUNS": str(tmp_path), "GNNQ_DATA": str(data_root), "SLURM_CONF": str(slurm.conf), "WANDB_SILENT": "true"}
+    env = {
+        **os.environ,
+        "GNNQ_RUNS": str(tmp_path),
+        "GNNQ_DATA": str(data_root),
+        "SLURM_CONF": str(slurm.conf),
+        "WANDB_SILENT": "true",
+    }
     env.pop("GNNQ_FAULT_INJECT", None)
     args = [*SLURM_CPU, "cluster.nproc=2", *SMALL, "trainer.epochs=100000"]
-    gnnq = subprocess.Popen([sys.executable, "-m", "gnnq.cli", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    gnnq = subprocess.Popen(
+        [sys.executable, "-m", "gnnq.cli", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         _wait_for(lambda: any(p.stat().st_size for p in tmp_path.rglob("metrics.jsonl")), 180, "training to start")
         gnnq.send_signal(signal.SIGINT)

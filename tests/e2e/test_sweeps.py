@@ -47,7 +47,11 @@ def test_a_shipped_sweep_by_name_from_outside_the_checkout_and_its_report(tmp_pa
     assert f"[gnnq] sweep finished in {sweep}: 2 ok, 0 failed" in res.stdout
     # the per-job cli.log holds what gnnq printed for that job: the launcher's lines and the summary table
     log = (sweep / "0_partitioner=metis" / "cli.log").read_text()
-    assert f"[gnnq] run dir: {sweep / '0_partitioner=metis'}" in log and "| status" in log and "partitioner=random" not in log
+    assert (
+        f"[gnnq] run dir: {sweep / '0_partitioner=metis'}" in log
+        and "| status" in log
+        and "partitioner=random" not in log
+    )
     # the summary names the report command to run next; it runs as printed, from outside the checkout
     (next_line,) = [line for line in res.stdout.splitlines() if line.startswith("[gnnq] next: ")]
     cmd = shlex.split(next_line.removeprefix("[gnnq] next: "))
@@ -64,8 +68,14 @@ def test_a_shipped_sweep_by_name_from_outside_the_checkout_and_its_report(tmp_pa
 
 def _report(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     code = "import sys; from gnnq.cli import report_main; sys.argv[0] = 'gnnq-report'; report_main()"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd,
-                          env=gnnq_env(cwd, cwd, HERE), timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=gnnq_env(cwd, cwd, HERE),
+        timeout=300,
+    )
 
 
 def test_a_rerun_skips_finished_points_reruns_failed_ones_and_the_summary_says_so(tmp_path, data_root):
@@ -86,7 +96,9 @@ def test_a_rerun_skips_finished_points_reruns_failed_ones_and_the_summary_says_s
     assert second.returncode == 0, second.stderr
     lines = [line for line in second.stdout.splitlines() if line.startswith("[gnnq] point #")]
     assert lines[0] == "[gnnq] point #0 (cluster.nproc=1): done in an earlier attempt (record ok), skipped"
-    assert lines[1].startswith("[gnnq] point #1 (cluster.nproc=2): the earlier attempt failed (") and "rank 1" in lines[1]
+    assert (
+        lines[1].startswith("[gnnq] point #1 (cluster.nproc=2): the earlier attempt failed (") and "rank 1" in lines[1]
+    )
     assert lines[1].endswith("running it again (its files kept as *.failed-1)") and len(lines) == 2
     assert (one / "record.json").read_bytes() == ok_record  # not run again
     assert read_record(two)["status"] == "ok"
@@ -113,23 +125,33 @@ def test_dry_run_and_cfg_with_multirun_list_points_and_a_bad_point_is_named(tmp_
     assert named.returncode == 0, named.stderr
     methods = OmegaConf.load(SWEEPS_DIR / "peers.yaml").hydra.sweeper.params.experiment.split(",")
     assert f"{len(methods)} point(s), each with dataset=cora" in named.stdout
-    assert all(re.search(rf"^  #{i} +experiment={m}  ", named.stdout, re.M) for i, m in enumerate(methods)), named.stdout
+    assert all(re.search(rf"^  #{i} +experiment={m}  ", named.stdout, re.M) for i, m in enumerate(methods)), (
+        named.stdout
+    )
     bad = run_gnnq(["-m", *TINY, "trainer.lr=0.01,-1"], tmp_path, tmp_path, timeout=120)
     assert bad.returncode == 2 and not list(tmp_path.rglob("record.json"))
     assert bad.stderr.strip().startswith("gnnq: error: sweep point #1 of 2 (") and "trainer.lr=-1" in bad.stderr
     unknown = run_gnnq(["sweep=nosuch"], tmp_path, tmp_path, timeout=120)
     assert unknown.returncode == 2 and "sweep 'nosuch'" in unknown.stderr and "peers" in unknown.stderr
-    mixed = run_gnnq(["-m", "--info", *TINY], tmp_path, tmp_path, timeout=120)  # Hydra takes one mode: one line, not its traceback
+    mixed = run_gnnq(
+        ["-m", "--info", *TINY], tmp_path, tmp_path, timeout=120
+    )  # Hydra takes one mode: one line, not its traceback
     assert mixed.returncode == 2 and mixed.stderr.strip() == (
         "gnnq: error: --info and -m cannot be given together: give one of -m, --run, --cfg, --info, "
-        "--shell-completion (a sweep's points: gnnq -m ... --dry-run)")  # fmt: skip
+        "--shell-completion (a sweep's points: gnnq -m ... --dry-run)"
+    )
 
 
 def test_a_reader_that_goes_away_does_not_stop_the_run(tmp_path, data_root):
     run_dir = tmp_path / "run"
     cmd = shlex.join([sys.executable, "-m", "gnnq.cli", *TINY, "trainer.epochs=2", f"hydra.run.dir={run_dir}"])
-    res = subprocess.run(["bash", "-c", f"{cmd} 2>{tmp_path / 'err'} | head -1; exit ${{PIPESTATUS[0]}}"],
-                         capture_output=True, text=True, env=gnnq_env(tmp_path / "runs", data_root), timeout=300)  # fmt: skip
+    res = subprocess.run(
+        ["bash", "-c", f"{cmd} 2>{tmp_path / 'err'} | head -1; exit ${{PIPESTATUS[0]}}"],
+        capture_output=True,
+        text=True,
+        env=gnnq_env(tmp_path / "runs", data_root),
+        timeout=300,
+    )
     err = (tmp_path / "err").read_text()
     assert res.returncode == 0, err
     assert res.stdout == f"[gnnq] run dir: {run_dir}\n"

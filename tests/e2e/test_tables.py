@@ -9,7 +9,15 @@ import pytest
 
 from gnnq.config.compose import SWEEPS_DIR
 from gnnq.report.summary import find_records
-from gnnq.report.tables import SPEC_SUFFIX, TableSpecError, _header_and_rows, _matches, build_table, load_spec, render_all
+from gnnq.report.tables import (
+    SPEC_SUFFIX,
+    TableSpecError,
+    _header_and_rows,
+    _matches,
+    build_table,
+    load_spec,
+    render_all,
+)
 from tests.cli_helpers import run_gnnq
 from tests.e2e.test_emulated import netns_host  # noqa: F401 - a fixture: skip (or fail with GNNQ_REQUIRE_NETNS=1) without namespaces
 
@@ -18,12 +26,28 @@ SPECS = sorted(SWEEPS.glob(f"*{SPEC_SUFFIX}"))
 # Each sweep shrunk to seconds: a 400-node synthetic graph, 2 ranks, 11 epochs (the sweep's own axes kept). Its adaptive
 # points take assign_cycle from sweeps/<sweep>/quantizer/adaptive.yaml (at most 10): a command-line quantizer.* key
 # would reach its fp32 points too, which have no such key.
-TINY = ["dataset=synthetic", "dataset.num_nodes=400", "cluster.nproc=2", "model.hidden=16", "trainer.epochs=11", "trainer.eval_every=1"]
+TINY = [
+    "dataset=synthetic",
+    "dataset.num_nodes=400",
+    "cluster.nproc=2",
+    "model.hidden=16",
+    "trainer.epochs=11",
+    "trainer.eval_every=1",
+]
 ADAPTIVE_TINY = ["quantizer.assign_cycle=1", "quantizer.group_size=20", "quantizer.profile_repeats=1"]
 # Sweeps whose columns name their datasets keep them (the real Planetoid files) with one seed. Table IV is
 # sampled: Cora only (its CiteSeer points are the same presets on the other file; they render '-' here).
-KEEP_DATA = {"table4": ["dataset=cora", "cluster.nproc=2", "model.layers=6", "model.hidden=16", "trainer.epochs=2",
-                        "trainer.eval_every=1", "trainer.seed=0"]}  # fmt: skip  # (its gamlp_* points are parallel=sync)
+KEEP_DATA = {
+    "table4": [
+        "dataset=cora",
+        "cluster.nproc=2",
+        "model.layers=6",
+        "model.hidden=16",
+        "trainer.epochs=2",
+        "trainer.eval_every=1",
+        "trainer.seed=0",
+    ]
+}  # (its gamlp_* points are parallel=sync)
 # Columns of datasets the test does not run (Table IV's datasets whose files its data root lacks, and the
 # sampled-out CiteSeer): rendered '-'.
 ABSENT_DATA = {"table4": {"citeseer", "pubmed", "amazon-computers", "amazon-photo", "coauthor-cs", "coauthor-physics"}}
@@ -33,7 +57,9 @@ ABSENT_DATA = {"table4": {"citeseer", "pubmed", "amazon-computers", "amazon-phot
 # take minutes, so those cells are checked to render '-' (a cell without runs), and the spec is
 # built once more with its columns' cluster.hosts moved to the runs' 2 hosts so that every column
 # whose link the runs have (speedup, bytes and test at 1 Gbit/s) meets real runs.
-NETNS = {"adaqp_emulated": [*(o for o in TINY if not o.startswith("cluster.nproc=")), "cluster.hosts=2", "cluster.nproc=1"]}
+NETNS = {
+    "adaqp_emulated": [*(o for o in TINY if not o.startswith("cluster.nproc=")), "cluster.hosts=2", "cluster.nproc=1"]
+}
 
 
 @pytest.mark.parametrize("spec_path", SPECS, ids=[p.name for p in SPECS])
@@ -53,7 +79,9 @@ def test_spec_renders_against_its_sweep(spec_path, tmp_path, request):
     sampled_out = ABSENT_DATA.get(sweep, set())
     also_run = [e for e in spec.get("also_run", []) if not {f"dataset={d}" for d in sampled_out} & set(e.split())]
     for i, extra in enumerate(also_run):
-        adaptive = ADAPTIVE_TINY if "quantizer=adaptive" in extra.split() else []  # one run: its quantizer's keys may be given
+        adaptive = (
+            ADAPTIVE_TINY if "quantizer=adaptive" in extra.split() else []
+        )  # one run: its quantizer's keys may be given
         res = run_gnnq([*base, *tiny, *extra.split(), *adaptive], tmp_path / "runs" / f"extra{i}", data)
         assert res.returncode == 0, res.stderr[-2000:]
     records = [r for _, r in find_records([tmp_path / "runs"])[0]]
@@ -63,7 +91,9 @@ def test_spec_renders_against_its_sweep(spec_path, tmp_path, request):
     ran = [any(_matches(r, col.get("match")) for r in records) for col in spec["columns"]]
     absent = [(col.get("match") or {}).get("dataset.name") in ABSENT_DATA.get(sweep, ()) for col in spec["columns"]]
     assert not any(r and a for r, a in zip(ran, absent))
-    assert all(r or a for r, a in zip(ran, absent)) if sweep not in NETNS else any(ran), f"{spec_path.name}: columns without runs: {ran}"
+    assert all(r or a for r, a in zip(ran, absent)) if sweep not in NETNS else any(ran), (
+        f"{spec_path.name}: columns without runs: {ran}"
+    )
     for row, line in zip(spec["rows"], cells):
         for col, cell, filled in zip(spec["columns"], line, ran):
             if filled:
@@ -83,7 +113,11 @@ def test_spec_renders_against_its_sweep(spec_path, tmp_path, request):
     csv_lines = (tmp_path / "out" / f"{name}.csv").read_text().strip().splitlines()
     assert len(csv_lines) == len(spec["rows"]) + 1
     # A column naming a metric the runs lack fails, naming the spec, the column and the metric.
-    speed = {"label": "speed", "metric": "epochs_per_fortnight", "match": spec["columns"][ran.index(True)].get("match", {})}
+    speed = {
+        "label": "speed",
+        "metric": "epochs_per_fortnight",
+        "match": spec["columns"][ran.index(True)].get("match", {}),
+    }
     broken = {**spec, "columns": [*spec["columns"], speed]}
     with pytest.raises(TableSpecError, match=r"column 'speed' names metric 'epochs_per_fortnight'.*test"):
         build_table(broken, records)

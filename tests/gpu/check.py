@@ -83,8 +83,11 @@ def check_codec_identity(device: torch.device) -> dict:
                         f"code bytes differing {int((ref[:, pbytes:] != got[:, pbytes:]).sum())}, "
                         f"decoded values differing {int((back_ref != back).sum())}"
                     )
-    return {"ok": not (mismatches or device_dependent), "mismatches": mismatches,
-            "torch_codec_differs_from_its_cpu_result": device_dependent}  # fmt: skip
+    return {
+        "ok": not (mismatches or device_dependent),
+        "mismatches": mismatches,
+        "torch_codec_differs_from_its_cpu_result": device_dependent,
+    }
 
 
 def check_codec_throughput(device: torch.device, rows: int, dim: int) -> dict:
@@ -98,8 +101,12 @@ def check_codec_throughput(device: torch.device, rows: int, dim: int) -> dict:
         out[f"triton quantize+pack with draws {bits}-bit_s"] = _time(
             lambda: triton_codec.quantize_pack(x, idx, streams, bits, torch.float16), device
         )
-        out[f"triton unpack {bits}-bit_s"] = _time(lambda: triton_codec.unpack_dequantize(wire, dim, bits, torch.float16), device)
-        out[f"torch quantize+pack {bits}-bit_s"] = _time(lambda: torch_codec.quantize_pack(x, noise, bits, torch.float16), device)
+        out[f"triton unpack {bits}-bit_s"] = _time(
+            lambda: triton_codec.unpack_dequantize(wire, dim, bits, torch.float16), device
+        )
+        out[f"torch quantize+pack {bits}-bit_s"] = _time(
+            lambda: torch_codec.quantize_pack(x, noise, bits, torch.float16), device
+        )
     out["ok"] = True
     return out
 
@@ -121,7 +128,11 @@ def check_mixed_layout(device: torch.device) -> dict:
     out = encoder.decode(flat, 256)
     step = ((src.amax(1) - src.amin(1)) / (2.0 ** bits.to(device).float() - 1)).cpu()
     err = (out - src).abs().amax(1).cpu()
-    return {"ok": bool((err <= step * 1.01 + 1e-3).all()), "backend": encoder.backend, "max_err_over_step": float((err / step).max())}
+    return {
+        "ok": bool((err <= step * 1.01 + 1e-3).all()),
+        "backend": encoder.backend,
+        "max_err_over_step": float((err / step).max()),
+    }
 
 
 def _one_step(strategy_name: str, quantizer: str, device: torch.device, world_size: int):
@@ -140,18 +151,22 @@ def _one_step(strategy_name: str, quantizer: str, device: torch.device, world_si
 
     quantizer_keys = {"name": quantizer, **({"bits": 8} if quantizer != "fp32" else {})}
     sampling_keys = {"sampling_rate": 1.0} if strategy_name == "sampling" else {}
-    cfg = typed_config({
-        "model": {"name": "gcn", "layers": 3, "hidden": 64, "dropout": 0.0, "norm": "layer"},
-        "quantizer": quantizer_keys,
-        "parallel": {"name": strategy_name, **sampling_keys},
-    })  # fmt: skip
+    cfg = typed_config(
+        {
+            "model": {"name": "gcn", "layers": 3, "hidden": 64, "dropout": 0.0, "norm": "layer"},
+            "quantizer": quantizer_keys,
+            "parallel": {"name": strategy_name, **sampling_keys},
+        }
+    )
     comm = Communicator()
     graph = generate_sbm(5000, 10.0, 4, 32, 0.5, 3.0, seed=0)
     assignment = partition_nodes(graph.edge_index, graph.num_nodes, world_size, "metis", 0)
     part = build_parts(graph, assignment, world_size)[comm.rank].to(device)
     torch.manual_seed(0)
     model = build_model(cfg, part).to(device)
-    exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(cfg.quantizer, 0, comm.rank))
+    exchange = HaloExchange(
+        comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(cfg.quantizer, 0, comm.rank)
+    )
     strategy = make_strategy(cfg.parallel, exchange, local_graph_for("gcn", part), part.x, seed=0)
     strategy.begin_training_epoch(1)
     logits, _ = forward_backward(model, part, strategy, float(graph.train_mask.sum()), comm)
@@ -173,7 +188,9 @@ def _overlap_rank(rank: int, world_size: int, port: int, device_name: str, out_d
         dist.destroy_process_group()
 
 
-STRATEGIES_CHECKED = tuple(name for name in PARALLEL.names() if PARALLEL.choice(name).trainer == FULL_GRAPH_TRAINER)  # the strategies
+STRATEGIES_CHECKED = tuple(
+    name for name in PARALLEL.names() if PARALLEL.choice(name).trainer == FULL_GRAPH_TRAINER
+)  # the strategies
 
 
 def check_overlap_equals_sync(device: torch.device, world_size: int = 2) -> dict:
@@ -198,18 +215,31 @@ def check_overlap_equals_sync(device: torch.device, world_size: int = 2) -> dict
                         diff = float((got - ref).abs().max() / ref.abs().max().clamp(min=1e-12))
                         worst[quantizer] = max(worst[quantizer], diff)
     # With 8-bit messages a rounding-level difference upstream can flip a code, so only fp32 is held to 1e-5.
-    return {"ok": worst["fp32"] <= 1e-5, "max_relative_difference": worst, "ranks": world_size,
-            "strategies": list(STRATEGIES_CHECKED[1:])}  # fmt: skip
+    return {
+        "ok": worst["fp32"] <= 1e-5,
+        "max_relative_difference": worst,
+        "ranks": world_size,
+        "strategies": list(STRATEGIES_CHECKED[1:]),
+    }
 
 
 def check_cli(device: torch.device) -> dict:
     runs = Path(tempfile.mkdtemp(prefix="gnnq-gpu-check-"))
-    args = ["logger=none", "experiment=adaqp", "cluster.nproc=1", "dataset.num_nodes=20000", "trainer.epochs=6",
-            "quantizer.assign_cycle=2", "model.hidden=128"]  # fmt: skip
+    args = [
+        "logger=none",
+        "experiment=adaqp",
+        "cluster.nproc=1",
+        "dataset.num_nodes=20000",
+        "trainer.epochs=6",
+        "quantizer.assign_cycle=2",
+        "model.hidden=128",
+    ]
     env = {**os.environ, "GNNQ_RUNS": str(runs), "GNNQ_DATA": str(runs / "data")}
     if device.type != "cuda":
         env["CUDA_VISIBLE_DEVICES"] = ""
-    res = subprocess.run([sys.executable, "-m", "gnnq.cli", *args], capture_output=True, text=True, env=env, timeout=900)
+    res = subprocess.run(
+        [sys.executable, "-m", "gnnq.cli", *args], capture_output=True, text=True, env=env, timeout=900
+    )
     records = [json.loads(p.read_text()) for p in runs.rglob("record.json")]
     if res.returncode != 0 or not records:
         return {"ok": False, "stderr": res.stderr[-2000:]}
@@ -250,15 +280,28 @@ def main(argv: list[str] | None = None) -> int:
         except Exception:
             results[name] = {"ok": False, "error": traceback.format_exc()[-2000:]}
         results[name]["seconds"] = round(time.perf_counter() - t0, 2)
-        print(f"[gpu-check] {name}: {'ok' if results[name]['ok'] else 'FAILED'} ({results[name]['seconds']} s)", flush=True)
+        print(
+            f"[gpu-check] {name}: {'ok' if results[name]['ok'] else 'FAILED'} ({results[name]['seconds']} s)",
+            flush=True,
+        )
     machine = describe_machine()
     if device.type == "cuda":
         machine["gpu"] = torch.cuda.get_device_name(device)
     args.out.mkdir(parents=True, exist_ok=True)
     command = command_line("tests.gpu.check", argv)
-    (args.out / "gpu_check.json").write_text(json.dumps({"command": command, "machine": machine, "checks": results}, indent=1))
-    lines = ["# GPU checks", "", f"Command: `{command}`", "", f"Machine: {json.dumps(machine)}", "",
-             markdown_table(["check", "ok", "seconds"], [[k, v["ok"], v["seconds"]] for k, v in results.items()]), ""]  # fmt: skip
+    (args.out / "gpu_check.json").write_text(
+        json.dumps({"command": command, "machine": machine, "checks": results}, indent=1)
+    )
+    lines = [
+        "# GPU checks",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"Machine: {json.dumps(machine)}",
+        "",
+        markdown_table(["check", "ok", "seconds"], [[k, v["ok"], v["seconds"]] for k, v in results.items()]),
+        "",
+    ]
     (args.out / "README.md").write_text("\n".join(lines))
     print("\n".join(lines))
     return 0 if all(v["ok"] for v in results.values()) else 1

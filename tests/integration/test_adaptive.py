@@ -27,24 +27,41 @@ HIDDEN, LAYERS, WIDTHS = 16, 3, (2, 4, 8)
 
 
 def _cfg(model: str, lam: float, solver: str, **quantizer):
-    return OmegaConf.create({
-        "model": {"name": model, "layers": LAYERS, "hidden": HIDDEN, "dropout": 0.0, "norm": "layer"},
-        "quantizer": OmegaConf.merge(OmegaConf.structured(AdaptiveQuantizerConfig), {  # every schema default, then these
-            "name": "adaptive", "bits": 8, "bit_choices": list(WIDTHS), "group_size": 7, "variance_weight": lam,
-            "assign_cycle": 1, "solver": solver, "profile_repeats": 1, **quantizer}),
-    })  # fmt: skip
+    return OmegaConf.create(
+        {
+            "model": {"name": model, "layers": LAYERS, "hidden": HIDDEN, "dropout": 0.0, "norm": "layer"},
+            "quantizer": OmegaConf.merge(
+                OmegaConf.structured(AdaptiveQuantizerConfig),
+                {  # every schema default, then these
+                    "name": "adaptive",
+                    "bits": 8,
+                    "bit_choices": list(WIDTHS),
+                    "group_size": 7,
+                    "variance_weight": lam,
+                    "assign_cycle": 1,
+                    "solver": solver,
+                    "profile_repeats": 1,
+                    **quantizer,
+                },
+            ),
+        }
+    )
 
 
 def _assign_and_step(world_size: int, model_name: str, lam: float, solver: str):
     """Trace one training step, reassign, then take a step with the new layouts; report what each rank holds."""
     comm = Communicator()
     graph = random_graph(num_nodes=240, num_edges=2400, seed=3)
-    part = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, world_size, "metis", 1), world_size)[comm.rank]
+    part = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, world_size, "metis", 1), world_size)[
+        comm.rank
+    ]
     cfg = _cfg(model_name, lam, solver)
     torch.manual_seed(0)
     model = build_model(cfg, part)
     op = local_graph_for(model_name, part)
-    exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(cfg.quantizer, 0, comm.rank))
+    exchange = HaloExchange(
+        comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(cfg.quantizer, 0, comm.rank)
+    )
     strategy = SyncStrategy(exchange, op, part.x)
     assigner = AdaptiveAssigner(cfg.quantizer, comm, exchange, op, model_name, HIDDEN, LAYERS)
     num_train = float(graph.train_mask.sum())
@@ -84,7 +101,9 @@ def _trace_two_epochs(trace: str):
     torch.manual_seed(0)
     model = build_model(cfg, part)
     op = local_graph_for("gcn", part)
-    exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(cfg.quantizer, 0, comm.rank))
+    exchange = HaloExchange(
+        comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(cfg.quantizer, 0, comm.rank)
+    )
     strategy = SyncStrategy(exchange, op, part.x)
     assigner = AdaptiveAssigner(cfg.quantizer, comm, exchange, op, "gcn", HIDDEN, LAYERS)
     held = []
@@ -161,10 +180,14 @@ def test_variance_weight_extremes(lam, width, model_name):
 def _failing_solve(world_size: int) -> str:
     comm = Communicator()
     graph = random_graph(num_nodes=120, num_edges=900, seed=4)
-    part = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, world_size, "metis", 1), world_size)[comm.rank]
+    part = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, world_size, "metis", 1), world_size)[
+        comm.rank
+    ]
     cfg = _cfg("gcn", 0.5, "greedy")
     op = local_graph_for("gcn", part)
-    exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(cfg.quantizer, 0, comm.rank))
+    exchange = HaloExchange(
+        comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(cfg.quantizer, 0, comm.rank)
+    )
     assigner = AdaptiveAssigner(cfg.quantizer, comm, exchange, op, "gcn", HIDDEN, LAYERS)
     assigner.cfg = OmegaConf.merge(cfg.quantizer, {"solver": "no-such-solver"})  # only rank 0 will trip over it
     try:

@@ -50,9 +50,20 @@ def _run_blocks(variant: str, deep_start: str = "", blocks: str = "cost", overla
         first = warm_start(x, y, dims, 3, PEN, iterations=4) if deep_start == "warmup2" else None
         steps = StepRule(20.0, 11) if deep_start == "chain" else StepRule()
         network = chain_network(x, y, dims, 3, STAGES, 1.0, steps) if deep_start == "chain" else None
-        block, links = build_block(comm, x, y, dims, seed=3, p_grid=grid, q_grid=grid if variant == "grid" else None,
-                                   hidden_init="identity" if deep_start else "he", first=first, network=network, steps=steps,
-                                   blocks=blocks)  # fmt: skip
+        block, links = build_block(
+            comm,
+            x,
+            y,
+            dims,
+            seed=3,
+            p_grid=grid,
+            q_grid=grid if variant == "grid" else None,
+            hidden_init="identity" if deep_start else "he",
+            first=first,
+            network=network,
+            steps=steps,
+            blocks=blocks,
+        )
         start = {layer.index: layer.p for layer in block.layers if layer.p is not None}
         comm.stats.reset()
         pending = None
@@ -62,7 +73,10 @@ def _run_blocks(variant: str, deep_start: str = "", blocks: str = "cost", overla
         if pending is not None:
             settle_q(block, links, pending)
         names = ("W", "b", "z", "p", "q", "u")
-        state = {layer.index: {k: getattr(layer, k).clone() for k in names if getattr(layer, k) is not None} for layer in block.layers}
+        state = {
+            layer.index: {k: getattr(layer, k).clone() for k in names if getattr(layer, k) is not None}
+            for layer in block.layers
+        }
         ghosts = {"q_below": block.q_below, "u_below": block.u_below, "p_above": block.p_above}
         moved = all(not torch.equal(start[i], state[i]["p"]) for i in start)
         return state, comm.stats.total_bytes(ADMM_TRAIN), ghosts, moved
@@ -79,14 +93,22 @@ def _merged(results) -> dict:
 
 @pytest.mark.parametrize(
     "variant,deep_start,blocks,overlap_q",
-    [("fp32", "", "cost", True), ("grid", "", "cost", True), ("grid_p", "", "cost", True), ("fp32", "warmup2", "cost", True),
-     ("fp32", "chain", "cost", True), ("fp32", "", "layers", False)],
+    [
+        ("fp32", "", "cost", True),
+        ("grid", "", "cost", True),
+        ("grid_p", "", "cost", True),
+        ("fp32", "warmup2", "cost", True),
+        ("fp32", "chain", "cost", True),
+        ("fp32", "", "layers", False),
+    ],
     ids=["pdADMM-G", "pdADMM-G-Q", "pdADMM-G-Q-p-only", "deep-start", "chain-start", "equal-counts-blocking-q"],
-)  # fmt: skip
+)
 def test_any_number_of_ranks_computes_the_serial_iterates(variant, deep_start, blocks, overlap_q):
     for world_size in (2, 4):  # or the cost split would test nothing the equal counts do not
         assert split_layers(DIMS, world_size, "cost") != layer_blocks(LAYERS, world_size)
-    serial = _merged([_run_blocks(variant, deep_start, blocks, overlap_q)])  # one process: no group, the whole network in one block
+    serial = _merged(
+        [_run_blocks(variant, deep_start, blocks, overlap_q)]
+    )  # one process: no group, the whole network in one block
     assert sorted(serial) == list(range(1, LAYERS + 1))
     grid = GRIDS["grid" if variant.startswith("grid") else "fp32"]
     for world_size in (2, 4):
@@ -95,7 +117,12 @@ def test_any_number_of_ranks_computes_the_serial_iterates(variant, deep_start, b
         assert sorted(parallel) == sorted(serial)
         for index, variables in serial.items():
             for name, value in variables.items():
-                assert torch.equal(parallel[index][name], value), (world_size, index, name, (parallel[index][name] - value).abs().max())
+                assert torch.equal(parallel[index][name], value), (
+                    world_size,
+                    index,
+                    name,
+                    (parallel[index][name] - value).abs().max(),
+                )
         for rank, (_, _, ghosts, moved) in enumerate(results):
             assert moved, f"rank {rank}: p did not move"
             mine = split_layers(DIMS, world_size, blocks)[rank]

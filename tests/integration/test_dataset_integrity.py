@@ -37,6 +37,10 @@ def test_the_cli_reports_a_corrupt_raw_file_in_one_line(cora, tmp_path):
     assert res.returncode == 1
     errors = [line for line in res.stderr.splitlines() if line.strip()]
     assert len(errors) == 1 and "Traceback" not in res.stderr, res.stderr
-    assert str(path) in errors[0] and file_sha256(path) in errors[0] and PUBLISHED_SHA256["cora"]["raw/ind.cora.allx"] in errors[0]
+    assert (
+        str(path) in errors[0]
+        and file_sha256(path) in errors[0]
+        and PUBLISHED_SHA256["cora"]["raw/ind.cora.allx"] in errors[0]
+    )
     record = read_record(run_dirs(tmp_path / "runs")[0])
     assert record["status"] == "failed" and str(path) in record["error"]

@@ -33,8 +33,14 @@ TRAINER_ROW_FIELDS = {"full": set(), "admm": {"objective", "residual", "rho"}, "
 TRAINER_SUMMARY_KEYS = {  # every trainer counts its model's parameters (num_params)
     "full": {"num_params", "comm_bytes_per_epoch_by_layer", "quantization", "codec_backend", "nonfinite_values_zeroed"},
     "admm": {"num_params", "admm"},
-    "minibatch": {"num_params", "comm_bytes_per_epoch_by_layer", "quantization", "codec_backend", "nonfinite_values_zeroed",
-                  "minibatch"},
+    "minibatch": {
+        "num_params",
+        "comm_bytes_per_epoch_by_layer",
+        "quantization",
+        "codec_backend",
+        "nonfinite_values_zeroed",
+        "minibatch",
+    },
 }
 
 
@@ -71,17 +77,34 @@ def _full(run_dir=None, resume=False):
 def _admm(run_dir=None, resume=False):
     comm = Communicator()
     part = _whole(gamlp_graph(_graph(), 2, Path(tempfile.mkdtemp())))
-    cfg = _cfg(**{"model.name": "gamlp", "model.hops": 2, "model.layers": 4, "model.dropout": 0.0, "parallel.name": "admm",
-                  "parallel.warmup_iterations": 3, "parallel.rho_schedule": "grow", "quantizer.name": "grid",
-                  "trainer.checkpoint_every": 2 if run_dir else 0})  # fmt: skip
+    cfg = _cfg(
+        **{
+            "model.name": "gamlp",
+            "model.hops": 2,
+            "model.layers": 4,
+            "model.dropout": 0.0,
+            "parallel.name": "admm",
+            "parallel.warmup_iterations": 3,
+            "parallel.rho_schedule": "grow",
+            "quantizer.name": "grid",
+            "trainer.checkpoint_every": 2 if run_dir else 0,
+        }
+    )
     rows: list[dict] = []
     summary = train_admm(cfg, part, comm, rows.append, run_dir=run_dir, resume=resume)
     return rows, summary
 
 
 def _minibatch():
-    cfg = _cfg(**{"model.name": "sage", "parallel.name": "minibatch", "parallel.fanouts": [5], "parallel.batch_size": 16,
-                  "cluster.nproc": 1})  # fmt: skip
+    cfg = _cfg(
+        **{
+            "model.name": "sage",
+            "parallel.name": "minibatch",
+            "parallel.fanouts": [5],
+            "parallel.batch_size": 16,
+            "cluster.nproc": 1,
+        }
+    )
     rows: list[dict] = []
     summary = train_minibatch(cfg, _whole(_graph()), Communicator(), rows.append)
     return rows, summary
@@ -119,7 +142,9 @@ def test_rows_and_summary_have_one_schema(runs, name):
     # Overheads: the rows' by kind, summed (no checkpoints here, so nothing after the last row).
     assert summary["overhead_by_kind"] == {k: sum(r["overhead_by_kind"][k] for r in rows) for k in OVERHEAD_KINDS}
     assert summary["overhead_time_s"] == pytest.approx(sum(r["overhead_time_s"] for r in rows), rel=1e-12)
-    assert summary["training_time_s"] == pytest.approx(sum(r["epoch_time_s"] + r["overhead_time_s"] for r in rows), rel=1e-12)
+    assert summary["training_time_s"] == pytest.approx(
+        sum(r["epoch_time_s"] + r["overhead_time_s"] for r in rows), rel=1e-12
+    )
     assert summary["throughput_epochs_per_s"] == pytest.approx(EPOCHS / summary["training_time_s"], rel=1e-12)
     for row in rows:
         assert row["overhead_time_s"] >= max(row["overhead_by_kind"].values()) >= 0
@@ -163,18 +188,29 @@ def _interrupted_then_resumed(trainer_name: str, root: Path):
 
 
 def _without_times(rows):
-    return [{k: v for k, v in r.items() if not k.endswith("_time_s") and k not in ("assignment", "overhead_by_kind")} for r in rows]
+    return [
+        {k: v for k, v in r.items() if not k.endswith("_time_s") and k not in ("assignment", "overhead_by_kind")}
+        for r in rows
+    ]
 
 
 @pytest.mark.parametrize("name", ["full", "admm"])
 def test_resumed_run_ends_as_the_uninterrupted_one(tmp_path, name):
-    (straight_rows, straight), (resumed_rows, resumed) = run_distributed(2, _interrupted_then_resumed, name, tmp_path)[0]
+    (straight_rows, straight), (resumed_rows, resumed) = run_distributed(2, _interrupted_then_resumed, name, tmp_path)[
+        0
+    ]
     assert [r["epoch"] for r in resumed_rows] == [5, 6, 7]
     assert _without_times(resumed_rows) == _without_times(straight_rows[4:])
     unstable = {*TIME_KEYS, "peak_memory_mib_per_rank", "checkpoints", "admm"}
-    assert {k: v for k, v in resumed.items() if k not in unstable} == {k: v for k, v in straight.items() if k not in unstable}
+    assert {k: v for k, v in resumed.items() if k not in unstable} == {
+        k: v for k, v in straight.items() if k not in unstable
+    }
     assert resumed["checkpoints"]["resumed_from_epoch"] == 4
-    assert [e["epoch"] for e in resumed["checkpoints"]["log"]] == [e["epoch"] for e in straight["checkpoints"]["log"]] == [2, 4, 6]
+    assert (
+        [e["epoch"] for e in resumed["checkpoints"]["log"]]
+        == [e["epoch"] for e in straight["checkpoints"]["log"]]
+        == [2, 4, 6]
+    )
     if name == "admm":
         assert resumed["admm"]["final_objective"] == straight["admm"]["final_objective"]
         assert resumed["admm"]["final_rho"] == straight["admm"]["final_rho"]

@@ -35,7 +35,9 @@ def _exchange_once(world_size: int):
     parts = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, world_size, "metis", 1), world_size)
     part = parts[comm.rank]
     codec = UniformCodec(4, torch.float16)
-    exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, MessageQuantization(codec, None, None, SEED, comm.rank))
+    exchange = HaloExchange(
+        comm, part.send_idx, part.send_counts, part.halo_counts, MessageQuantization(codec, None, None, SEED, comm.rank)
+    )
 
     def rows_of(ids: torch.Tensor) -> torch.Tensor:
         return torch.sin(ids.double()[:, None] * torch.arange(1, DIM + 1, dtype=torch.float64)).float() * ids[:, None]
@@ -57,13 +59,25 @@ def _exchange_once(world_size: int):
     counted = comm.stats.bytes[(HALO_TRAIN, LAYER, "fwd")]
     # Into place: [inner; halo] in one reused buffer, the halo rows decoded (training) or received (evaluation, fp32) there.
     inner, full = rows_of(part.inner_ids), torch.full((part.num_inner + part.num_halo, DIM), 7.0)
-    into = {name: exchange.fetch_into(inner, LAYER, traffic, full).clone()
-            for name, traffic in (("train", Traffic.training(EPOCH)), ("eval", EVALUATION))}  # fmt: skip
+    into = {
+        name: exchange.fetch_into(inner, LAYER, traffic, full).clone()
+        for name, traffic in (("train", Traffic.training(EPOCH)), ("eval", EVALUATION))
+    }
     exact = exchange.start(inner, LAYER, Direction.FORWARD, EVALUATION).wait()
-    return {"got": got, "want": torch.cat(want), "counted": counted, "sent": sent, "into": into, "exact": exact,
-            "inner": inner, "full_ptr": full.data_ptr(), "into_ptr": exchange.fetch_into(inner, 2, EVALUATION, full).data_ptr(),
-            "backend": exchange.codec_backend, "input_bytes": inputs,
-            "by_direction": {k: v for k, v in comm.stats.bytes.items() if k[0] == HALO_SETUP}}  # fmt: skip
+    return {
+        "got": got,
+        "want": torch.cat(want),
+        "counted": counted,
+        "sent": sent,
+        "into": into,
+        "exact": exact,
+        "inner": inner,
+        "full_ptr": full.data_ptr(),
+        "into_ptr": exchange.fetch_into(inner, 2, EVALUATION, full).data_ptr(),
+        "backend": exchange.codec_backend,
+        "input_bytes": inputs,
+        "by_direction": {k: v for k, v in comm.stats.bytes.items() if k[0] == HALO_SETUP},
+    }
 
 
 def test_exchange_sends_what_the_encoder_alone_makes():
@@ -75,7 +89,9 @@ def test_exchange_sends_what_the_encoder_alone_makes():
         assert not torch.equal(res["into"]["train"][n:], res["into"]["eval"][n:]) and res["into_ptr"] == res["full_ptr"]
         assert res["counted"] == res["sent"] > 0
         assert res["backend"] in ("c", "torch")
-        assert res["by_direction"] == {(HALO_SETUP, 0, "input"): res["input_bytes"]}, "inputs are counted as inputs, not fwd"
+        assert res["by_direction"] == {(HALO_SETUP, 0, "input"): res["input_bytes"]}, (
+            "inputs are counted as inputs, not fwd"
+        )
 
 
 class _SendLog(Communicator):

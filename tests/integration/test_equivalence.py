@@ -26,7 +26,9 @@ HIDDEN, LAYERS = 16, 3
 
 
 def _cfg(model: str):
-    return OmegaConf.create({"model": {"name": model, "layers": LAYERS, "hidden": HIDDEN, "dropout": 0.0, "norm": "layer"}})
+    return OmegaConf.create(
+        {"model": {"name": model, "layers": LAYERS, "hidden": HIDDEN, "dropout": 0.0, "norm": "layer"}}
+    )
 
 
 def _dense_reference(graph, model_name: str, model: torch.nn.Module):
@@ -123,7 +125,10 @@ def test_distributed_step_equals_full_graph(world_size, strategy_name):
 
 
 def _sync_and_overlap(world_size: int, splits: tuple[str, ...]):
-    return {"sync": _one_step(world_size, "sync"), **{split: _one_step(world_size, "overlap", split=split) for split in splits}}
+    return {
+        "sync": _one_step(world_size, "sync"),
+        **{split: _one_step(world_size, "overlap", split=split) for split in splits},
+    }
 
 
 @pytest.mark.parametrize(("world_size", "splits"), [(2, ("columns",)), (3, ("columns", "central")), (4, ("central",))])
@@ -151,11 +156,21 @@ def _quantized_step(world_size: int):
     graph = random_graph()
     assignment = partition_nodes(graph.edge_index, graph.num_nodes, world_size, "metis", seed=1)
     part = build_parts(graph, assignment, world_size)[comm.rank]
-    qcfg = OC.create({"name": "uniform", "bits": 4, "grad_bits": 8, "param_dtype": "fp16",
-                      "quantize_input": False, "nonfinite": "error"})  # fmt: skip
+    qcfg = OC.create(
+        {
+            "name": "uniform",
+            "bits": 4,
+            "grad_bits": 8,
+            "param_dtype": "fp16",
+            "quantize_input": False,
+            "nonfinite": "error",
+        }
+    )
     out = []
     comm.stats.reset()
-    exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(qcfg, 5, comm.rank))
+    exchange = HaloExchange(
+        comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(qcfg, 5, comm.rank)
+    )
     strategy = SyncStrategy(exchange, local_graph_for("gcn", part), part.x)
     for _ in range(2):  # the second step decodes into the halo buffers the first one left
         torch.manual_seed(0)
@@ -163,10 +178,20 @@ def _quantized_step(world_size: int):
         before = comm.stats.total_bytes(HALO_TRAIN)
         strategy.begin_training_epoch(3)
         logits, _ = forward_backward(model, part, strategy, float(graph.train_mask.sum()), comm)
-        out.append({"logits": logits.detach(), "grads": [p.grad.clone() for p in model.parameters()],
-                    "train_bytes": comm.stats.total_bytes(HALO_TRAIN) - before, "setup_bytes": comm.stats.total_bytes(HALO_SETUP),
-                    "sent_rows": int(part.send_idx.numel()), "halo_rows": part.num_halo,
-                    "buffers": [strategy.full_rows(layer, torch.empty(part.num_inner, HIDDEN)).data_ptr() for layer in range(1, LAYERS)]})  # fmt: skip
+        out.append(
+            {
+                "logits": logits.detach(),
+                "grads": [p.grad.clone() for p in model.parameters()],
+                "train_bytes": comm.stats.total_bytes(HALO_TRAIN) - before,
+                "setup_bytes": comm.stats.total_bytes(HALO_SETUP),
+                "sent_rows": int(part.send_idx.numel()),
+                "halo_rows": part.num_halo,
+                "buffers": [
+                    strategy.full_rows(layer, torch.empty(part.num_inner, HIDDEN)).data_ptr()
+                    for layer in range(1, LAYERS)
+                ],
+            }
+        )
     return out
 
 
@@ -178,7 +203,9 @@ def test_quantized_exchange_counts_exact_wire_bytes_and_is_reproducible():
         first, second = rank_result
         assert torch.equal(first["logits"], second["logits"]), "same seed and epoch, same draws"
         assert all(torch.equal(a, b) for a, b in zip(first["grads"], second["grads"]))
-        assert first["buffers"] == second["buffers"] and len(set(first["buffers"])) == LAYERS - 1, "one buffer per layer, reused"
+        assert first["buffers"] == second["buffers"] and len(set(first["buffers"])) == LAYERS - 1, (
+            "one buffer per layer, reused"
+        )
         fwd, bwd = row_bytes(HIDDEN, 4, torch.float16), row_bytes(HIDDEN, 8, torch.float16)
         assert (fwd, bwd) == (HIDDEN * 4 // 8 + 4, HIDDEN + 4)
         expected = (first["sent_rows"] * fwd + first["halo_rows"] * bwd) * (LAYERS - 1)

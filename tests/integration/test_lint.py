@@ -9,6 +9,10 @@ from tests.conftest import REPO
 
 
 def test_ruff_finds_nothing():
-    res = subprocess.run([sys.executable, "-m", "ruff", "check", "gnnq", "tests", "hydra_plugins", "tools"], cwd=REPO, capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "gnnq", "tests", "hydra_plugins", "tools"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-1000:]
-

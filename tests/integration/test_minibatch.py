@@ -47,8 +47,14 @@ def _train_both(model_name: str):
     full_cfg.parallel.name, full_cfg.trainer.epochs = "sync", 2
     full_rows: list[dict] = []
     full_summary = train(full_cfg, part, comm, on_epoch=full_rows.append)
-    return {"rows": rows, "summary": summary, "again": again, "full_rows": full_rows, "full_summary": full_summary,
-            "num_train": int(graph.train_mask.sum())}  # fmt: skip
+    return {
+        "rows": rows,
+        "summary": summary,
+        "again": again,
+        "full_rows": full_rows,
+        "full_summary": full_summary,
+        "num_train": int(graph.train_mask.sum()),
+    }
 
 
 @pytest.mark.parametrize("model_name", ["gcn", "sage"])

@@ -27,28 +27,39 @@ HIDDEN, LAYERS, EPOCHS = 16, 3, 3
 def _setup(world_size: int, model_name: str = "gcn"):
     comm = Communicator()
     graph = random_graph(num_nodes=200, num_edges=1600, seed=4)
-    part = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, world_size, "metis", 1), world_size)[comm.rank]
+    part = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, world_size, "metis", 1), world_size)[
+        comm.rank
+    ]
     return comm, graph, part, local_graph_for(model_name, part)
 
 
 def _train(world_size: int, strategy_name: str, model_name: str, options: dict | None = None):
     comm, graph, part, local = _setup(world_size, model_name)
-    cfg = OmegaConf.create({
-        "model": {"name": model_name, "layers": LAYERS, "hidden": HIDDEN, "dropout": 0.0, "norm": "layer"},
-        "trainer": {"optimizer": "adam", "lr": 0.05, "weight_decay": 0.0},
-    })  # fmt: skip
+    cfg = OmegaConf.create(
+        {
+            "model": {"name": model_name, "layers": LAYERS, "hidden": HIDDEN, "dropout": 0.0, "norm": "layer"},
+            "trainer": {"optimizer": "adam", "lr": 0.05, "weight_decay": 0.0},
+        }
+    )
     torch.manual_seed(0)
     model = build_model(cfg, part)
     optimizer = make_optimizer(cfg, model.parameters())
-    strategy = STRATEGIES[strategy_name](HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts), local, part.x, **(options or {}))
+    strategy = STRATEGIES[strategy_name](
+        HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts), local, part.x, **(options or {})
+    )
     steps = []
     for epoch in range(1, EPOCHS + 1):
         comm.stats.reset()
         strategy.begin_training_epoch(epoch)
         optimizer.zero_grad()
         logits, _ = forward_backward(model, part, strategy, float(graph.train_mask.sum()), comm)
-        steps.append({"logits": logits.detach(), "grads": [p.grad.clone() for p in model.parameters()],
-                      "bytes": comm.stats.total_bytes(HALO_TRAIN)})  # fmt: skip
+        steps.append(
+            {
+                "logits": logits.detach(),
+                "grads": [p.grad.clone() for p in model.parameters()],
+                "bytes": comm.stats.total_bytes(HALO_TRAIN),
+            }
+        )
         optimizer.step()
     return steps
 
@@ -75,7 +86,11 @@ def test_bytes_drop_in_proportion_to_the_rate():
 
 def test_floor_sample_size_through_the_strategy():
     """sample_size=floor reaches the strategy: fewer bytes than at_least_one at a rate where channels round differently."""
-    floor = sum(r["bytes"] for rank in run_distributed(3, _train, 3, "sampling", "gcn", {"rate": 0.05, "sample_size": "floor"}) for r in rank)
+    floor = sum(
+        r["bytes"]
+        for rank in run_distributed(3, _train, 3, "sampling", "gcn", {"rate": 0.05, "sample_size": "floor"})
+        for r in rank
+    )
     ones = sum(r["bytes"] for rank in run_distributed(3, _train, 3, "sampling", "gcn", {"rate": 0.05}) for r in rank)
     assert floor / ones == pytest.approx(14 / 18)  # this graph's six channels (54-61 rows): 2+2+... vs 3+3+...
 

@@ -25,11 +25,15 @@ def _train(world_size: int, strategy_name: str, options: dict | None = None, lr:
     """EPOCHS training steps; per epoch: logits, parameter gradients, halo rows used per layer, and bytes per (layer, direction)."""
     comm = Communicator()
     graph = random_graph(num_nodes=150, num_edges=900, seed=2)
-    part = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, world_size, "metis", 1), world_size)[comm.rank]
-    cfg = OmegaConf.create({
-        "model": {"name": "gcn", "layers": LAYERS, "hidden": HIDDEN, "dropout": 0.0, "norm": "layer"},
-        "trainer": {"optimizer": "adam", "lr": lr, "weight_decay": 0.0},
-    })  # fmt: skip
+    part = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, world_size, "metis", 1), world_size)[
+        comm.rank
+    ]
+    cfg = OmegaConf.create(
+        {
+            "model": {"name": "gcn", "layers": LAYERS, "hidden": HIDDEN, "dropout": 0.0, "norm": "layer"},
+            "trainer": {"optimizer": "adam", "lr": lr, "weight_decay": 0.0},
+        }
+    )
     torch.manual_seed(0)
     model = build_model(cfg, part)
     optimizer = make_optimizer(cfg, model.parameters())
@@ -42,11 +46,27 @@ def _train(world_size: int, strategy_name: str, options: dict | None = None, lr:
         optimizer.zero_grad()
         logits, _ = forward_backward(model, part, strategy, float(graph.train_mask.sum()), comm)
         halo = {layer: rows.clone() for layer, rows in getattr(strategy, "halo", {}).items()}
-        nbytes = {(layer, d): comm.stats.bytes.get((HALO_TRAIN, layer, d), 0) for layer in range(1, LAYERS) for d in ("fwd", "bwd")}
-        steps.append({"logits": logits.detach(), "grads": [p.grad.clone() for p in model.parameters()], "halo": halo, "bytes": nbytes})
+        nbytes = {
+            (layer, d): comm.stats.bytes.get((HALO_TRAIN, layer, d), 0)
+            for layer in range(1, LAYERS)
+            for d in ("fwd", "bwd")
+        }
+        steps.append(
+            {
+                "logits": logits.detach(),
+                "grads": [p.grad.clone() for p in model.parameters()],
+                "halo": halo,
+                "bytes": nbytes,
+            }
+        )
         optimizer.step()
     peers_sent = sum(int(c) for q, c in enumerate(part.send_counts) if q != comm.rank)
-    return {"steps": steps, "sends": getattr(strategy, "sends", {}), "row_bytes": peers_sent * HIDDEN * 4, "world_size": world_size}
+    return {
+        "steps": steps,
+        "sends": getattr(strategy, "sends", {}),
+        "row_bytes": peers_sent * HIDDEN * 4,
+        "world_size": world_size,
+    }
 
 
 @pytest.mark.parametrize("world_size", [2, 3])
@@ -54,11 +74,15 @@ def test_threshold_zero_equals_sync(world_size):
     sancus = run_distributed(world_size, _train, world_size, "sancus", {"threshold": 0.0, "max_staleness": 100})
     sync = run_distributed(world_size, _train, world_size, "sync")
     for s, r in zip(sancus, sync):
-        assert all(sends == list(range(1, EPOCHS + 1)) for sends in s["sends"].values()) and len(s["sends"]) == LAYERS - 1
+        assert (
+            all(sends == list(range(1, EPOCHS + 1)) for sends in s["sends"].values()) and len(s["sends"]) == LAYERS - 1
+        )
         for got, ref in zip(s["steps"], r["steps"]):
             assert torch.equal(got["logits"], ref["logits"])
             assert all(torch.equal(g, e) for g, e in zip(got["grads"], ref["grads"]))
-            for key, nbytes in ref["bytes"].items():  # the same rows, plus one flag byte per peer with each forward message
+            for key, nbytes in ref[
+                "bytes"
+            ].items():  # the same rows, plus one flag byte per peer with each forward message
                 assert got["bytes"][key] == nbytes + (world_size - 1 if key[1] == "fwd" else 0), key
 
 
@@ -72,11 +96,16 @@ def test_huge_threshold_sends_the_first_epochs_rows_and_the_bounds_resends():
         for layer in (1, 2):
             assert torch.equal(steps[1]["halo"][layer], steps[0]["halo"][layer])  # cached copies reused
             assert torch.equal(steps[2]["halo"][layer], steps[0]["halo"][layer])
-            assert not torch.equal(steps[3]["halo"][layer], steps[0]["halo"][layer])  # the bound's resend: training moved the rows
+            assert not torch.equal(
+                steps[3]["halo"][layer], steps[0]["halo"][layer]
+            )  # the bound's resend: training moved the rows
             assert torch.equal(steps[4]["halo"][layer], steps[3]["halo"][layer])
             for epoch, step in enumerate(steps, start=1):
                 sent = epoch in res["sends"][layer]
-                assert step["bytes"][(layer, "fwd")] == (res["row_bytes"] if sent else 0) + res["world_size"] - 1, (epoch, layer)
+                assert step["bytes"][(layer, "fwd")] == (res["row_bytes"] if sent else 0) + res["world_size"] - 1, (
+                    epoch,
+                    layer,
+                )
                 assert step["bytes"][(layer, "bwd")] > 0  # backward is exact: gradients go back every epoch
 
 

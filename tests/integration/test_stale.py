@@ -20,23 +20,31 @@ HIDDEN, LAYERS, EPOCHS = 16, 3, 4
 
 
 def _cfg(model: str, lr: float):
-    return OmegaConf.create({
-        "model": {"name": model, "layers": LAYERS, "hidden": HIDDEN, "dropout": 0.0, "norm": "layer"},
-        "trainer": {"optimizer": "adam", "lr": lr, "weight_decay": 0.0},
-    })  # fmt: skip
+    return OmegaConf.create(
+        {
+            "model": {"name": model, "layers": LAYERS, "hidden": HIDDEN, "dropout": 0.0, "norm": "layer"},
+            "trainer": {"optimizer": "adam", "lr": lr, "weight_decay": 0.0},
+        }
+    )
 
 
 def _train(world_size: int, strategy_name: str, model_name: str, lr: float, options: dict | None = None):
     """EPOCHS training steps; per epoch and hidden layer: the inner rows fed in and the halo rows used."""
     comm = Communicator()
     graph = random_graph(num_nodes=150, num_edges=900, seed=2)
-    part = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, world_size, "metis", 1), world_size)[comm.rank]
+    part = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, world_size, "metis", 1), world_size)[
+        comm.rank
+    ]
     cfg = _cfg(model_name, lr)
     torch.manual_seed(0)
     model = build_model(cfg, part)
     optimizer = make_optimizer(cfg, model.parameters())
-    strategy = STRATEGIES[strategy_name](HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts),
-                                         local_graph_for(model_name, part), part.x, **(options or {}))  # fmt: skip
+    strategy = STRATEGIES[strategy_name](
+        HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts),
+        local_graph_for(model_name, part),
+        part.x,
+        **(options or {}),
+    )
     seen = []
     aggregate = strategy.aggregate_hidden
 
@@ -68,9 +76,16 @@ def _train(world_size: int, strategy_name: str, model_name: str, lr: float, opti
         steps.append({"logits": logits.detach(), "grads": [p.grad.clone() for p in model.parameters()]})
         optimizer.step()
     strategy.close()
-    return {"inner_ids": part.inner_ids, "halo_ids": part.halo_ids, "seen": seen, "steps": steps, "grads": grads,
-            "sent_ids": part.inner_ids[part.send_idx], "send_counts": [int(c) for c in part.send_counts],
-            "num_nodes": graph.num_nodes}  # fmt: skip
+    return {
+        "inner_ids": part.inner_ids,
+        "halo_ids": part.halo_ids,
+        "seen": seen,
+        "steps": steps,
+        "grads": grads,
+        "sent_ids": part.inner_ids[part.send_idx],
+        "send_counts": [int(c) for c in part.send_counts],
+        "num_nodes": graph.num_nodes,
+    }
 
 
 @pytest.mark.parametrize("world_size", [2, 3])
@@ -148,7 +163,9 @@ def test_momentum_smooths_the_stale_rows():
             halo = res["halo_ids"]
             torch.testing.assert_close(used[1], sent[0][halo], rtol=0, atol=0)
             for t in range(2, EPOCHS):
-                torch.testing.assert_close(used[t], gamma * used[t - 1] + (1 - gamma) * sent[t - 1][halo], rtol=1e-6, atol=1e-6)
+                torch.testing.assert_close(
+                    used[t], gamma * used[t - 1] + (1 - gamma) * sent[t - 1][halo], rtol=1e-6, atol=1e-6
+                )
             assert not torch.allclose(used[3], sent[2][halo]), "smoothing must differ from plain staleness"
 
 
@@ -160,7 +177,9 @@ def _in_flight_at_evaluation(eval_every: int):
 
     comm = Communicator()
     graph = random_graph(num_nodes=150, num_edges=900, seed=2)
-    part = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, comm.world_size, "metis", 1), comm.world_size)[comm.rank]
+    part = build_parts(
+        graph, partition_nodes(graph.edge_index, graph.num_nodes, comm.world_size, "metis", 1), comm.world_size
+    )[comm.rank]
     cfg = typed_config({"parallel": {"name": "stale"}})
     cfg.model.hidden, cfg.model.layers = HIDDEN, LAYERS
     cfg.trainer.epochs, cfg.trainer.eval_every = 6, eval_every
@@ -197,7 +216,9 @@ def _wait_order(world_size: int, options: dict):
     message posted in an earlier epoch ("wait", direction, layer)."""
     comm = Communicator()
     graph = random_graph(num_nodes=150, num_edges=900, seed=2)
-    part = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, world_size, "metis", 1), world_size)[comm.rank]
+    part = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, world_size, "metis", 1), world_size)[
+        comm.rank
+    ]
     cfg = _cfg("gcn", 0.05)
     torch.manual_seed(0)
     model = build_model(cfg, part)
@@ -215,7 +236,9 @@ def _wait_order(world_size: int, options: dict):
                 log[-1].append(self.entry)
             return self.pending.wait()
 
-    exchange.start = lambda src, layer, direction, traffic, plan=None: Logged(start(src, layer, direction, traffic, plan), direction, layer, epoch_now[0])
+    exchange.start = lambda src, layer, direction, traffic, plan=None: Logged(
+        start(src, layer, direction, traffic, plan), direction, layer, epoch_now[0]
+    )
 
     def logged_aggregate(layer, h_inner):
         log[-1].append(("agg", layer))
@@ -236,7 +259,9 @@ def test_each_layer_waits_just_before_its_stale_buffer_is_used(warmup):
     """PipeGCN's per-layer waits: layer 2's forward message is waited for after layer 1 has aggregated, the
     backward messages during backward (layer 2 first); never all of them when the epoch starts."""
     log = run_distributed(2, _wait_order, 2, {"warmup": warmup})[0]
-    first = 2 if warmup == "sync" else 1  # epochs with nothing in flight from an earlier one (a sync warm-up waits at once)
+    first = (
+        2 if warmup == "sync" else 1
+    )  # epochs with nothing in flight from an earlier one (a sync warm-up waits at once)
     assert all(epoch == [("agg", 1), ("agg", 2)] for epoch in log[:first]), log
     per_layer = [("agg", 1), ("wait", "fwd", 1), ("agg", 2), ("wait", "fwd", 2), ("wait", "bwd", 2), ("wait", "bwd", 1)]
     assert all(epoch == per_layer for epoch in log[first:]), log
@@ -252,7 +277,9 @@ def test_warmup_zeros_starts_from_zero_buffers():
             whole = torch.zeros(res["num_nodes"], HIDDEN)
             for r in results:
                 whole[r["inner_ids"]] = r["seen"][0][layer][0]
-            assert res["seen"][1][layer][1].abs().sum() > 0 and torch.equal(res["seen"][1][layer][1], whole[res["halo_ids"]])
+            assert res["seen"][1][layer][1].abs().sum() > 0 and torch.equal(
+                res["seen"][1][layer][1], whole[res["halo_ids"]]
+            )
 
 
 @pytest.mark.parametrize("smooth", ["features", "gradients"])
@@ -260,7 +287,9 @@ def test_smooth_picks_the_buffers_momentum_smooths(smooth):
     """smooth=features: halo rows smoothed, returned gradients plain (last epoch's); smooth=gradients: the reverse.
     With zero buffers the average starts from zero, as in PipeGCN: epoch 2 uses (1 - γ)·(epoch 1's values)."""
     gamma = 0.5
-    results = run_distributed(2, _train, 2, "stale", "gcn", 0.05, {"momentum": gamma, "warmup": "zeros", "smooth": smooth})
+    results = run_distributed(
+        2, _train, 2, "stale", "gcn", 0.05, {"momentum": gamma, "warmup": "zeros", "smooth": smooth}
+    )
     n = results[0]["num_nodes"]
     for rank, res in enumerate(results):
         for layer in range(1, LAYERS):

@@ -59,7 +59,9 @@ def test_profile_all_channels_at_once(world_size, sent):
     repeats, steps = 3, 4
     results = run_distributed(world_size, _fit_and_profile, world_size, repeats, steps, sent)
     models = [r[0] for r in results]
-    expected_channels = {(s, d) for s in range(world_size) for d in range(world_size) if s != d and MESSAGE_BYTES[s][d] > 0}
+    expected_channels = {
+        (s, d) for s in range(world_size) for d in range(world_size) if s != d and MESSAGE_BYTES[s][d] > 0
+    }
     assert set(models[0].fits) == expected_channels
     assert all(m == models[0] for m in models)
     for fit in models[0].fits.values():

@@ -19,7 +19,9 @@ from tests.reliability.runner import run_catalogue
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.reliability", description=__doc__)
-    parser.add_argument("--out", type=Path, default=Path("results/reliability"), help="where results.json and README.md go")
+    parser.add_argument(
+        "--out", type=Path, default=Path("results/reliability"), help="where results.json and README.md go"
+    )
     parser.add_argument("--only", metavar="REGEX", help="run only the cases whose family/name matches")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     parser.add_argument("--keep", action="store_true", help="keep each case's temporary directory")
@@ -28,9 +30,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="rerun only the selected cases and replace their rows in OUT/results.json (the other rows stay)",
     )
-    parser.add_argument("--tmp", type=Path, default=None, help="where the cases' temporary directories go (default: TMPDIR)")
+    parser.add_argument(
+        "--tmp", type=Path, default=None, help="where the cases' temporary directories go (default: TMPDIR)"
+    )
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, _stop)  # a stopped catalogue still unmounts, ends its case's processes, removes its dirs
+    signal.signal(
+        signal.SIGTERM, _stop
+    )  # a stopped catalogue still unmounts, ends its case's processes, removes its dirs
     cases = select(args.only)
     if not cases:
         print(f"gnnq: error: --only {args.only}: no case matches; --list shows them", file=sys.stderr)
@@ -53,8 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         results, commands = _merged(args.out / "results.json", results, commands)
     summary = table.write(args.out, results, commands, describe_machine())
     o = summary["overall"]
-    print(f"[reliability] {o['pass']}/{o['cases'] - o['skip']} pass, {o['fail']} FAIL, {o['skip']} skipped; {o['records_lost']} records lost, "
-          f"{o['orphans']} orphan processes, {o['secrets_written']} secrets written -> {args.out / 'README.md'}")  # fmt: skip
+    print(
+        f"[reliability] {o['pass']}/{o['cases'] - o['skip']} pass, {o['fail']} FAIL, {o['skip']} skipped; {o['records_lost']} records lost, "
+        f"{o['orphans']} orphan processes, {o['secrets_written']} secrets written -> {args.out / 'README.md'}"
+    )
     return 0 if o["fail"] == 0 else 1
 
 

@@ -41,13 +41,23 @@ class Context:
         self.state: dict = {}  # what a case's setup hands to its act and verify
         kept = {k: v for k, v in os.environ.items() if k not in DROPPED_ENV}
         self.env = {
-            **kept, "GNNQ_RUNS": str(self.runs), "GNNQ_DATA": str(self.data), "WANDB_MODE": "offline",
-            "WANDB_SILENT": "true", "WANDB_API_KEY": self.secret, MARKER_ENV: self.marker, "GNNQ_KERNEL_CACHE": _kernel_cache(),
-            "HOME": str(self.home), "XDG_CONFIG_HOME": str(self.home / ".config"), "XDG_CACHE_HOME": str(self.home / ".cache"),
-            "TMPDIR": str(self.home / "tmp"), "WANDB_DIR": str(self.home / "wandb"),
-            "WANDB_CONFIG_DIR": str(self.home / ".config" / "wandb"), "WANDB_CACHE_DIR": str(self.home / ".cache" / "wandb"),
+            **kept,
+            "GNNQ_RUNS": str(self.runs),
+            "GNNQ_DATA": str(self.data),
+            "WANDB_MODE": "offline",
+            "WANDB_SILENT": "true",
+            "WANDB_API_KEY": self.secret,
+            MARKER_ENV: self.marker,
+            "GNNQ_KERNEL_CACHE": _kernel_cache(),
+            "HOME": str(self.home),
+            "XDG_CONFIG_HOME": str(self.home / ".config"),
+            "XDG_CACHE_HOME": str(self.home / ".cache"),
+            "TMPDIR": str(self.home / "tmp"),
+            "WANDB_DIR": str(self.home / "wandb"),
+            "WANDB_CONFIG_DIR": str(self.home / ".config" / "wandb"),
+            "WANDB_CACHE_DIR": str(self.home / ".cache" / "wandb"),
             "WANDB_DATA_DIR": str(self.home / "wandb-data"),
-        }  # fmt: skip
+        }
 
     # --- running gnnq ---------------------------------------------------------------------------------
 
@@ -56,7 +66,9 @@ class Context:
 
     def start(self, args: list[str], env: dict | None = None) -> subprocess.Popen:
         cmd = [sys.executable, "-m", "gnnq.cli", *args]
-        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self._env(env), cwd=self.root)
+        return subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self._env(env), cwd=self.root
+        )
 
     def run(self, args: list[str], env: dict | None = None, timeout_s: float = 300) -> Outcome:
         """``gnnq ARGS`` to its end; past ``timeout_s`` it is killed and the outcome says so."""
@@ -72,7 +84,9 @@ class Context:
             if rows:
                 return rows[0].parent
             if proc.poll() is not None:
-                raise RuntimeError(f"gnnq exited ({proc.returncode}) before training started: {proc.stderr.read()[-500:]}")
+                raise RuntimeError(
+                    f"gnnq exited ({proc.returncode}) before training started: {proc.stderr.read()[-500:]}"
+                )
             if time.monotonic() > deadline:
                 raise RuntimeError(f"training did not start within {timeout_s:.0f} s")
             time.sleep(0.2)
@@ -123,5 +137,6 @@ def finish(proc: subprocess.Popen, timeout_s: float) -> Outcome:
         proc.kill()
         out, err = proc.communicate()
         return Outcome(
-            subprocess.CompletedProcess(proc.args, proc.returncode, out, err), [f"still running after {timeout_s:.0f} s: killed"]
+            subprocess.CompletedProcess(proc.args, proc.returncode, out, err),
+            [f"still running after {timeout_s:.0f} s: killed"],
         )

@@ -7,7 +7,9 @@ from pathlib import Path
 import numpy as np
 
 
-def write_files_graph(d: Path, n: int = 40, classes: int = 3, multilabel: bool = False, csv: bool = False, seed: int = 0):
+def write_files_graph(
+    d: Path, n: int = 40, classes: int = 3, multilabel: bool = False, csv: bool = False, seed: int = 0
+):
     """Write a random ``n``-node graph with every class present; returns (edges, features, labels)."""
     rng = np.random.default_rng(seed)
     d.mkdir(parents=True, exist_ok=True)

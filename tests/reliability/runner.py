@@ -57,7 +57,9 @@ def run_case(case: Case, parent: Path, keep: bool = False) -> dict:
             problems.append(f"records {statuses or 'none'}, expected {list(case.expect.records) or 'none'}")
         lost = [] if case.expect.replaces_records else checks.lost_records(before, after)
         output = outcome.proc.stdout + outcome.proc.stderr
-        leaks = checks.files_holding(ctx.root, ctx.secret) + (["(the command's output)"] if ctx.secret in output else [])
+        leaks = checks.files_holding(ctx.root, ctx.secret) + (
+            ["(the command's output)"] if ctx.secret in output else []
+        )
     except PermissionError as exc:  # a mount this machine does not allow: the case cannot be set up here
         skipped = str(exc)
     except Exception as exc:  # noqa: BLE001 - a broken setup or check fails its case, the catalogue goes on
@@ -75,12 +77,18 @@ def run_case(case: Case, parent: Path, keep: bool = False) -> dict:
     if leaks:
         problems.append(f"the planted secret was written to {leaks}")
     return {
-        "family": case.family, "case": case.name, "what": case.what, "expected": case.expect.describe(),
+        "family": case.family,
+        "case": case.name,
+        "what": case.what,
+        "expected": case.expect.describe(),
         "observed": skipped and f"skipped: {skipped}" or _observed(outcome, statuses),
-        "result": "skip" if skipped else ("FAIL" if problems else "pass"), "problems": problems,
-        "records_lost": len(lost), "orphans": len(orphans), "secrets_written": len(leaks),
+        "result": "skip" if skipped else ("FAIL" if problems else "pass"),
+        "problems": problems,
+        "records_lost": len(lost),
+        "orphans": len(orphans),
+        "secrets_written": len(leaks),
         "seconds": round(time.monotonic() - started, 1),
-    }  # fmt: skip
+    }
 
 
 def run_catalogue(cases: list[Case], parent: Path, keep: bool = False, log=print) -> list[dict]:

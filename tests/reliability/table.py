@@ -14,13 +14,21 @@ def totals(results: list[dict]) -> dict:
     """Per family and overall: cases, passed, failed, skipped, records lost, orphans, secrets written, seconds."""
 
     def tally(rows: list[dict]) -> dict:
-        out = {"cases": len(rows), "pass": sum(r["result"] == "pass" for r in rows), "fail": sum(r["result"] == "FAIL" for r in rows),
-               "skip": sum(r["result"] == "skip" for r in rows), "seconds": round(sum(r["seconds"] for r in rows), 1)}  # fmt: skip
+        out = {
+            "cases": len(rows),
+            "pass": sum(r["result"] == "pass" for r in rows),
+            "fail": sum(r["result"] == "FAIL" for r in rows),
+            "skip": sum(r["result"] == "skip" for r in rows),
+            "seconds": round(sum(r["seconds"] for r in rows), 1),
+        }
         out.update({k: sum(r[k] for r in rows) for k in COUNTS})
         return out
 
     families = list(dict.fromkeys(r["family"] for r in results))
-    return {"families": {f: tally([r for r in results if r["family"] == f]) for f in families}, "overall": tally(results)}
+    return {
+        "families": {f: tally([r for r in results if r["family"] == f]) for f in families},
+        "overall": tally(results),
+    }
 
 
 FORMER_MODULE = "gnnq.bench.reliability"  # the catalogue's module before it moved to tests/reliability/
@@ -51,30 +59,74 @@ def write(out: Path, results: list[dict], commands: list[str], machine: dict) ->
     )
     overall = summary["overall"]
     rate = 100.0 * overall["pass"] / max(1, overall["cases"] - overall["skip"])
-    heads = ["family", "cases", "pass", "FAIL", "skip", "records lost", "orphan processes", "secrets written", "seconds"]
-    rows = [[f, t["cases"], t["pass"], t["fail"], t["skip"], t["records_lost"], t["orphans"], t["secrets_written"], t["seconds"]]
-            for f, t in [*summary["families"].items(), ("**all**", overall)]]  # fmt: skip
-    case_rows = [[r["family"], r["case"], _cell(r["what"]), _cell(r["expected"]), _cell(r["observed"]),
-                  r["result"] + ("".join(f"<br>{_cell(p)}" for p in r["problems"]) if r["problems"] else ""), r["seconds"]]
-                 for r in results]  # fmt: skip
+    heads = [
+        "family",
+        "cases",
+        "pass",
+        "FAIL",
+        "skip",
+        "records lost",
+        "orphan processes",
+        "secrets written",
+        "seconds",
+    ]
+    rows = [
+        [
+            f,
+            t["cases"],
+            t["pass"],
+            t["fail"],
+            t["skip"],
+            t["records_lost"],
+            t["orphans"],
+            t["secrets_written"],
+            t["seconds"],
+        ]
+        for f, t in [*summary["families"].items(), ("**all**", overall)]
+    ]
+    case_rows = [
+        [
+            r["family"],
+            r["case"],
+            _cell(r["what"]),
+            _cell(r["expected"]),
+            _cell(r["observed"]),
+            r["result"] + ("".join(f"<br>{_cell(p)}" for p in r["problems"]) if r["problems"] else ""),
+            r["seconds"],
+        ]
+        for r in results
+    ]
     failed = [r for r in results if r["result"] == "FAIL"]
     text = [
-        "# Reliability catalogue", "",
+        "# Reliability catalogue",
+        "",
         "Bad data, bad places, faults and resource cases, each through the real `gnnq` command line in its own temporary "
         "directory (the code: `tests/reliability/`; what each kind of failure looks like: "
         "[docs/runs.md](../../docs/runs.md#what-each-kind-of-failure-looks-like)). After every case: records that existed before must be byte-identical "
         "(records lost), no process of the case may be alive 10 s after it ended (orphan processes), and the fake "
         "`WANDB_API_KEY` planted in its environment must be in no file under its directory and not in its output "
-        "(secrets written).", "",
-        "```bash", *commands, "```", "", *_former_name_note(commands),
-        "Machine: " + ", ".join(f"{k} {v}" for k, v in machine.items()) + ".", "",
+        "(secrets written).",
+        "",
+        "```bash",
+        *commands,
+        "```",
+        "",
+        *_former_name_note(commands),
+        "Machine: " + ", ".join(f"{k} {v}" for k, v in machine.items()) + ".",
+        "",
         f"**{overall['pass']} of {overall['cases'] - overall['skip']} cases pass ({rate:.1f}%)**, {overall['records_lost']} records lost, "
         f"{overall['orphans']} orphan processes, {overall['secrets_written']} secrets written "
-        f"({overall['skip']} skipped; {overall['seconds'] / 60:.1f} min).", "",
-        markdown_table(heads, rows), "",
-    ]  # fmt: skip
+        f"({overall['skip']} skipped; {overall['seconds'] / 60:.1f} min).",
+        "",
+        markdown_table(heads, rows),
+        "",
+    ]
     if failed:
-        text += ["## Failing cases", ""] + [f"- `{r['family']}/{r['case']}`: {'; '.join(r['problems'])}" for r in failed] + [""]
+        text += (
+            ["## Failing cases", ""]
+            + [f"- `{r['family']}/{r['case']}`: {'; '.join(r['problems'])}" for r in failed]
+            + [""]
+        )
     text += [
         "## Every case",
         "",

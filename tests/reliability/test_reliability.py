@@ -51,13 +51,31 @@ def _earlier_record(ctx) -> None:
 
 
 BAD = {
-    "lost": Case("t", "lost", "deletes an earlier record", Expect(exit=0), setup=_earlier_record,
-                 act=lambda ctx, _: _python(ctx, f"import os; os.remove({str(ctx.runs / 'old' / 'record.json')!r})")),
-    "orphan": Case("t", "orphan", "leaves a process running", Expect(exit=0),
-                   act=lambda ctx, _: _python(ctx, "import time; time.sleep(600)", detach=True)),
-    "secret": Case("t", "secret", "writes the key to a file", Expect(exit=0),
-                   act=lambda ctx, _: _python(ctx, f"import os; open({str(ctx.root / 'f.txt')!r}, 'w').write(os.environ['WANDB_API_KEY'])")),
-}  # fmt: skip
+    "lost": Case(
+        "t",
+        "lost",
+        "deletes an earlier record",
+        Expect(exit=0),
+        setup=_earlier_record,
+        act=lambda ctx, _: _python(ctx, f"import os; os.remove({str(ctx.runs / 'old' / 'record.json')!r})"),
+    ),
+    "orphan": Case(
+        "t",
+        "orphan",
+        "leaves a process running",
+        Expect(exit=0),
+        act=lambda ctx, _: _python(ctx, "import time; time.sleep(600)", detach=True),
+    ),
+    "secret": Case(
+        "t",
+        "secret",
+        "writes the key to a file",
+        Expect(exit=0),
+        act=lambda ctx, _: _python(
+            ctx, f"import os; open({str(ctx.root / 'f.txt')!r}, 'w').write(os.environ['WANDB_API_KEY'])"
+        ),
+    ),
+}
 
 
 @pytest.mark.parametrize("bad", list(BAD))
@@ -72,12 +90,37 @@ def test_the_global_checks_catch_what_they_count(tmp_path, bad):
 
 
 def test_the_table_counts_per_family_and_overall(tmp_path):
-    rows = [{"family": f, "case": c, "what": "w", "expected": "exit 2", "observed": "exit 2", "result": r, "problems": p,
-             "records_lost": lost, "orphans": 0, "secrets_written": 0, "seconds": 1.5}
-            for f, c, r, p, lost in [("a", "x", "pass", [], 0), ("a", "y", "FAIL", ["exit 1 | 2"], 1), ("b", "z", "pass", [], 0)]]  # fmt: skip
+    rows = [
+        {
+            "family": f,
+            "case": c,
+            "what": "w",
+            "expected": "exit 2",
+            "observed": "exit 2",
+            "result": r,
+            "problems": p,
+            "records_lost": lost,
+            "orphans": 0,
+            "secrets_written": 0,
+            "seconds": 1.5,
+        }
+        for f, c, r, p, lost in [
+            ("a", "x", "pass", [], 0),
+            ("a", "y", "FAIL", ["exit 1 | 2"], 1),
+            ("b", "z", "pass", [], 0),
+        ]
+    ]
     summary = table.write(tmp_path, rows, ["python -m tests.reliability"], {"cores": os.cpu_count()})
-    assert summary["families"]["a"] == {"cases": 2, "pass": 1, "fail": 1, "skip": 0, "seconds": 3.0, "records_lost": 1, "orphans": 0,
-                                        "secrets_written": 0}  # fmt: skip
+    assert summary["families"]["a"] == {
+        "cases": 2,
+        "pass": 1,
+        "fail": 1,
+        "skip": 0,
+        "seconds": 3.0,
+        "records_lost": 1,
+        "orphans": 0,
+        "secrets_written": 0,
+    }
     assert summary["overall"]["pass"] == 2 and summary["overall"]["cases"] == 3
     readme = (tmp_path / "README.md").read_text()
     assert "**2 of 3 cases pass (66.7%)**, 1 records lost" in readme and "`a/y`: exit 1 | 2" in readme

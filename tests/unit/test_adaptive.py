@@ -37,7 +37,9 @@ def test_wire_layout_round_trip_and_sizes():
 
     message = encode(encoder)
     flat, per_peer = message.wire, message.send_bytes
-    assert message.nonfinite_zeroed == 0 and flat.numel() == sum(per_peer) == sum(row_bytes(33, int(b), torch.float16) for b in bits)
+    assert message.nonfinite_zeroed == 0 and flat.numel() == sum(per_peer) == sum(
+        row_bytes(33, int(b), torch.float16) for b in bits
+    )
     assert per_peer[1] == 0 and encoder.recv_bytes(counts, 33) == per_peer
     out = encoder.decode(flat, 33)
     spread = (src.amax(1) - src.amin(1)) / (2.0 ** bits.double() - 1)

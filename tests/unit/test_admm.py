@@ -83,7 +83,11 @@ CORA_DIMS = [7165] + [500] * 9 + [7]  # the paper's GA-MLP on Cora: 4 hops of 1,
 
 def test_cost_blocks_give_the_wide_first_layer_a_rank_of_its_own():
     costs = layer_costs(CORA_DIMS)
-    assert costs[0] == 14 * 7165 * 500 + 30 * 500 and costs[1] == 22 * 500 * 500 + 30 * 500 and costs[-1] == 22 * 500 * 7 + 500 * 7
+    assert (
+        costs[0] == 14 * 7165 * 500 + 30 * 500
+        and costs[1] == 22 * 500 * 500 + 30 * 500
+        and costs[-1] == 22 * 500 * 7 + 500 * 7
+    )
     assert split_layers(CORA_DIMS, 2, "cost") == [range(1, 2), range(2, 11)]
     # The largest block is layer 1 alone either way; the other ranks split the rest evenly.
     assert split_layers(CORA_DIMS, 4, "cost") == [range(1, 2), range(2, 5), range(5, 8), range(8, 11)]
@@ -102,8 +106,11 @@ def test_cost_blocks_minimize_the_largest_block_then_its_spread():
         key = lambda blocks: (max(s := [sum(costs[i - 1] for i in b) for b in blocks]), sum(v * v for v in s))  # noqa: E731
         got = cost_blocks(costs, ranks)
         assert len(got) == ranks and all(len(b) for b in got) and [i for b in got for i in b] == list(range(1, n + 1))
-        every = [[range(e[i] + 1, e[i + 1] + 1) for i in range(ranks)] for cuts in itertools.combinations(range(1, n), ranks - 1)
-                 for e in [(0, *cuts, n)]]  # fmt: skip
+        every = [
+            [range(e[i] + 1, e[i + 1] + 1) for i in range(ranks)]
+            for cuts in itertools.combinations(range(1, n), ranks - 1)
+            for e in [(0, *cuts, n)]
+        ]
         assert key(got) == min(map(key, every)), (costs, ranks, got)
 
 
@@ -209,9 +216,13 @@ def test_chain_start_keeps_the_trained_layers_and_starts_the_output_at_the_label
     for kept in range(3):  # layers 1..3 of the 4-layer network with their p, z, q; u starts again at 0
         for name in ("W", "b", "z", "q", "p"):
             value = getattr(four[kept], name)
-            assert (value is None and getattr(full[kept], name) is None) or torch.equal(getattr(full[kept], name), value), (kept, name)
+            assert (value is None and getattr(full[kept], name) is None) or torch.equal(
+                getattr(full[kept], name), value
+            ), (kept, name)
         assert torch.equal(full[kept].u, torch.zeros_like(full[kept].q))
-    assert torch.equal(full[1].p, four[1].p) and not torch.equal(full[1].p, full[0].q)  # a trained p, not the forward pass
+    assert torch.equal(full[1].p, four[1].p) and not torch.equal(
+        full[1].p, full[0].q
+    )  # a trained p, not the forward pass
     assert torch.equal(full[3].p, full[2].q)  # the new layers start on the kept network's last q
     for layer in full[3:-1]:
         assert torch.equal(layer.W, torch.eye(H)) and torch.equal(layer.b, torch.zeros(H))

@@ -22,7 +22,9 @@ def test_speedup_bounds_by_hand():
 
 
 def test_overrides_may_follow_the_options():
-    args = parse_args(["adaqp_emulated", "experiment=adaqp_vanilla,adaqp", "--repeats", "1", "trainer.epochs=20", "--out", "x"])
+    args = parse_args(
+        ["adaqp_emulated", "experiment=adaqp_vanilla,adaqp", "--repeats", "1", "trainer.epochs=20", "--out", "x"]
+    )
     assert args.overrides == ["experiment=adaqp_vanilla,adaqp", "trainer.epochs=20"] and args.repeats == 1
 
 

@@ -38,12 +38,21 @@ def same(a: torch.Tensor, b: torch.Tensor) -> bool:
 def awkward_rows(dim: int, gen: torch.Generator) -> torch.Tensor:
     """Constant rows, signed zeros, huge and tiny magnitudes, values in the fp16 subnormal range."""
     scales = torch.tensor([1.0, 1e-3, 1e3, 1e-6, 3e-8, 1e-30, 1e-41, 6e4, 7e4, 1e20, 1e38])
-    x = (torch.randn(len(scales), dim, generator=gen) * scales[:, None]).clamp(-3.4e38, 3.4e38)  # finite: x 1e38 may overflow
-    extra = [torch.full((dim,), 2.5), torch.zeros(dim), torch.full((dim,), -0.0), torch.full((dim,), -7.0),
-             torch.randn(dim, generator=gen).abs(), -torch.randn(dim, generator=gen).abs(),
-             torch.randint(-3, 4, (dim,), generator=gen).float() * 2.0**-24,  # exact fp16 subnormals
-             torch.tensor([0.0, -0.0] * dim)[:dim], torch.tensor([-0.0, 0.0] * dim)[:dim],
-             torch.tensor([3.4e38, -3.4e38] * dim)[:dim]]  # fmt: skip
+    x = (torch.randn(len(scales), dim, generator=gen) * scales[:, None]).clamp(
+        -3.4e38, 3.4e38
+    )  # finite: x 1e38 may overflow
+    extra = [
+        torch.full((dim,), 2.5),
+        torch.zeros(dim),
+        torch.full((dim,), -0.0),
+        torch.full((dim,), -7.0),
+        torch.randn(dim, generator=gen).abs(),
+        -torch.randn(dim, generator=gen).abs(),
+        torch.randint(-3, 4, (dim,), generator=gen).float() * 2.0**-24,  # exact fp16 subnormals
+        torch.tensor([0.0, -0.0] * dim)[:dim],
+        torch.tensor([-0.0, 0.0] * dim)[:dim],
+        torch.tensor([3.4e38, -3.4e38] * dim)[:dim],
+    ]
     return torch.cat([x, torch.stack(extra)])
 
 
@@ -69,12 +78,19 @@ def test_encode_decode_bit_identical(bits, pd, dim):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.sampled_from(torch_codec.BITS), st.sampled_from(PARAMS), st.integers(1, 40), st.integers(1, 6),
-       st.lists(st.floats(width=32, allow_nan=False, allow_infinity=False), min_size=1, max_size=240),
-       st.integers(0, 2**31))  # fmt: skip
+@given(
+    st.sampled_from(torch_codec.BITS),
+    st.sampled_from(PARAMS),
+    st.integers(1, 40),
+    st.integers(1, 6),
+    st.lists(st.floats(width=32, allow_nan=False, allow_infinity=False), min_size=1, max_size=240),
+    st.integers(0, 2**31),
+)
 def test_encode_decode_bit_identical_hypothesis(bits, pd, dim, nrows, values, seed):
     gen = torch.Generator().manual_seed(seed)
-    src = torch.tensor(values, dtype=torch.float32).repeat(nrows * dim // len(values) + 1)[: nrows * dim].view(nrows, dim)
+    src = (
+        torch.tensor(values, dtype=torch.float32).repeat(nrows * dim // len(values) + 1)[: nrows * dim].view(nrows, dim)
+    )
     rows = torch.randint(0, nrows, (nrows + 2,), generator=gen)
     streams = RowStreams.of_blocks([seed, seed + 1], [1, nrows + 1], "cpu")
     want = torch_codec.quantize_rows(src, rows, streams, bits, pd)[0]
@@ -84,7 +100,9 @@ def test_encode_decode_bit_identical_hypothesis(bits, pd, dim, nrows, values, se
 
 def test_empty_inputs_and_scattered_decode():
     src = torch.randn(4, 5)
-    empty, _ = c_codec.quantize_pack(src, torch.empty(0, dtype=torch.int64), RowStreams.of_blocks([1], [0], "cpu"), 4, torch.float16)
+    empty, _ = c_codec.quantize_pack(
+        src, torch.empty(0, dtype=torch.int64), RowStreams.of_blocks([1], [0], "cpu"), 4, torch.float16
+    )
     assert empty.shape == (0, torch_codec.row_bytes(5, 4, torch.float16))
     assert c_codec.unpack_dequantize(empty, 5, 4, torch.float16).shape == (0, 5)
     wire, _ = c_codec.quantize_pack(src, torch.tensor([2, 0]), RowStreams.of_blocks([1], [2], "cpu"), 2, torch.float32)
@@ -92,7 +110,11 @@ def test_empty_inputs_and_scattered_decode():
     c_codec.unpack_dequantize(wire, 5, 2, torch.float32, out=out, out_rows=torch.tensor([3, 1]))
     assert same(out[[3, 1]], torch_codec.unpack_dequantize(wire, 5, 2, torch.float32))
     assert (out[[0, 2]] == 9.0).all()
-    for bad in (torch.empty(2, 5, dtype=torch.float64), torch.empty(5, 2).t(), torch.empty(3, 5)):  # dtype, layout, rows
+    for bad in (
+        torch.empty(2, 5, dtype=torch.float64),
+        torch.empty(5, 2).t(),
+        torch.empty(3, 5),
+    ):  # dtype, layout, rows
         for decode in (c_codec.unpack_dequantize, torch_codec.unpack_dequantize):
             with pytest.raises(ValueError, match=r"out must be a contiguous fp32 \(2, 5\) tensor on cpu"):
                 decode(wire, 5, 2, torch.float32, out=bad)
@@ -148,7 +170,11 @@ def test_compiler_failure_falls_back_to_torch(monkeypatch, tmp_path, cc):
         src, key = torch.randn(6, 9), NoiseKey(0, 0, 1, "fwd", 0)
         kernels = kernels_for(src.device)
         assert kernels.name == "torch"
-        wire = UniformEncoder(UniformCodec(4, torch.float16), kernels).encode(src, torch.tensor([5, 0, 2]), [3], key, "test").wire
+        wire = (
+            UniformEncoder(UniformCodec(4, torch.float16), kernels)
+            .encode(src, torch.tensor([5, 0, 2]), [3], key, "test")
+            .wire
+        )
         want = torch_codec.quantize_pack(src[[5, 0, 2]], philox.uniforms(key.streams([3], "cpu"), 9), 4, torch.float16)
         assert same(wire, want.reshape(-1))
         assert not list(tmp_path.rglob("*.so"))

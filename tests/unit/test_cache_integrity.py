@@ -46,8 +46,13 @@ def _into_directory(path: Path) -> None:
     path.mkdir()
 
 
-DAMAGE = {"truncated": _truncate, "byte flipped": flip_byte, "emptied": lambda p: p.write_bytes(b""),
-          "deleted": lambda p: p.unlink(), "replaced by a directory": _into_directory}  # fmt: skip
+DAMAGE = {
+    "truncated": _truncate,
+    "byte flipped": flip_byte,
+    "emptied": lambda p: p.write_bytes(b""),
+    "deleted": lambda p: p.unlink(),
+    "replaced by a directory": _into_directory,
+}
 
 
 def _assert_same_part(a, b) -> None:
@@ -124,11 +129,13 @@ def test_a_damaged_part_is_refused_by_ranks_and_rebuilt_by_the_launcher(built, p
 
 META_DAMAGE = {
     "a digit changed (still valid JSON)": lambda p: p.write_text(p.read_text().replace('"seed": 0', '"seed": 1')),
-    "a checksum changed": lambda p: p.write_text(p.read_text().replace(json.loads(p.read_text())["sha256"]["part0.pt"], "0" * 64)),
+    "a checksum changed": lambda p: p.write_text(
+        p.read_text().replace(json.loads(p.read_text())["sha256"]["part0.pt"], "0" * 64)
+    ),
     "not JSON": _truncate,
     "not UTF-8": lambda p: p.write_bytes(b"\xff\xfe" + p.read_bytes()),
     "deleted": lambda p: p.unlink(),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("damage", META_DAMAGE, ids=list(META_DAMAGE))

@@ -29,8 +29,14 @@ def test_checkpoints_load_without_unpickling_code(tmp_path):
     buffer = io.BytesIO()
     torch.save({"loop": _Payload()}, buffer)
     path.write_bytes(buffer.getvalue())
-    latest = {"format_version": 1, "epoch": 1, "dir": "epoch-000001", "world_size": 1,
-              "sha256": [hashlib.sha256(path.read_bytes()).hexdigest()], "bytes": [path.stat().st_size]}  # fmt: skip
+    latest = {
+        "format_version": 1,
+        "epoch": 1,
+        "dir": "epoch-000001",
+        "world_size": 1,
+        "sha256": [hashlib.sha256(path.read_bytes()).hexdigest()],
+        "bytes": [path.stat().st_size],
+    }
     (root / LATEST_FILE).write_text(json.dumps(latest))
     with pytest.raises(pickle.UnpicklingError):
         load_checkpoint(tmp_path, 0, 1)

@@ -69,7 +69,9 @@ def test_round_trip_and_row_size(bits, pd, dim, rows):
         zero, step = torch_codec.param_values(*torch_codec.row_params(x, bits, pd))
         assert ((out - x).abs() <= step.float()[:, None] * (1 + 1e-5)).all()
         levels = (1 << bits) - 1
-        assert (out >= zero.float()[:, None]).all() and (out <= (zero.float() + levels * step.float())[:, None] + 1e-4).all()
+        assert (out >= zero.float()[:, None]).all() and (
+            out <= (zero.float() + levels * step.float())[:, None] + 1e-4
+        ).all()
 
 
 def test_packing_layout():
@@ -86,7 +88,9 @@ def test_row_maximum_never_wraps_or_spills(bits):
     x = torch.randn(3, 9)
     almost_one = torch.full_like(x, 1.0 - 2**-24)
     both = torch_codec.quantize_pack(x, almost_one, bits, torch.float16)
-    apart = torch.cat([torch_codec.quantize_pack(x[i : i + 1], almost_one[i : i + 1], bits, torch.float16) for i in range(3)])
+    apart = torch.cat(
+        [torch_codec.quantize_pack(x[i : i + 1], almost_one[i : i + 1], bits, torch.float16) for i in range(3)]
+    )
     assert torch.equal(both, apart), "rows are independent: nothing spills into a neighbour"
     out = torch_codec.unpack_dequantize(both, 9, bits, torch.float16)
     zero, step = (p.float() for p in torch_codec.row_params(x, bits, torch.float16))
@@ -105,7 +109,9 @@ def test_degenerate_rows_decode_exactly(pd):
 
 def test_constant_rows_exact_with_fp32_params():
     x = torch.full((2, 5), 0.1)
-    out = torch_codec.unpack_dequantize(torch_codec.quantize_pack(x, torch.rand_like(x), 4, torch.float32), 5, 4, torch.float32)
+    out = torch_codec.unpack_dequantize(
+        torch_codec.quantize_pack(x, torch.rand_like(x), 4, torch.float32), 5, 4, torch.float32
+    )
     assert torch.equal(out, x)
 
 
@@ -117,14 +123,23 @@ def test_nonfinite_message_named_or_zeroed_over_sent_rows_only(backend):
     x[4, :] = float("nan")  # never sent: neither an error nor counted
     rows, key = torch.tensor([0, 1, 2, 2, 3]), NoiseKey(1, 0, 2, "bwd", 0)
     with pytest.raises(NonFiniteMessageError, match="layer 2 backward"):
-        UniformEncoder(UniformCodec(4, torch.float16), BACKENDS[backend]).encode(x, rows, [2, 3], key, "layer 2 backward")
+        UniformEncoder(UniformCodec(4, torch.float16), BACKENDS[backend]).encode(
+            x, rows, [2, 3], key, "layer 2 backward"
+        )
     zeroing = UniformEncoder(UniformCodec(4, torch.float16, nonfinite="zero"), BACKENDS[backend])
     message = zeroing.encode(x, rows, [2, 3], key, "layer 2 backward")
     assert message.nonfinite_zeroed == 2, "each zeroed source value once, though row 2 is sent twice"
     assert torch.isfinite(zeroing.decode(message.wire, 6)).all()
     clean = torch.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
-    assert torch.equal(message.wire, zeroing.encode(clean, rows, [2, 3], key, "test").wire), "the same draws as a clean message"
-    assert UniformEncoder(UniformCodec(4, torch.float16), BACKENDS[backend]).encode(x, rows[[0, 4]], [2], key, "t").nonfinite_zeroed == 0
+    assert torch.equal(message.wire, zeroing.encode(clean, rows, [2, 3], key, "test").wire), (
+        "the same draws as a clean message"
+    )
+    assert (
+        UniformEncoder(UniformCodec(4, torch.float16), BACKENDS[backend])
+        .encode(x, rows[[0, 4]], [2], key, "t")
+        .nonfinite_zeroed
+        == 0
+    )
 
 
 def test_draws_are_keyed_per_message_and_receiver():
@@ -139,19 +154,29 @@ def test_draws_are_keyed_per_message_and_receiver():
     assert not torch.equal(a, draws(0, 1, Direction.BACKWARD))
     assert not torch.equal(a, draws(1, 1, Direction.FORWARD))
     assert not torch.equal(a[:2], a[3:5]), "receivers draw apart"
-    assert torch.equal(draws(0, 1, Direction.FORWARD, (3, 4, 2))[7:9], a[3:5]), "a row's draws depend on its receiver block only"
+    assert torch.equal(draws(0, 1, Direction.FORWARD, (3, 4, 2))[7:9], a[3:5]), (
+        "a row's draws depend on its receiver block only"
+    )
     assert ((a > 0) & (a < 1)).all() and torch.equal(torch.round(a * 2**17), a * 2**17), "16-bit midpoints in (0, 1)"
 
 
 def test_philox_known_answers():
     """Random123's known-answer vectors for Philox4x32-10."""
+
     def run(ctr, key):
-        return [int(w) for w in philox.philox4x32([torch.tensor([c]) for c in ctr], torch.tensor([key[0]]), torch.tensor([key[1]]))]
+        return [
+            int(w)
+            for w in philox.philox4x32([torch.tensor([c]) for c in ctr], torch.tensor([key[0]]), torch.tensor([key[1]]))
+        ]
 
     assert run([0, 0, 0, 0], [0, 0]) == [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]
     assert run([0xFFFFFFFF] * 4, [0xFFFFFFFF] * 2) == [0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD]
     assert run([0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344], [0xA4093822, 0x299F31D0]) == [
-        0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1]  # fmt: skip
+        0xD16CFE09,
+        0x94FDCCEB,
+        0x5001E420,
+        0x24126EA1,
+    ]
 
 
 @pytest.mark.parametrize("backend", ["torch", "c"])
@@ -170,9 +195,18 @@ def test_keyed_draws_are_unbiased(backend, bits):
     assert finite and ((mean - x[0].double()).abs() <= tol).all(), float(((mean - x[0].double()).abs() / tol).max())
 
 
-OVERFLOW_ROWS = [[-70000.0, 1.0, 2.0], [0.0, 70000.0, 1.0], [70000.0, 70001.0, 70002.0], [-65510.0, 0.0, 1.0],
-                 [65510.0, 65515.0, 65519.0], [0.0, 65504.0 * 3, 3.0], [3.4e38, -3.4e38, 1.0], [-3.4e38, -3.4e38, -3.4e38],
-                 [1e30, -1e30, 0.0], [0.0, 1.0, 65504.0]]  # fmt: skip
+OVERFLOW_ROWS = [
+    [-70000.0, 1.0, 2.0],
+    [0.0, 70000.0, 1.0],
+    [70000.0, 70001.0, 70002.0],
+    [-65510.0, 0.0, 1.0],
+    [65510.0, 65515.0, 65519.0],
+    [0.0, 65504.0 * 3, 3.0],
+    [3.4e38, -3.4e38, 1.0],
+    [-3.4e38, -3.4e38, -3.4e38],
+    [1e30, -1e30, 0.0],
+    [0.0, 1.0, 65504.0],
+]
 
 
 @pytest.mark.parametrize("pd", PARAMS)
@@ -211,14 +245,22 @@ def test_triton_kernels_equal_torch_bit_for_bit(bits, pd):
         src[6, dim // 2] = 0.0
         src[8, 0] = -70000.0  # fp16 parameters overflow
         src[9] *= 1e35
-        for idx in (torch.tensor([], dtype=torch.int64), torch.tensor([7]), torch.tensor([4, 5, 0, 29, 5, 11, 3, 6, 8, 9])):
-            streams = RowStreams.of_blocks([dim, 2**62 + bits], [idx.numel() // 2, idx.numel() - idx.numel() // 2], "cpu")
+        for idx in (
+            torch.tensor([], dtype=torch.int64),
+            torch.tensor([7]),
+            torch.tensor([4, 5, 0, 29, 5, 11, 3, 6, 8, 9]),
+        ):
+            streams = RowStreams.of_blocks(
+                [dim, 2**62 + bits], [idx.numel() // 2, idx.numel() - idx.numel() // 2], "cpu"
+            )
             want, ok = torch_codec.quantize_rows(src, idx, streams, bits, pd)
             got, ok_t = triton_codec.quantize_pack(src, idx, streams, bits, pd, block=64)
             assert ok and ok_t and torch.equal(got, want), (dim, idx.tolist())
             decoded = torch_codec.unpack_dequantize(want, dim, bits, pd)
-            assert torch.equal(triton_codec.unpack_dequantize(got, dim, bits, pd, block=64).view(torch.int32),
-                               decoded.view(torch.int32))  # fmt: skip
+            assert torch.equal(
+                triton_codec.unpack_dequantize(got, dim, bits, pd, block=64).view(torch.int32),
+                decoded.view(torch.int32),
+            )
             full = torch.full((idx.numel() + 2, dim), 7.0, device=got.device)  # into place: rows 1.. of a bigger buffer
             triton_codec.unpack_dequantize(got, dim, bits, pd, out=full[1:-1], block=64)
             assert torch.equal(full[1:-1].view(torch.int32), decoded.view(torch.int32)) and (full[[0, -1]] == 7.0).all()
@@ -235,6 +277,8 @@ def test_triton_mixed_widths_equal_torch():
     src = torch.randn(9, 11, generator=gen)
     src[1, 0] = -7e4
     rows, key = torch.tensor([8, 1, 0, 3, 3, 2, 5]), NoiseKey(9, 2, 1, "bwd", 1)
-    wires = [MixedWidthEncoder(UniformCodec(8, torch.float16), BACKENDS[b], layout).encode(src, rows, counts, key, "t").wire
-             for b in ("torch", "triton")]  # fmt: skip
+    wires = [
+        MixedWidthEncoder(UniformCodec(8, torch.float16), BACKENDS[b], layout).encode(src, rows, counts, key, "t").wire
+        for b in ("torch", "triton")
+    ]
     assert torch.equal(wires[0], wires[1])

@@ -41,7 +41,17 @@ def error_line(overrides: list[str]) -> str:
 
 
 def test_conf_tree_has_the_expected_groups():
-    expected = {"dataset", "partitioner", "model", "quantizer", "parallel", "cluster", "logger", "trainer", "experiment"}
+    expected = {
+        "dataset",
+        "partitioner",
+        "model",
+        "quantizer",
+        "parallel",
+        "cluster",
+        "logger",
+        "trainer",
+        "experiment",
+    }
     assert set(GROUPS) >= expected
     assert EXPERIMENTS, "no presets in conf/experiment"
 
@@ -205,8 +215,10 @@ BAD = {
     # no room for test nodes
     "train+val = 1": (["dataset.train_frac=0.7", "dataset.val_frac=0.3"], ["dataset.train_frac", "dataset.val_frac"]),
     "train+val > 1": (["dataset.train_frac=0.8", "dataset.val_frac=0.5"], ["dataset.train_frac", "dataset.val_frac"]),
-    "train+val = 1 on files": (["dataset=files", "dataset.path=/tmp/x", "dataset.train_frac=0.5", "dataset.val_frac=0.5"],
-                               ["dataset.train_frac"]),  # fmt: skip
+    "train+val = 1 on files": (
+        ["dataset=files", "dataset.path=/tmp/x", "dataset.train_frac=0.5", "dataset.val_frac=0.5"],
+        ["dataset.train_frac"],
+    ),
     "train frac 0": (["dataset.train_frac=0"], ["dataset.train_frac"]),
     # adaptive quantization and overlap
     "bad parallel": (["parallel.name=pipeline"], ["parallel.name", "overlap"]),
@@ -215,54 +227,121 @@ BAD = {
     "empty bit choices": (["quantizer=adaptive", "quantizer.bit_choices=[]"], ["quantizer.bit_choices"]),
     "repeated bit choice": (["quantizer=adaptive", "quantizer.bit_choices=[4,4]"], ["quantizer.bit_choices"]),
     "grad bits with adaptive": (["quantizer=adaptive", "quantizer.grad_bits=8"], ["quantizer.grad_bits", "null"]),
-    "lambda above 1": (["quantizer=adaptive", "quantizer.variance_weight=1.5"], ["quantizer.variance_weight", "[0, 1]"]),
+    "lambda above 1": (
+        ["quantizer=adaptive", "quantizer.variance_weight=1.5"],
+        ["quantizer.variance_weight", "[0, 1]"],
+    ),
     "group size 0": (["quantizer=adaptive", "quantizer.group_size=0"], ["quantizer.group_size", ">= 1"]),
     "assign cycle 0": (["quantizer=adaptive", "quantizer.assign_cycle=0"], ["quantizer.assign_cycle", ">= 1"]),
     "milp limit 0": (["quantizer=adaptive", "quantizer.milp_time_limit_s=0"], ["quantizer.milp_time_limit_s", "> 0"]),
-    "cycle not shorter than the run": (["quantizer=adaptive", "trainer.epochs=50"], ["quantizer.assign_cycle=50", "trainer.epochs=50"]),
+    "cycle not shorter than the run": (
+        ["quantizer=adaptive", "trainer.epochs=50"],
+        ["quantizer.assign_cycle=50", "trainer.epochs=50"],
+    ),
     "adaptive first-cycle bits": (["quantizer=adaptive", "quantizer.bits=3"], ["quantizer.bits=3", "1, 2, 4, 8"]),
     # peer strategies
     "momentum 1": (["parallel=stale", "parallel.momentum=1.0"], ["parallel.momentum", "< 1"]),
     "negative momentum": (["parallel=stale", "parallel.momentum=-0.1"], ["parallel.momentum", ">= 0"]),
     "sampling rate 0": (["parallel=sampling", "parallel.sampling_rate=0"], ["parallel.sampling_rate", "> 0"]),
     "sampling rate above 1": (["parallel=sampling", "parallel.sampling_rate=1.5"], ["parallel.sampling_rate", "<= 1"]),
-    "sampling with adaptive": (["parallel=sampling", "quantizer=adaptive", "trainer.epochs=60"], ["parallel=sampling", "quantizer=adaptive", "uniform"]),
-    "sancus with adaptive": (["parallel=sancus", "quantizer=adaptive", "trainer.epochs=60"], ["parallel=sancus", "quantizer=adaptive", "uniform"]),
+    "sampling with adaptive": (
+        ["parallel=sampling", "quantizer=adaptive", "trainer.epochs=60"],
+        ["parallel=sampling", "quantizer=adaptive", "uniform"],
+    ),
+    "sancus with adaptive": (
+        ["parallel=sancus", "quantizer=adaptive", "trainer.epochs=60"],
+        ["parallel=sancus", "quantizer=adaptive", "uniform"],
+    ),
     "stale warm-up": (["parallel=stale", "parallel.warmup=none"], ["parallel.warmup='none'", "sync, zeros"]),
-    "stale smooth": (["parallel=stale", "parallel.smooth=rows"], ["parallel.smooth='rows'", "both, features, gradients"]),
-    "sample size": (["parallel=sampling", "parallel.sample_size=round"], ["parallel.sample_size='round'", "floor, at_least_one"]),
+    "stale smooth": (
+        ["parallel=stale", "parallel.smooth=rows"],
+        ["parallel.smooth='rows'", "both, features, gradients"],
+    ),
+    "sample size": (
+        ["parallel=sampling", "parallel.sample_size=round"],
+        ["parallel.sample_size='round'", "floor, at_least_one"],
+    ),
     "negative sancus threshold": (["parallel=sancus", "parallel.threshold=-1"], ["parallel.threshold", ">= 0"]),
     "negative staleness bound": (["parallel=sancus", "parallel.max_staleness=-1"], ["parallel.max_staleness", ">= 0"]),
     "minibatch on 2 ranks": (["parallel=minibatch"], ["parallel=minibatch", "cluster.nproc=2", "cluster.nproc=1"]),
-    "minibatch quantized": (["parallel=minibatch", "cluster.nproc=1", "quantizer=uniform", "quantizer.bits=8"], ["quantizer=uniform", "fp32"]),
-    "minibatch fanouts length": (["parallel=minibatch", "cluster.nproc=1", "parallel.fanouts=[5,5]"], ["parallel.fanouts=[5, 5]", "model.layers=3"]),
-    "minibatch fanout 0": (["parallel=minibatch", "cluster.nproc=1", "parallel.fanouts=[0]"], ["parallel.fanouts", "-1"]),
-    "adaptive time model": (["quantizer=adaptive", "quantizer.time_model=guess"], ["quantizer.time_model='guess'", "profile, fixed"]),
-    "link speed 0": (["quantizer=adaptive", "quantizer.time_model=fixed", "quantizer.link_gbit_per_s=0"], ["quantizer.link_gbit_per_s", "> 0"]),
+    "minibatch quantized": (
+        ["parallel=minibatch", "cluster.nproc=1", "quantizer=uniform", "quantizer.bits=8"],
+        ["quantizer=uniform", "fp32"],
+    ),
+    "minibatch fanouts length": (
+        ["parallel=minibatch", "cluster.nproc=1", "parallel.fanouts=[5,5]"],
+        ["parallel.fanouts=[5, 5]", "model.layers=3"],
+    ),
+    "minibatch fanout 0": (
+        ["parallel=minibatch", "cluster.nproc=1", "parallel.fanouts=[0]"],
+        ["parallel.fanouts", "-1"],
+    ),
+    "adaptive time model": (
+        ["quantizer=adaptive", "quantizer.time_model=guess"],
+        ["quantizer.time_model='guess'", "profile, fixed"],
+    ),
+    "link speed 0": (
+        ["quantizer=adaptive", "quantizer.time_model=fixed", "quantizer.link_gbit_per_s=0"],
+        ["quantizer.link_gbit_per_s", "> 0"],
+    ),
     "admm with gcn": (["parallel=admm"], ["parallel=admm", "model=gcn", "gamlp"]),
-    "admm uniform": (["parallel=admm", "model=gamlp", "quantizer=uniform", "quantizer.bits=8"], ["quantizer=uniform", "fp32", "grid"]),
+    "admm uniform": (
+        ["parallel=admm", "model=gamlp", "quantizer=uniform", "quantizer.bits=8"],
+        ["quantizer=uniform", "fp32", "grid"],
+    ),
     "admm dropout": (["parallel=admm", "model=gamlp", "model.dropout=0.5"], ["model.dropout=0.5", "model.dropout=0"]),
-    "admm more ranks than layers": (["parallel=admm", "model=gamlp", "model.layers=2", "cluster.nproc=3"], ["3 ranks", "model.layers=2"]),
+    "admm more ranks than layers": (
+        ["parallel=admm", "model=gamlp", "model.layers=2", "cluster.nproc=3"],
+        ["3 ranks", "model.layers=2"],
+    ),
     "admm rho 0": (["parallel=admm", "model=gamlp", "parallel.rho=0"], ["parallel.rho", "> 0"]),
-    "admm grow needs every loss": (["parallel=admm", "model=gamlp", "parallel.rho_schedule=grow", "trainer.eval_every=5"],
-                                   ["trainer.eval_every=5", "trainer.eval_every=1"]),
-    "admm schedule": (["parallel=admm", "model=gamlp", "parallel.rho_schedule=fast"], ["parallel.rho_schedule='fast'", "none, grow, paper"]),
-    "admm paper schedule needs every loss": (["experiment=pdadmm_g_paper", "trainer.eval_every=2"], ["trainer.eval_every=2", "paper"]),
+    "admm grow needs every loss": (
+        ["parallel=admm", "model=gamlp", "parallel.rho_schedule=grow", "trainer.eval_every=5"],
+        ["trainer.eval_every=5", "trainer.eval_every=1"],
+    ),
+    "admm schedule": (
+        ["parallel=admm", "model=gamlp", "parallel.rho_schedule=fast"],
+        ["parallel.rho_schedule='fast'", "none, grow, paper"],
+    ),
+    "admm paper schedule needs every loss": (
+        ["experiment=pdadmm_g_paper", "trainer.eval_every=2"],
+        ["trainer.eval_every=2", "paper"],
+    ),
     "admm init": (["parallel=admm", "model=gamlp", "parallel.init=deep"], ["parallel.init='deep'", "warmup2, chain"]),
-    "admm chain lengths": (["experiment=pdadmm_g_paper", "parallel.chain_mu=[1]"], ["parallel.chain_mu", "[2, 2, 2, 1]", "one value per chain stage"]),
-    "admm chain depths": (["experiment=pdadmm_g_paper", "parallel.chain_layers=[2,10]"], ["parallel.chain_layers=[2, 10]", "model.layers=10"]),
+    "admm chain lengths": (
+        ["experiment=pdadmm_g_paper", "parallel.chain_mu=[1]"],
+        ["parallel.chain_mu", "[2, 2, 2, 1]", "one value per chain stage"],
+    ),
+    "admm chain depths": (
+        ["experiment=pdadmm_g_paper", "parallel.chain_layers=[2,10]"],
+        ["parallel.chain_layers=[2, 10]", "model.layers=10"],
+    ),
     "admm chain rho": (["experiment=pdadmm_g_paper", "parallel.chain_rho=[0,1]"], ["parallel.chain_rho", "> 0"]),
-    "grid quantizes nothing": (["parallel=admm", "model=gamlp", "quantizer=grid", "quantizer.quantize_p=false", "quantizer.quantize_q=false"],
-                               ["quantizer.quantize_p=false", "quantizer=fp32"]),
+    "grid quantizes nothing": (
+        ["parallel=admm", "model=gamlp", "quantizer=grid", "quantizer.quantize_p=false", "quantizer.quantize_q=false"],
+        ["quantizer.quantize_p=false", "quantizer=fp32"],
+    ),
     "admm step start": (["parallel=admm", "model=gamlp", "parallel.step_start=0"], ["parallel.step_start", "> 0"]),
     "grid without admm": (["quantizer=grid"], ["quantizer=grid", "parallel=sync", "admm"]),
-    "grid levels": (["parallel=admm", "model=gamlp", "quantizer=grid", "quantizer.grid_levels=1"], ["quantizer.grid_levels=1", "2..65536"]),
-    "grid range": (["parallel=admm", "model=gamlp", "quantizer=grid", "quantizer.grid_max=-2"], ["quantizer.grid_max=-2", "grid_min"]),
+    "grid levels": (
+        ["parallel=admm", "model=gamlp", "quantizer=grid", "quantizer.grid_levels=1"],
+        ["quantizer.grid_levels=1", "2..65536"],
+    ),
+    "grid range": (
+        ["parallel=admm", "model=gamlp", "quantizer=grid", "quantizer.grid_max=-2"],
+        ["quantizer.grid_max=-2", "grid_min"],
+    ),
     "gamlp stale": (["model=gamlp", "parallel=stale"], ["parallel=stale", "model=gamlp", "sync"]),
-    "gamlp quantized": (["model=gamlp", "quantizer=uniform", "quantizer.bits=8"], ["quantizer=uniform", "model=gamlp", "fp32"]),
+    "gamlp quantized": (
+        ["model=gamlp", "quantizer=uniform", "quantizer.bits=8"],
+        ["quantizer=uniform", "model=gamlp", "fp32"],
+    ),
     "gamlp hops": (["model=gamlp", "model.hops=-1"], ["model.hops", ">= 0"]),
     "optimizer": (["trainer.optimizer=lbfgs"], ["trainer.optimizer='lbfgs'", "adadelta"]),
-    "minibatch batch 0": (["parallel=minibatch", "cluster.nproc=1", "parallel.batch_size=0"], ["parallel.batch_size", ">= 1"]),
+    "minibatch batch 0": (
+        ["parallel=minibatch", "cluster.nproc=1", "parallel.batch_size=0"],
+        ["parallel.batch_size", ">= 1"],
+    ),
 }
 
 
@@ -287,20 +366,32 @@ def test_hydra_overrides_are_passed_over():
     assert cfg.model.name == "sage"
 
 
-@pytest.mark.parametrize("override", ["trainer.lr=nan", "trainer.lr=inf", "model.dropout=nan", "dataset.homophily=nan",
-                                      "dataset.train_frac=nan", "trainer.weight_decay=nan"])  # fmt: skip
+@pytest.mark.parametrize(
+    "override",
+    [
+        "trainer.lr=nan",
+        "trainer.lr=inf",
+        "model.dropout=nan",
+        "dataset.homophily=nan",
+        "dataset.train_frac=nan",
+        "trainer.weight_decay=nan",
+    ],
+)
 def test_non_finite_floats_are_rejected(override):
     msg = error_line([override])
     assert override.split("=")[0] in msg
 
 
-@pytest.mark.parametrize("overrides,key", [
-    (["~dataset"], "dataset.name"),                    # deleting a required group leaves dataset.name missing
-    (["model.layers=???"], "model.layers"),             # an explicitly missing value
-    (["model.hidden=${nope}"], "model.hidden"),          # interpolation to a key that does not exist
-    (["trainer.epochs=${trainer.lr}"], "trainer.epochs"),  # interpolation of the wrong type
-    (["runs_root=${oc.env:GNNQ_TEST_UNSET_VARIABLE}"], "runs_root"),  # unset environment variable
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "overrides,key",
+    [
+        (["~dataset"], "dataset.name"),  # deleting a required group leaves dataset.name missing
+        (["model.layers=???"], "model.layers"),  # an explicitly missing value
+        (["model.hidden=${nope}"], "model.hidden"),  # interpolation to a key that does not exist
+        (["trainer.epochs=${trainer.lr}"], "trainer.epochs"),  # interpolation of the wrong type
+        (["runs_root=${oc.env:GNNQ_TEST_UNSET_VARIABLE}"], "runs_root"),  # unset environment variable
+    ],
+)
 def test_unresolvable_values_are_config_errors(overrides, key):
     assert key in error_line(overrides)
 

@@ -69,15 +69,41 @@ def render(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return "nan" if math.isnan(value) else ("inf" if value == math.inf else ("-inf" if value == -math.inf else repr(value)))
+        return (
+            "nan"
+            if math.isnan(value)
+            else ("inf" if value == math.inf else ("-inf" if value == -math.inf else repr(value)))
+        )
     if isinstance(value, list):
         return "[" + ",".join(render(v) for v in value) + "]"
     return str(value)
 
 
 # Values of the wrong type or syntax for (almost) any key, including Hydra and OmegaConf specials.
-WRONG = ["abc", "1.5", "true", "[1,2]", "[]", "null", "nan", "inf", "-inf", "''", "{a: 1}", "${nope}", "???", "1e3", "-0",
-         "${oc.env:GNNQ_TEST_UNSET_VARIABLE}", "a b", "x,", "'quoted'", "[a", "${trainer.lr}", "1_000"]  # fmt: skip
+WRONG = [
+    "abc",
+    "1.5",
+    "true",
+    "[1,2]",
+    "[]",
+    "null",
+    "nan",
+    "inf",
+    "-inf",
+    "''",
+    "{a: 1}",
+    "${nope}",
+    "???",
+    "1e3",
+    "-0",
+    "${oc.env:GNNQ_TEST_UNSET_VARIABLE}",
+    "a b",
+    "x,",
+    "'quoted'",
+    "[a",
+    "${trainer.lr}",
+    "1_000",
+]
 
 
 def _number(key: str, typ: type) -> st.SearchStrategy:
@@ -89,7 +115,9 @@ def _number(key: str, typ: type) -> st.SearchStrategy:
         points = [e + d for e in edges for d in (-1, 0, 1)] + [0, -1, 2**31, 2**63]
         return st.sampled_from(points) | st.integers(min_value=-5, max_value=300)
     points = [float(e) + d for e in edges for d in (-1e-9, 0.0, 1e-9, -1.0, 1.0)] + [0.0, -1.0]
-    spread = st.floats(min_value=(low if low is not None else -10.0) - 2.0, max_value=(high if high is not None else 100.0) + 2.0)
+    spread = st.floats(
+        min_value=(low if low is not None else -10.0) - 2.0, max_value=(high if high is not None else 100.0) + 2.0
+    )
     return st.sampled_from(points) | spread | st.sampled_from([math.nan, math.inf, -math.inf, 1e308, -0.0, 5e-324])
 
 
@@ -176,8 +204,12 @@ def test_any_overrides_compose_or_fail_with_one_line_naming_the_key(overrides):
 # --- group options: allowed combinations compose, the others are rejected naming a group ----------
 
 
-HOSTS = {c: compose_config([f"cluster={c}", "cluster.rendezvous=n:1"] if c == "multinode" else [f"cluster={c}"]).cluster.hosts
-         for c in OPTIONS["cluster"]}
+HOSTS = {
+    c: compose_config(
+        [f"cluster={c}", "cluster.rendezvous=n:1"] if c == "multinode" else [f"cluster={c}"]
+    ).cluster.hosts
+    for c in OPTIONS["cluster"]
+}
 HOSTS["multinode"] = 1  # choice_overrides pins it
 
 
@@ -236,14 +268,31 @@ def test_group_combinations_compose_exactly_when_allowed(choice):
             assert cfg[group].name == OmegaConf.load(CONF / group / f"{choice[group]}.yaml").name
     else:
         assert msg is not None, f"{choice} composed but {sorted(bad)} conflict"
-        assert any(re.search(rf"\b{re.escape(b)}[.=]", msg) or b in msg for b in bad), f"{msg!r} names none of {sorted(bad)}"
+        assert any(re.search(rf"\b{re.escape(b)}[.=]", msg) or b in msg for b in bad), (
+            f"{msg!r} names none of {sorted(bad)}"
+        )
 
 
 # Keys whose every in-range value is allowed whatever the other keys hold (no cross-constraint).
-CROSS = {"dataset.num_nodes", "dataset.num_classes", "dataset.train_frac", "dataset.val_frac", "model.layers", "model.dropout",
-         "model.norm", "trainer.epochs", "trainer.eval_every", "cluster.nproc", "cluster.hosts", "parallel.rho", "parallel.rho_max",
-         "cluster.backend", "cluster.link", "cluster.jitter_ms",  # these three: cluster=emulated (_check_emulated)
-         "trainer.checkpoint_every"}  # fmt: skip  # > 0 is refused with parallel=minibatch
+CROSS = {
+    "dataset.num_nodes",
+    "dataset.num_classes",
+    "dataset.train_frac",
+    "dataset.val_frac",
+    "model.layers",
+    "model.dropout",
+    "model.norm",
+    "trainer.epochs",
+    "trainer.eval_every",
+    "cluster.nproc",
+    "cluster.hosts",
+    "parallel.rho",
+    "parallel.rho_max",
+    "cluster.backend",
+    "cluster.link",
+    "cluster.jitter_ms",  # these three: cluster=emulated (_check_emulated)
+    "trainer.checkpoint_every",
+}  # > 0 is refused with parallel=minibatch
 FREE_BOUNDED = sorted(k for k in set(LOWER_BOUNDS) | set(UPPER_BOUNDS) if k not in CROSS)
 FREE_ENUM = sorted(k for k in ALLOWED if k not in CROSS and not k.endswith(".name"))
 
@@ -253,9 +302,12 @@ def in_range(key: str) -> st.SearchStrategy:
     high, high_excl = UPPER_BOUNDS.get(key, (None, False))
     if LEAVES[key] is int:
         return st.integers(
-            min_value=low + low_excl if low is not None else -100, max_value=high if high is not None else (low or 0) + 500
+            min_value=low + low_excl if low is not None else -100,
+            max_value=high if high is not None else (low or 0) + 500,
         )
-    return st.floats(min_value=low, max_value=high if high is not None else 1e6, exclude_min=low_excl, exclude_max=high_excl)
+    return st.floats(
+        min_value=low, max_value=high if high is not None else 1e6, exclude_min=low_excl, exclude_max=high_excl
+    )
 
 
 CORE = ("model", "parallel", "quantizer")
@@ -280,7 +332,10 @@ def test_the_allowed_combinations_cover_every_option():
 @pytest.mark.parametrize("index", range(len(ALLOWED_CORES)), ids=["-".join(map(str, c)) for c in ALLOWED_CORES])
 def test_every_allowed_combination_of_model_parallel_quantizer_composes(index):
     """Exhaustively; the other groups' options rotate through the cases."""
-    choice = single_host({g: OPTIONS[g][index % len(OPTIONS[g])] for g in GROUPS} | dict(zip(CORE + ("cluster.nproc",), ALLOWED_CORES[index])))
+    choice = single_host(
+        {g: OPTIONS[g][index % len(OPTIONS[g])] for g in GROUPS}
+        | dict(zip(CORE + ("cluster.nproc",), ALLOWED_CORES[index]))
+    )
     cfg, msg = _compose_checked(choice_overrides(choice))
     assert msg is None, f"{choice} is allowed but was rejected: {msg}"
 
@@ -288,9 +343,15 @@ def test_every_allowed_combination_of_model_parallel_quantizer_composes(index):
 @st.composite
 def allowed_config(draw) -> tuple[list[str], dict]:
     choice = draw(allowed_choice())
-    present = set().union(*(option_keys(g, choice[g]) for g in GROUPS)) | {k for k in LEAVES if k.startswith("trainer.")}
+    present = set().union(*(option_keys(g, choice[g]) for g in GROUPS)) | {
+        k for k in LEAVES if k.startswith("trainer.")
+    }
     bounded = draw(st.lists(st.sampled_from([k for k in FREE_BOUNDED if k in present]), unique=True, max_size=4))
-    enums = draw(st.lists(st.sampled_from([k for k in FREE_ENUM if k in present] or ["trainer.optimizer"]), unique=True, max_size=3))
+    enums = draw(
+        st.lists(
+            st.sampled_from([k for k in FREE_ENUM if k in present] or ["trainer.optimizer"]), unique=True, max_size=3
+        )
+    )
     values = {k: draw(in_range(k)) for k in bounded} | {k: draw(st.sampled_from(ALLOWED[k])) for k in enums}
     return choice_overrides(choice) + [f"{k}={render(v)}" for k, v in values.items()], values
 

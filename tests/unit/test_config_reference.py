@@ -31,9 +31,13 @@ def test_the_readme_lists_each_groups_choices_as_the_registry_does():
     from tests.conftest import REPO
 
     section = (REPO / "README.md").read_text().split("## Config groups", 1)[1].split("\n## ", 1)[0]
-    listed = {m.group(1): re.findall(r"`([\w-]+)`", m.group(2)) for m in re.finditer(r"^- `(\w+)`: (.*)$", section, re.M)}
+    listed = {
+        m.group(1): re.findall(r"`([\w-]+)`", m.group(2)) for m in re.finditer(r"^- `(\w+)`: (.*)$", section, re.M)
+    }
     for group, registry in group_registries().items():
         assert group in listed, f"README's config groups omit {group}"
         if group != "dataset":  # datasets: a prose summary pointing to docs/datasets.md
-            assert tuple(listed[group]) == registry.names(), f"README lists {group}: {listed[group]}; registry: {registry.names()}"
+            assert tuple(listed[group]) == registry.names(), (
+                f"README lists {group}: {listed[group]}; registry: {registry.names()}"
+            )
     assert OPTIMIZERS.names()  # trainer.optimizer's choices are in docs/config.md only

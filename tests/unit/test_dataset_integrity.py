@@ -147,7 +147,9 @@ def test_raw_files_outside_the_manifest_are_recorded_on_first_use_then_checked(t
 
     path = folder / "raw" / "node-feat.csv.gz"
     make_ogbn_arxiv(tmp_path / "other", seed=1)  # a well-formed file with other features
-    shutil.copy(tmp_path / "other" / "ogbn_arxiv" / "raw" / "node-feat.csv.gz", path)  # newer than the cache: read again
+    shutil.copy(
+        tmp_path / "other" / "ogbn_arxiv" / "raw" / "node-feat.csv.gz", path
+    )  # newer than the cache: read again
     with pytest.raises(DatasetError) as e:
         load("ogbn-arxiv", tmp_path)
     msg = error_line(e)
@@ -192,8 +194,13 @@ def _damage_processed(what: str, folder: Path) -> Path:
     raise ValueError(what)
 
 
-PROCESSED_DAMAGE = ["data.pt bit flipped", "pre_transform.pt bit flipped (PyG unpickles it)", "a file added",
-                    "record bit flipped", "record deleted (a cache from before checksums)"]  # fmt: skip
+PROCESSED_DAMAGE = [
+    "data.pt bit flipped",
+    "pre_transform.pt bit flipped (PyG unpickles it)",
+    "a file added",
+    "record bit flipped",
+    "record deleted (a cache from before checksums)",
+]
 
 
 @pytest.mark.parametrize("damage", PROCESSED_DAMAGE)
@@ -232,7 +239,9 @@ def test_pyg_itself_would_load_the_damaged_processed_file(cora, clean_cora):
     flip_byte(data_pt)
     damaged = _tensors(fs.torch_load(str(data_pt)))  # no error
     assert "/0/x" in clean and clean.keys() == damaged.keys()
-    assert all(damaged[k].shape == t.shape and damaged[k].dtype == t.dtype for k, t in clean.items()), "same arrays, same shapes"
+    assert all(damaged[k].shape == t.shape and damaged[k].dtype == t.dtype for k, t in clean.items()), (
+        "same arrays, same shapes"
+    )
     changed = {k: int((damaged[k] != t).sum()) for k, t in clean.items() if not torch.equal(damaged[k], t)}
     assert list(changed.values()) == [1], f"one value must differ, silently: {changed}"
 

@@ -44,9 +44,23 @@ def symmetric(edge_index: np.ndarray, n: int) -> bool:
 
 def test_names_and_dataset_configs():
     names = dataset_names()
-    assert names == ["cora", "citeseer", "pubmed", "reddit", "flickr", "yelp", "amazon-products",
-                     "ogbn-arxiv", "ogbn-products", "amazon-computers", "amazon-photo", "coauthor-cs", "coauthor-physics",
-                     "files", "synthetic"]  # fmt: skip
+    assert names == [
+        "cora",
+        "citeseer",
+        "pubmed",
+        "reddit",
+        "flickr",
+        "yelp",
+        "amazon-products",
+        "ogbn-arxiv",
+        "ogbn-products",
+        "amazon-computers",
+        "amazon-photo",
+        "coauthor-cs",
+        "coauthor-physics",
+        "files",
+        "synthetic",
+    ]
     for name in names:
         assert option_config("dataset", name).name == name
     large = option_config("dataset", "synthetic-large")
@@ -209,7 +223,9 @@ def test_ogb_evaluator_accuracy_matches_counting():
     y_pred = np.where(rng.random(500) < 0.7, y_true, rng.integers(0, 40, size=500))
     expected = float((y_true == y_pred).mean())
     assert ogb_evaluator_accuracy("ogbn-arxiv", y_true, y_pred) == pytest.approx(expected)
-    assert ogb_evaluator_accuracy("ogbn-products", torch.from_numpy(y_true), torch.from_numpy(y_pred)[:, None]) == pytest.approx(expected)
+    assert ogb_evaluator_accuracy(
+        "ogbn-products", torch.from_numpy(y_true), torch.from_numpy(y_pred)[:, None]
+    ) == pytest.approx(expected)
 
 
 # --- bring your own graph -------------------------------------------------------------------
@@ -337,7 +353,9 @@ def _train_2layer(g, use_graph: bool, epochs: int = 60, hidden: int = 64) -> flo
     dst = torch.cat([torch.from_numpy(g.edge_index[1]), loops])
     src = torch.cat([torch.from_numpy(g.edge_index[0]), loops])
     deg = torch.bincount(dst, minlength=n).float()
-    adj = torch.sparse_coo_tensor(torch.stack([dst, src]), deg[dst].rsqrt() * deg[src].rsqrt(), (n, n), check_invariants=False).coalesce()
+    adj = torch.sparse_coo_tensor(
+        torch.stack([dst, src]), deg[dst].rsqrt() * deg[src].rsqrt(), (n, n), check_invariants=False
+    ).coalesce()
     x, y = torch.from_numpy(g.x), torch.from_numpy(g.y)
     lin1, lin2 = torch.nn.Linear(g.num_features, hidden), torch.nn.Linear(hidden, g.num_classes)
     opt = torch.optim.Adam([*lin1.parameters(), *lin2.parameters()], lr=0.01, weight_decay=5e-4)
@@ -370,7 +388,9 @@ def test_synthetic_default_gcn_beats_mlp():
     assert gcn >= 0.75, (gcn, mlp)
 
 
-@pytest.mark.parametrize("workload, degree, dim, classes", [("reddit-like", 40.0, 602, 41), ("products-like", 12.0, 100, 47)])
+@pytest.mark.parametrize(
+    "workload, degree, dim, classes", [("reddit-like", 40.0, 602, 41), ("products-like", 12.0, 100, 47)]
+)
 def test_adaqp_shaped_workloads(workload, degree, dim, classes):
     """The synthetic stand-ins for AdaQP's Reddit and ogbn-products have the shape they promise
     (generated here at 3,000 nodes: degree, dims and classes do not depend on the size)."""

@@ -66,10 +66,13 @@ def broken_links(doc: Path, root: Path = REPO) -> list[str]:
 
 
 def test_the_checker_finds_links_and_ignores_code():
-    text = "see [a](docs/a.md) and ![b](img.png \"t\"), not `[c](c.md)` nor\n```\n[d](d.md)\n```\n[e](https://x.org)"
+    text = 'see [a](docs/a.md) and ![b](img.png "t"), not `[c](c.md)` nor\n```\n[d](d.md)\n```\n[e](https://x.org)'
     assert links(text) == ["docs/a.md", "img.png", "https://x.org"]
     assert not is_relative("https://x.org") and is_relative("../results/x/README.md")
-    assert slug("Reports, leaderboards and paper tables (`gnnq-report`)") == "reports-leaderboards-and-paper-tables-gnnq-report"
+    assert (
+        slug("Reports, leaderboards and paper tables (`gnnq-report`)")
+        == "reports-leaderboards-and-paper-tables-gnnq-report"
+    )
 
 
 def test_the_checker_reports_a_missing_file_and_heading(tmp_path):

@@ -78,8 +78,14 @@ def test_the_local_torchrun_command_uses_a_loopback_rendezvous():
     cmd = torchrun_command(Path("/runs/r"), Path("/parts/p"), 3)
     assert cmd[:3] == [sys.executable, "-m", "gnnq.launch.loopback_run"]
     assert "--standalone" not in cmd  # its rendezvous binds every interface and advertises the FQDN
-    for flag in ("--nnodes=1", "--nproc-per-node=3", "--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:0",
-                 "--local-addr=127.0.0.1", "--max-restarts=0"):  # fmt: skip
+    for flag in (
+        "--nnodes=1",
+        "--nproc-per-node=3",
+        "--rdzv-backend=c10d",
+        "--rdzv-endpoint=127.0.0.1:0",
+        "--local-addr=127.0.0.1",
+        "--max-restarts=0",
+    ):
         assert flag in cmd, flag
     assert not any(a.startswith(("--master-addr", "--master_addr")) for a in cmd)
     assert cmd[-6:] == ["-m", "gnnq.rank", "--run-dir", "/runs/r", "--parts", "/parts/p"]

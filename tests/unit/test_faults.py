@@ -18,12 +18,16 @@ def test_a_timeout_without_telling_heartbeats_says_so(tmp_path):
     """Every peer was in a collective until the end: which one stopped cannot be told, and the line says so."""
     from gnnq.launch.failure import describe_failure
 
-    run_dir = _failed_job(tmp_path, [{"rank": 0, "message": "RuntimeError: Timed out waiting 10000ms for recv", "time": 100.0}])
+    run_dir = _failed_job(
+        tmp_path, [{"rank": 0, "message": "RuntimeError: Timed out waiting 10000ms for recv", "time": 100.0}]
+    )
     (run_dir / ".gnnq" / "heartbeat-rank1.json").write_text(
-        json.dumps({"rank": 1, "time": 99.5, "communicating": True, "since": 80.0, "where": "gnnq/comm/halo.py:1 in x"}))
+        json.dumps({"rank": 1, "time": 99.5, "communicating": True, "since": 80.0, "where": "gnnq/comm/halo.py:1 in x"})
+    )
     assert describe_failure(run_dir, 1).startswith(
         "rank 0 failed: RuntimeError: Timed out waiting 10000ms for recv; a peer stopped taking part in collectives for "
-        "cluster.timeout_s, which one could not be told")  # fmt: skip
+        "cluster.timeout_s, which one could not be told"
+    )
 
 
 # --- which rank is named: describe_failure on the files a failed job leaves --------------------
@@ -69,7 +73,9 @@ def test_a_killed_rank_is_named_before_the_peer_that_lost_its_connection(tmp_pat
     from gnnq.launch.failure import describe_failure
 
     run_dir = _failed_job(tmp_path, [{"rank": 0, "message": RESET, "time": 1.0}])
-    assert describe_failure(run_dir, 1).startswith("rank 1 was killed by SIGKILL without reporting an error; rank 0 then lost")
+    assert describe_failure(run_dir, 1).startswith(
+        "rank 1 was killed by SIGKILL without reporting an error; rank 0 then lost"
+    )
 
 
 def test_an_error_a_rank_reported_is_named_before_a_rank_killed_while_stopping(tmp_path):
@@ -114,7 +120,9 @@ def test_torch_elastic_files_of_a_second_host_name_its_global_rank(tmp_path, mon
     from gnnq.launch.failure import describe_failure, elastic_log_dir
 
     run_dir = _failed_job(tmp_path, [])
-    _elastic_error(monkeypatch, elastic_log_dir(run_dir, 1) / "gnnq-abc_1" / "attempt_0" / "1" / "error.json", MemoryError())
+    _elastic_error(
+        monkeypatch, elastic_log_dir(run_dir, 1) / "gnnq-abc_1" / "attempt_0" / "1" / "error.json", MemoryError()
+    )
     logs = [run_dir / "logs" / "torchrun.log", run_dir / "logs" / "torchrun-h1.log"]
     assert describe_failure(run_dir, 1, logs, ranks_per_log=2) == f"rank 3 failed: MemoryError (traceback in {logs[1]})"
 
@@ -126,6 +134,8 @@ def test_progress_line_mixed_with_another_ranks_output():
 
     assert _progress_row(PROGRESS_PREFIX + '{"epoch": 3}\n') == ({"epoch": 3}, "")
     assert _progress_row(PROGRESS_PREFIX + '{"epoch": 3}Traceback (most recent call last):\n') == (
-        {"epoch": 3}, "Traceback (most recent call last):\n")  # fmt: skip
+        {"epoch": 3},
+        "Traceback (most recent call last):\n",
+    )
     assert _progress_row(PROGRESS_PREFIX + '{"epo\n') == (None, PROGRESS_PREFIX + '{"epo\n')
     assert _progress_row("[rank1]: RuntimeError\n") == (None, "[rank1]: RuntimeError\n")

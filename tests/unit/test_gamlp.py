@@ -15,8 +15,14 @@ def _graph(seed: int = 0, n: int = 12) -> Graph:
     src, dst = rng.integers(0, n, 30), rng.integers(0, n, 30)
     edge_index = np.concatenate([np.stack([src, dst]), np.stack([dst, src])], axis=1).astype(np.int64)
     masks = [np.arange(n) % 3 == k for k in range(3)]
-    return Graph("toy", edge_index, rng.random((n, 5), dtype=np.float32), rng.integers(0, 3, n).astype(np.int64),
-                 *masks, num_classes=3)  # fmt: skip
+    return Graph(
+        "toy",
+        edge_index,
+        rng.random((n, 5), dtype=np.float32),
+        rng.integers(0, 3, n).astype(np.int64),
+        *masks,
+        num_classes=3,
+    )
 
 
 def _dense_normalized(g: Graph) -> np.ndarray:

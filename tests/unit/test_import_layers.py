@@ -45,8 +45,13 @@ def _plant(path: Path, line: str, inside_function: bool = False) -> None:
 
 
 def _run(root: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tools.check_layers", "--root", str(root)], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "tools.check_layers", "--root", str(root)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_the_command_passes_on_gnnq():

@@ -78,7 +78,9 @@ def _toy_parts():
     """The path 0-1-2-3-4-5 plus the edge 2-5, both directions, no self loops; parts {0,1,2} and {3,4,5}."""
     edges = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (2, 5)]
     graph = random_graph(num_nodes=6, num_edges=1, seed=0)
-    graph.edge_index = np.array([[a for a, b in edges] + [b for a, b in edges], [b for a, b in edges] + [a for a, b in edges]])
+    graph.edge_index = np.array(
+        [[a for a, b in edges] + [b for a, b in edges], [b for a, b in edges] + [a for a, b in edges]]
+    )
     return build_parts(graph, np.array([0, 0, 0, 1, 1, 1]), 2)
 
 

@@ -98,7 +98,9 @@ def test_an_entry_lacking_a_part_is_caught_and_named():
     assert missing_parts("parallel", silent) == ["resources"]
     no_resources = Choice("fake", s.StaleParallelConfig, _BuildsButDeclaresNothing, "no resources", FULL_GRAPH_TRAINER)
     assert missing_parts("parallel", no_resources) == ["conf", "resources"]
-    no_target = Choice("stale", s.StaleParallelConfig, "gnnq.parallel.stale:NoSuchStrategy", "a name", FULL_GRAPH_TRAINER)
+    no_target = Choice(
+        "stale", s.StaleParallelConfig, "gnnq.parallel.stale:NoSuchStrategy", "a name", FULL_GRAPH_TRAINER
+    )
     assert missing_parts("parallel", no_target) == ["target", "from_config", "resources"]
     no_trainer = Choice("stale", s.StaleParallelConfig, "gnnq.parallel.stale:StaleStrategy", "a name")
     assert missing_parts("parallel", no_trainer) == ["trainer"]

@@ -74,8 +74,16 @@ def test_accuracy_extremes():
     perfect = F.one_hot(y, 4).float()
     wrong = F.one_hot((y + 1) % 4, 4).float()
     masks = [torch.ones(20, dtype=torch.bool)] * 3
-    assert metrics_from_counts(split_counts(perfect, y, masks, False), "accuracy") == {"train": 1.0, "val": 1.0, "test": 1.0}
-    assert metrics_from_counts(split_counts(wrong, y, masks, False), "accuracy") == {"train": 0.0, "val": 0.0, "test": 0.0}
+    assert metrics_from_counts(split_counts(perfect, y, masks, False), "accuracy") == {
+        "train": 1.0,
+        "val": 1.0,
+        "test": 1.0,
+    }
+    assert metrics_from_counts(split_counts(wrong, y, masks, False), "accuracy") == {
+        "train": 0.0,
+        "val": 0.0,
+        "test": 0.0,
+    }
 
 
 @pytest.mark.parametrize("multilabel", [False, True])
@@ -113,7 +121,9 @@ def test_micro_f1_equals_sklearn(seed):
     masks = random_masks(N, seed)
     result = metrics_from_counts(split_counts(logits, y, masks, multilabel=True), "micro_f1")
     for split, mask in zip(SPLITS, masks):
-        expected = metrics.f1_score(y[mask].numpy().astype(int), (logits[mask] > 0).numpy().astype(int), average="micro")
+        expected = metrics.f1_score(
+            y[mask].numpy().astype(int), (logits[mask] > 0).numpy().astype(int), average="micro"
+        )
         assert result[split] == pytest.approx(expected, abs=1e-12)
 
 
@@ -149,7 +159,8 @@ def test_counts_summed_over_ranks_equal_the_whole_batch(multilabel, nranks):
     assert metrics_from_counts(summed, metric) == whole
     # averaging per-rank metrics is NOT the same thing (why counts, not metrics, are reduced)
     per_rank = [
-        metrics_from_counts(split_counts(logits[c], y[c], [m[c] for m in masks], multilabel), metric)["train"] for c in chunks
+        metrics_from_counts(split_counts(logits[c], y[c], [m[c] for m in masks], multilabel), metric)["train"]
+        for c in chunks
     ]
     assert any(abs(v - whole["train"]) > 1e-9 for v in per_rank)
 
@@ -160,7 +171,9 @@ def test_rank_with_an_empty_split_contributes_zeros():
     none = [torch.zeros(N, dtype=torch.bool)] * 3
     assert torch.equal(split_counts(logits, y, none, False), torch.zeros(9, dtype=torch.float64))
     summed = split_counts(logits, y, masks, False) + split_counts(logits, y, none, False)
-    assert metrics_from_counts(summed, "accuracy") == metrics_from_counts(split_counts(logits, y, masks, False), "accuracy")
+    assert metrics_from_counts(summed, "accuracy") == metrics_from_counts(
+        split_counts(logits, y, masks, False), "accuracy"
+    )
 
 
 # --- loss ----------------------------------------------------------------------------------

@@ -22,13 +22,27 @@ def _write_npz(path, labels: np.ndarray, num_features: int = 6, seed: int = 0) -
 
     def csr(m):
         rows, cols = np.nonzero(m)
-        return m[rows, cols], cols.astype(np.int32), np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=m.shape[0]))]).astype(np.int32)
+        return (
+            m[rows, cols],
+            cols.astype(np.int32),
+            np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=m.shape[0]))]).astype(np.int32),
+        )
 
     a_data, a_idx, a_ptr = csr(adj)
     x_data, x_idx, x_ptr = csr(attr)
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, adj_data=a_data, adj_indices=a_idx, adj_indptr=a_ptr, adj_shape=np.array(adj.shape), attr_data=x_data,
-             attr_indices=x_idx, attr_indptr=x_ptr, attr_shape=np.array(attr.shape), labels=labels)  # fmt: skip
+    np.savez(
+        path,
+        adj_data=a_data,
+        adj_indices=a_idx,
+        adj_indptr=a_ptr,
+        adj_shape=np.array(adj.shape),
+        attr_data=x_data,
+        attr_indices=x_idx,
+        attr_indptr=x_ptr,
+        attr_shape=np.array(attr.shape),
+        labels=labels,
+    )
     return adj, attr
 
 
@@ -77,7 +91,9 @@ def test_the_split_is_the_authors_rule_exactly():
 
 
 def test_missing_or_foreign_file_is_one_line_naming_it(tmp_path):
-    with pytest.raises(DatasetError, match=r"amazon-photo: files missing in .*Photo/raw: need amazon_electronics_photo.npz"):
+    with pytest.raises(
+        DatasetError, match=r"amazon-photo: files missing in .*Photo/raw: need amazon_electronics_photo.npz"
+    ):
         load_dataset(_cfg("amazon-photo", tmp_path))
     path = npz_path("coauthor-cs", tmp_path)
     path.parent.mkdir(parents=True)

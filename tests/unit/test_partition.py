@@ -27,8 +27,9 @@ from tests.helpers import random_graph
 
 
 def sbm(num_nodes: int = 2000, seed: int = 0) -> Graph:
-    return generate_sbm(num_nodes=num_nodes, avg_degree=12.0, num_classes=8, feature_dim=16,
-                        homophily=0.9, feature_noise=3.0, seed=seed)  # fmt: skip
+    return generate_sbm(
+        num_nodes=num_nodes, avg_degree=12.0, num_classes=8, feature_dim=16, homophily=0.9, feature_noise=3.0, seed=seed
+    )
 
 
 def edge_cut(g: Graph, parts: np.ndarray) -> int:
@@ -166,7 +167,7 @@ def check_parts(g: Graph, assignment: np.ndarray, parts: list[Part]) -> None:
         assert indices.size == 0 or (indices.min() >= 0 and indices.max() < node_ids.size)
         local = set()
         for i, v in enumerate(inner):
-            row = node_ids[indices[indptr[i]:indptr[i + 1]]]
+            row = node_ids[indices[indptr[i] : indptr[i + 1]]]
             assert len(set(row.tolist())) == row.size, "no duplicated in-edges"
             local.update(zip(row.tolist(), [int(v)] * row.size))
         glob = set(zip(src[mine].tolist(), dst[mine].tolist()))
@@ -186,10 +187,21 @@ def check_parts(g: Graph, assignment: np.ndarray, parts: list[Part]) -> None:
         for m in ("train_mask", "val_mask", "test_mask"):
             assert getattr(p, m).dtype == torch.bool
             assert np.array_equal(getattr(p, m).numpy(), getattr(g, m)[inner])
-        rows = {"inner_ids": inner.size, "x": inner.size, "y": inner.size, "in_degree": inner.size,
-                "train_mask": inner.size, "val_mask": inner.size, "test_mask": inner.size,
-                "out_degree": node_ids.size, "halo_ids": halo.size, "indptr": inner.size + 1,
-                "indices": int(mine.sum()), "halo_counts": nparts, "send_counts": nparts}  # fmt: skip
+        rows = {
+            "inner_ids": inner.size,
+            "x": inner.size,
+            "y": inner.size,
+            "in_degree": inner.size,
+            "train_mask": inner.size,
+            "val_mask": inner.size,
+            "test_mask": inner.size,
+            "out_degree": node_ids.size,
+            "halo_ids": halo.size,
+            "indptr": inner.size + 1,
+            "indices": int(mine.sum()),
+            "halo_counts": nparts,
+            "send_counts": nparts,
+        }
         tensors = {k: t for k, t in p.to_dict().items() if isinstance(t, torch.Tensor)}
         assert set(tensors) == set(rows) | {"send_idx"}, "unexpected tensors in a part"
         for name, size in rows.items():
@@ -206,9 +218,9 @@ def check_parts(g: Graph, assignment: np.ndarray, parts: list[Part]) -> None:
         for q in parts:
             qc = q.halo_counts.numpy()
             start = int(qc[:r].sum())
-            block = q.halo_ids.numpy()[start:start + int(qc[r])]
+            block = q.halo_ids.numpy()[start : start + int(qc[r])]
             assert counts[q.rank] == int(qc[r])
-            assert np.array_equal(send_global[offsets[q.rank]:offsets[q.rank + 1]], block), (r, q.rank)
+            assert np.array_equal(send_global[offsets[q.rank] : offsets[q.rank + 1]], block), (r, q.rank)
 
 
 @pytest.mark.parametrize("method", PARTITIONERS)
@@ -238,8 +250,9 @@ def test_build_parts_with_an_arbitrary_assignment():
 def test_build_parts_multilabel():
     g = random_graph(num_nodes=50, num_edges=200, seed=2)
     rng = np.random.default_rng(0)
-    g = dataclasses.replace(g, y=(rng.random((50, 5)) < 0.3).astype(np.float32), num_classes=5,
-                            multilabel=True, metric="micro_f1")  # fmt: skip
+    g = dataclasses.replace(
+        g, y=(rng.random((50, 5)) < 0.3).astype(np.float32), num_classes=5, multilabel=True, metric="micro_f1"
+    )
     g.validate()
     assignment = partition_nodes(g.edge_index, g.num_nodes, 3, "random", seed=0)
     parts = build_parts(g, assignment, 3)
@@ -335,8 +348,18 @@ def test_cache_key_covers_every_input(tmp_path):
     assert leftovers(root) == []
     # the key is a pure function of its inputs
     assert cache_key("abc", "metis", 0, 2) == cache_key("abc", "metis", 0, 2)
-    assert len({cache_key("abc", "metis", 0, 2), cache_key("abd", "metis", 0, 2), cache_key("abc", "random", 0, 2),
-                cache_key("abc", "metis", 1, 2), cache_key("abc", "metis", 0, 3)}) == 5  # fmt: skip
+    assert (
+        len(
+            {
+                cache_key("abc", "metis", 0, 2),
+                cache_key("abd", "metis", 0, 2),
+                cache_key("abc", "random", 0, 2),
+                cache_key("abc", "metis", 1, 2),
+                cache_key("abc", "metis", 0, 3),
+            }
+        )
+        == 5
+    )
 
 
 def test_changed_synthetic_config_changes_the_key(tmp_path):
@@ -378,7 +401,9 @@ def test_metis_gets_a_symmetric_graph_as_it_is_and_a_directed_one_symmetrized(sb
     assert is_symmetric_canonical(*g.edge_index, g.num_nodes)
     xadj, adjncy = metis_adjacency(g.edge_index, g.num_nodes)
     assert np.shares_memory(adjncy, g.edge_index)  # no copy of a products-size edge list
-    assert xadj[-1] == g.num_edges and np.array_equal(np.diff(xadj), np.bincount(g.edge_index[0], minlength=g.num_nodes))
+    assert xadj[-1] == g.num_edges and np.array_equal(
+        np.diff(xadj), np.bincount(g.edge_index[0], minlength=g.num_nodes)
+    )
     d = random_graph(directed=True)
     assert not is_symmetric_canonical(*d.edge_index, d.num_nodes)
     xadj, adjncy = metis_adjacency(d.edge_index, d.num_nodes)

@@ -20,7 +20,9 @@ def test_summarize_reports_r2_and_relative_error_against_the_held_out_median():
     """Channel 1->0: held-out medians 2, 4, 8 ms at 1, 2, 4 kB; fp32's fit predicts double, sent's exactly."""
     fit = {"src": 1, "dst": 0, "c_s": 0.0, "samples": 5}
     fits = {"fp32": [{**fit, "a_s_per_byte": 4e-6, "r2": 0.9}], "sent": [{**fit, "a_s_per_byte": 2e-6, "r2": 0.5}]}
-    held = {"1->0": [(1000, 2e-3), (1000, 9.0), (1000, 2e-3), (2000, 4e-3), (4000, 8e-3)]}  # a stall: the median ignores it
+    held = {
+        "1->0": [(1000, 2e-3), (1000, 9.0), (1000, 2e-3), (2000, 4e-3), (4000, 8e-3)]
+    }  # a stall: the median ignores it
     rows = summarize([[{"fits": fits, "held": held}], [{"fits": {n: [] for n in RANGES}, "held": {}}]])
     by_range = {r["range"]: r for r in rows}
     assert by_range["fp32"]["r2"] == 0.9 and by_range["sent"]["r2"] == 0.5

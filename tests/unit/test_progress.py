@@ -7,7 +7,9 @@ import re
 
 from gnnq.track.progress import ProgressLine
 
-LINE = re.compile(r"^epoch (\d+)/(\d+) \[([#.]{24})\] (\d\d:\d\d)<(\d\d:\d\d), loss (\S+)  val (\S+) \(best (\S+)\)  epoch (\S+) ms$")
+LINE = re.compile(
+    r"^epoch (\d+)/(\d+) \[([#.]{24})\] (\d\d:\d\d)<(\d\d:\d\d), loss (\S+)  val (\S+) \(best (\S+)\)  epoch (\S+) ms$"
+)
 
 
 def _rows(epochs, vals):

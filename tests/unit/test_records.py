@@ -25,8 +25,14 @@ def strict_load(text: str):
 
 
 def test_json_files_hold_null_for_nonfinite_numbers(tmp_path):
-    obj = {"nan": float("nan"), "inf": [float("inf"), -math.inf], "np": np.float32("nan"), "ok": 0.5, "n": np.int64(3),
-           "nested": {"t": (1.0, float("nan"))}}  # fmt: skip
+    obj = {
+        "nan": float("nan"),
+        "inf": [float("inf"), -math.inf],
+        "np": np.float32("nan"),
+        "ok": 0.5,
+        "n": np.int64(3),
+        "nested": {"t": (1.0, float("nan"))},
+    }
     write_json_atomic(tmp_path / "x.json", obj)
     expected = {"nan": None, "inf": [None, None], "np": None, "ok": 0.5, "n": 3, "nested": {"t": [1.0, None]}}
     assert strict_load((tmp_path / "x.json").read_text()) == expected

@@ -44,7 +44,9 @@ def test_validate_allows_exactly_the_registry_names():
     allowed = allowed_values()
     for key, registry in registries().items():
         assert allowed[key] == registry.names(), key
-    assert not {k for k in ALLOWED if k.endswith(".name") or k == OPTIMIZERS.key}, "group names come from the registries"
+    assert not {k for k in ALLOWED if k.endswith(".name") or k == OPTIMIZERS.key}, (
+        "group names come from the registries"
+    )
     assert allowed["cluster.name"] == ("local", "emulated", "slurm", "multinode")
 
 
@@ -60,28 +62,53 @@ def test_every_choice_dispatches_to_something_importable():
         assert callable(PARALLEL.trainer(name)), name
     from gnnq.parallel import STRATEGIES, SamplingStrategy
 
-    assert STRATEGIES["sampling"] is SamplingStrategy and set(STRATEGIES) == {"sync", "overlap", "stale", "sampling", "sancus"}
+    assert STRATEGIES["sampling"] is SamplingStrategy and set(STRATEGIES) == {
+        "sync",
+        "overlap",
+        "stale",
+        "sampling",
+        "sancus",
+    }
 
 
 # --- a key of another option: one line naming the option and its keys ---------------------------------
 
 OTHER_OPTION = {
-    "dataset=cora with a synthetic key": (["dataset=cora", "dataset.num_nodes=500"],
-                                          "dataset.num_nodes: no such key for dataset=cora; allowed keys: name, root, download, to_undirected"),
-    "appended synthetic key": (["dataset=cora", "+dataset.num_nodes=500"],
-                               "dataset.num_nodes: no such key for dataset=cora; allowed keys: name, root, download, to_undirected"),
-    "sampling key with sync": (["parallel.sampling_rate=0.5"], "parallel.sampling_rate: no such key for parallel=sync; allowed keys: name"),
-    "stale key with sampling": (["parallel=sampling", "parallel.momentum=0.5"],
-                                "parallel.momentum: no such key for parallel=sampling; allowed keys: name, sampling_rate, sample_size"),
-    "adaptive key with uniform": (["quantizer=uniform", "quantizer.assign_cycle=5"],
-                                  "quantizer.assign_cycle: no such key for quantizer=uniform; allowed keys: name, bits, grad_bits, "
-                                  "param_dtype, quantize_input, nonfinite"),
-    "uniform key with fp32": (["quantizer.bits=8"], "quantizer.bits: no such key for quantizer=fp32; allowed keys: name"),
-    "gamlp key with gcn": (["model.hops=2"], "model.hops: no such key for model=gcn; allowed keys: name, layers, hidden, dropout, norm, layer_order"),
-    "emulated key with local": (["cluster.link=10gbit"],
-                                "cluster.link: no such key for cluster=local; allowed keys: name, nproc, hosts, backend, timeout_s, "
-                                "threads_per_rank, allow_oversubscribe, memory_limit_gib"),
-}  # fmt: skip
+    "dataset=cora with a synthetic key": (
+        ["dataset=cora", "dataset.num_nodes=500"],
+        "dataset.num_nodes: no such key for dataset=cora; allowed keys: name, root, download, to_undirected",
+    ),
+    "appended synthetic key": (
+        ["dataset=cora", "+dataset.num_nodes=500"],
+        "dataset.num_nodes: no such key for dataset=cora; allowed keys: name, root, download, to_undirected",
+    ),
+    "sampling key with sync": (
+        ["parallel.sampling_rate=0.5"],
+        "parallel.sampling_rate: no such key for parallel=sync; allowed keys: name",
+    ),
+    "stale key with sampling": (
+        ["parallel=sampling", "parallel.momentum=0.5"],
+        "parallel.momentum: no such key for parallel=sampling; allowed keys: name, sampling_rate, sample_size",
+    ),
+    "adaptive key with uniform": (
+        ["quantizer=uniform", "quantizer.assign_cycle=5"],
+        "quantizer.assign_cycle: no such key for quantizer=uniform; allowed keys: name, bits, grad_bits, "
+        "param_dtype, quantize_input, nonfinite",
+    ),
+    "uniform key with fp32": (
+        ["quantizer.bits=8"],
+        "quantizer.bits: no such key for quantizer=fp32; allowed keys: name",
+    ),
+    "gamlp key with gcn": (
+        ["model.hops=2"],
+        "model.hops: no such key for model=gcn; allowed keys: name, layers, hidden, dropout, norm, layer_order",
+    ),
+    "emulated key with local": (
+        ["cluster.link=10gbit"],
+        "cluster.link: no such key for cluster=local; allowed keys: name, nproc, hosts, backend, timeout_s, "
+        "threads_per_rank, allow_oversubscribe, memory_limit_gib",
+    ),
+}
 
 
 @pytest.mark.parametrize("overrides,expected", OTHER_OPTION.values(), ids=OTHER_OPTION.keys())
@@ -103,7 +130,13 @@ def test_a_composed_group_holds_only_its_options_keys():
     assert dict(cfg.parallel) == {"name": "sampling", "sampling_rate": 0.1, "sample_size": "floor"}
     assert set(cfg.quantizer) == {"name"}
     gamlp = compose_config(["model=gamlp"]).model
-    assert (gamlp.layers, gamlp.hidden, gamlp.dropout, gamlp.norm, gamlp.hops) == (10, 500, 0.0, "none", 4)  # the dataclass's
+    assert (gamlp.layers, gamlp.hidden, gamlp.dropout, gamlp.norm, gamlp.hops) == (
+        10,
+        500,
+        0.0,
+        "none",
+        4,
+    )  # the dataclass's
 
 
 def test_the_worker_config_is_typed_and_read_only(tmp_path):
@@ -127,7 +160,10 @@ def test_the_schema_of_every_choice_is_a_dataclass_extending_its_groups_base():
     bases = typing.get_type_hints(Config)
     for group, registry in group_registries().items():
         for choice in registry.choices():
-            assert dataclasses.is_dataclass(choice.schema) and issubclass(choice.schema, bases[group]), (group, choice.name)
+            assert dataclasses.is_dataclass(choice.schema) and issubclass(choice.schema, bases[group]), (
+                group,
+                choice.name,
+            )
 
 
 def test_peer_options_reach_their_strategies():

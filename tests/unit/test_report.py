@@ -19,16 +19,24 @@ from gnnq.report.overrides import config_overrides
 def _computed(config: dict) -> dict:
     """The parts of a config that change what a run computes."""
     return {k: v for k, v in config.items() if k not in ("logger", "runs_root")} | {
-        "dataset": {k: v for k, v in config["dataset"].items() if k not in ("root", "download")}}
+        "dataset": {k: v for k, v in config["dataset"].items() if k not in ("root", "download")}
+    }
 
 
-@pytest.mark.parametrize("overrides", [
-    [], ["dataset=cora", "model=sage"], ["experiment=adaqp", "dataset=citeseer", "quantizer.assign_cycle=7"],
-    ["experiment=cora_gcn", "quantizer=uniform", "quantizer.bits=4", "cluster.nproc=4"],
-    ["experiment=pipegcn_smoothed", "dataset=cora", "model.hidden=32"], ["experiment=minibatch", "model=sage"],
-    ["experiment=minibatch", "parallel.fanouts=[5,-1,3]"], ["experiment=bnsgcn_q", "quantizer.param_dtype=fp32"],
-    ["dataset=files", "dataset.path=/tmp/my graph", "trainer.seed=4", "logger.tags=[a,b]"],
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        [],
+        ["dataset=cora", "model=sage"],
+        ["experiment=adaqp", "dataset=citeseer", "quantizer.assign_cycle=7"],
+        ["experiment=cora_gcn", "quantizer=uniform", "quantizer.bits=4", "cluster.nproc=4"],
+        ["experiment=pipegcn_smoothed", "dataset=cora", "model.hidden=32"],
+        ["experiment=minibatch", "model=sage"],
+        ["experiment=minibatch", "parallel.fanouts=[5,-1,3]"],
+        ["experiment=bnsgcn_q", "quantizer.param_dtype=fp32"],
+        ["dataset=files", "dataset.path=/tmp/my graph", "trainer.seed=4", "logger.tags=[a,b]"],
+    ],
+)
 def test_overrides_rebuild_the_config(overrides):
     config = OmegaConf.to_container(compose_config(overrides), resolve=True)
     rebuilt = OmegaConf.to_container(compose_config(config_overrides(config)), resolve=True)
@@ -36,7 +44,9 @@ def test_overrides_rebuild_the_config(overrides):
     assert not any(o.startswith(("logger", "runs_root")) for o in config_overrides(config))
     preset = next((o for o in overrides if o.startswith("experiment=")), None)
     if preset in ("experiment=cora_gcn", "experiment=pipegcn_smoothed"):  # shown as the preset, not its expansion
-        assert config_overrides(config)[0] == preset and len(config_overrides(config)) == len(overrides), config_overrides(config)
+        assert config_overrides(config)[0] == preset and len(config_overrides(config)) == len(overrides), (
+            config_overrides(config)
+        )
 
 
 def test_keys_of_another_choice_are_not_shown():
@@ -56,9 +66,15 @@ def test_pareto_front():
 def _group(overrides: list[str], parallel: str, quantizer: str, **quantizer_keys):
     from gnnq.report.aggregate import Group
 
-    config = {"parallel": {"name": parallel, "momentum": 0.95 if "parallel.momentum=0.95" in overrides else 0.0,
-                           "warmup": "zeros" if "parallel.warmup=zeros" in overrides else "sync"},
-              "quantizer": {"name": quantizer, **quantizer_keys}, "trainer": {"seed": 0}}  # fmt: skip
+    config = {
+        "parallel": {
+            "name": parallel,
+            "momentum": 0.95 if "parallel.momentum=0.95" in overrides else 0.0,
+            "warmup": "zeros" if "parallel.warmup=zeros" in overrides else "sync",
+        },
+        "quantizer": {"name": quantizer, **quantizer_keys},
+        "trainer": {"seed": 0},
+    }
     return Group("cora", overrides, [(Path("run"), {"status": "ok", "config": config})])
 
 
@@ -74,12 +90,23 @@ def test_labels_name_methods_by_spec_preset_or_strategy():
     pipeqs = _group(["experiment=pipeqs", "dataset=cora"], "stale", "uniform", bits=8)
     # without a spec: the method its strategy and quantizer make, or its method preset; only what sets same-named rows apart
     assert method_labels([stale, smoothed, vanilla, u4, u2, pipeqs]) == [
-        "PipeGCN", "PipeGCN parallel.momentum=0.95", "Vanilla", "uniform quantizer.bits=4", "uniform quantizer.bits=2", "pipeqs"]
+        "PipeGCN",
+        "PipeGCN parallel.momentum=0.95",
+        "Vanilla",
+        "uniform quantizer.bits=4",
+        "uniform quantizer.bits=2",
+        "pipeqs",
+    ]
     # with the peers table spec: its row labels
     spec = load_spec(SWEEPS_DIR / "peers.table.yaml")
     published = _group(["dataset=cora", "parallel=stale", "parallel.warmup=zeros"], "stale", "fp32")
     assert method_labels([published, stale, smoothed, vanilla, pipeqs], [spec]) == [
-        "PipeGCN", "PipeGCN, sync warm-up (gnnq)", "PipeGCN, smoothed", "Vanilla", "PipeQS (stale + 8-bit)"]
+        "PipeGCN",
+        "PipeGCN, sync warm-up (gnnq)",
+        "PipeGCN, smoothed",
+        "Vanilla",
+        "PipeQS (stale + 8-bit)",
+    ]
     bits = load_spec(SWEEPS_DIR / "bitwidths.table.yaml")
     assert method_labels([u4, u2, vanilla], [bits]) == ["uniform 4-bit", "uniform 2-bit", "fp32"]
 
@@ -87,9 +114,17 @@ def test_labels_name_methods_by_spec_preset_or_strategy():
 def test_strings_that_look_like_other_types_are_quoted():
     from gnnq.report.overrides import format_value
 
-    assert [format_value(v) for v in ["cora", "8", "true", "null", "1e-3", "/a,b"]] == \
-        ["cora", "'8'", "'true'", "'null'", "'1e-3'", "'/a,b'"]  # fmt: skip
-    config = OmegaConf.to_container(compose_config(["dataset=files", "dataset.path='8'", "logger.project='true'"]), resolve=True)
+    assert [format_value(v) for v in ["cora", "8", "true", "null", "1e-3", "/a,b"]] == [
+        "cora",
+        "'8'",
+        "'true'",
+        "'null'",
+        "'1e-3'",
+        "'/a,b'",
+    ]
+    config = OmegaConf.to_container(
+        compose_config(["dataset=files", "dataset.path='8'", "logger.project='true'"]), resolve=True
+    )
     rebuilt = OmegaConf.to_container(compose_config(config_overrides(config)), resolve=True)
     assert rebuilt["dataset"]["path"] == "8"
 
@@ -97,17 +132,26 @@ def test_strings_that_look_like_other_types_are_quoted():
 def test_where_reads_values_as_hydra_does():
     from gnnq.report.summary import select
 
-    recs = [(Path("a"), {"config": {"trainer": {"lr": 0.001, "seed": 0}, "dataset": {"name": "cora"}}}),
-            (Path("b"), {"config": {"trainer": {"lr": 0.01, "seed": 1}, "dataset": {"name": "citeseer"}}})]  # fmt: skip
+    recs = [
+        (Path("a"), {"config": {"trainer": {"lr": 0.001, "seed": 0}, "dataset": {"name": "cora"}}}),
+        (Path("b"), {"config": {"trainer": {"lr": 0.01, "seed": 1}, "dataset": {"name": "citeseer"}}}),
+    ]
     assert [d.name for d, _ in select(recs, "trainer.lr=1e-3")] == ["a"]
     assert [d.name for d, _ in select(recs, "trainer.seed=1")] == ["b"]
     assert [d.name for d, _ in select(recs, "dataset.name=cora")] == ["a"]
     assert [d.name for d, _ in select(recs, "dataset=citeseer")] == ["b"]  # a group stands for its choice's name
-    with pytest.raises(ValueError, match=re.escape("--where 'dataset=pubmed' matched none of the 2 runs; dataset is one of: citeseer, cora")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape("--where 'dataset=pubmed' matched none of the 2 runs; dataset is one of: citeseer, cora"),
+    ):
         select(recs, "dataset=pubmed")
     with pytest.raises(ValueError, match=re.escape("trainer.lr is one of: 0.001, 0.01")):
         select(recs, "trainer.lr=0.5")
-    for bad, needle in [("trainer.lrr=1", "no run's config has the key"), ("x=[1,2", "not readable"), ("novalue", "KEY=VALUE")]:
+    for bad, needle in [
+        ("trainer.lrr=1", "no run's config has the key"),
+        ("x=[1,2", "not readable"),
+        ("novalue", "KEY=VALUE"),
+    ]:
         with pytest.raises(ValueError, match=re.escape(needle)):
             select(recs, bad)
 
@@ -119,19 +163,27 @@ def test_time_to_target_needs_every_seed(tmp_path):
     def run(name, vals):
         d = tmp_path / name
         d.mkdir()
-        (d / "metrics.jsonl").write_text("".join(json.dumps({"epoch": i + 1, "epoch_time_s": 1.0, "val": v}) + "\n" for i, v in enumerate(vals)))
+        (d / "metrics.jsonl").write_text(
+            "".join(json.dumps({"epoch": i + 1, "epoch_time_s": 1.0, "val": v}) + "\n" for i, v in enumerate(vals))
+        )
         return d, {"config": {"trainer": {"seed": 0}}}
 
     fast = Group("d", ["parallel=stale"], [run("f0", [0.5, 0.8]), run("f1", [0.8, 0.8])])
     flaky = Group("d", ["parallel=sampling"], [run("s0", [0.8, 0.8]), run("s1", [0.5, 0.6])])
     slow = Group("d", ["parallel=overlap"], [run("o0", [0.5, 0.55]), run("o1", [0.5, 0.6])])
     for g, best, tput in ((fast, 0.8, 2.0), (flaky, 0.7, 3.0), (slow, 0.575, 1.0)):
-        g.stats = {m: Stat(1.0, None, 2) for m in METRICS} | {"test": Stat(best, None, 2), "best_val": Stat(best, None, 2),
-                                                               "throughput": Stat(tput, None, 2)}  # fmt: skip
+        g.stats = {m: Stat(1.0, None, 2) for m in METRICS} | {
+            "test": Stat(best, None, 2),
+            "best_val": Stat(best, None, 2),
+            "throughput": Stat(tput, None, 2),
+        }
     (board,) = leaderboards([slow, fast, flaky], "time", tolerance=0.0)
     assert board.target == 0.8 and board.ranked == [fast] and board.others == [flaky, slow]  # unranked: closest first
     assert fast.time_to_target.mean == 1.5  # seeds reached it after 2 s and 1 s
-    assert board.reasons == ["1 of 2 seeds reached val 0.8000 (best val 0.7000)", "0 of 2 seeds reached val 0.8000 (best val 0.5750)"]
+    assert board.reasons == [
+        "1 of 2 seeds reached val 0.8000 (best val 0.7000)",
+        "0 of 2 seeds reached val 0.8000 (best val 0.5750)",
+    ]
     (board,) = leaderboards([slow, fast, flaky], "throughput", tolerance=0.0)
     assert fast.time_to_target is None  # no stale values from the time board
     assert board.ranked == [fast] and board.others == [flaky, slow]  # unranked sorted by throughput too

@@ -21,7 +21,10 @@ def test_sample_sizes_and_shared_draws():
     assert not torch.equal(a, sampled_positions(1000, 0.1, 5, 4, 0, 1))  # a new subset every epoch
 
 
-@pytest.mark.parametrize(("count", "rate", "at_least_one", "floor"), [(3, 0.01, 1, 0), (9, 0.1, 1, 0), (27, 0.1, 3, 2), (29, 0.1, 3, 2), (100, 0.1, 10, 10)])
+@pytest.mark.parametrize(
+    ("count", "rate", "at_least_one", "floor"),
+    [(3, 0.01, 1, 0), (9, 0.1, 1, 0), (27, 0.1, 3, 2), (29, 0.1, 3, 2), (100, 0.1, 10, 10)],
+)
 def test_sample_size_rules(count, rate, at_least_one, floor):
     """floor: int(rate * c) as BNS-GCN's code (a small channel sends nothing); at_least_one: max(1, round(rate * c))."""
     assert sampled_positions(count, rate, 0, 1, 0, 1, "at_least_one").numel() == at_least_one

@@ -23,8 +23,16 @@ from tests.conftest import skip_or_fail
 
 needs_submitit = pytest.mark.needs_extra("slurm")  # skips without hydra-submitit-launcher (tests/conftest.py)
 
-BIG = ["cluster=slurm", "cluster.hosts=4", "cluster.nproc=8", "cluster.partition=gpu", "cluster.account=proj42",
-       "cluster.time_limit_min=120", "+cluster.sbatch_extra.mem=64G", "+cluster.sbatch_extra.exclusive=true"]  # fmt: skip
+BIG = [
+    "cluster=slurm",
+    "cluster.hosts=4",
+    "cluster.nproc=8",
+    "cluster.partition=gpu",
+    "cluster.account=proj42",
+    "cluster.time_limit_min=120",
+    "+cluster.sbatch_extra.mem=64G",
+    "+cluster.sbatch_extra.exclusive=true",
+]
 
 
 def sbatch_script(cluster, folder: Path) -> str:
@@ -33,9 +41,14 @@ def sbatch_script(cluster, folder: Path) -> str:
     from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
 
     if shutil.which("srun") is None:  # submitit's Slurm executor refuses to start without it
-        skip_or_fail("GNNQ_REQUIRE_SLURM", "submitit writes sbatch scripts only where Slurm's srun is installed (apt-get install slurm-client)")
+        skip_or_fail(
+            "GNNQ_REQUIRE_SLURM",
+            "submitit writes sbatch scripts only where Slurm's srun is installed (apt-get install slurm-client)",
+        )
     params = submitit_parameters(OmegaConf.to_container(cluster, resolve=True))
-    executor = submitit.AutoExecutor(folder=folder, cluster="slurm", slurm_max_num_timeout=params.pop("max_num_timeout"))
+    executor = submitit.AutoExecutor(
+        folder=folder, cluster="slurm", slurm_max_num_timeout=params.pop("max_num_timeout")
+    )
     generic = set(OmegaConf.structured(BaseQueueConf).keys())
     executor.update_parameters(**{k if k in generic else f"slurm_{k}": v for k, v in params.items()})
     return executor._executor._make_submission_file_text("python -u -m submitit.core._submit FOLDER", "uid")
@@ -50,12 +63,24 @@ def sbatch_options(script: str) -> dict[str, str]:
 def test_a_4_node_x_8_gpu_run_asks_sbatch_for_4_nodes_of_8_gpus_and_runs_once_in_the_batch_script(tmp_path):
     script = sbatch_script(compose_config(BIG).cluster, tmp_path)
     options = sbatch_options(script)
-    expected = {"nodes": "4", "ntasks-per-node": "1", "gpus-per-node": "8", "cpus-per-task": "8", "partition": "gpu",
-                "account": "proj42", "time": "120", "mem": "64G", "exclusive": "", "job-name": "gnnq",
-                "signal": "TERM@60"}  # fmt: skip  # the ranks stop a minute before the limit, and the record is written
+    expected = {
+        "nodes": "4",
+        "ntasks-per-node": "1",
+        "gpus-per-node": "8",
+        "cpus-per-task": "8",
+        "partition": "gpu",
+        "account": "proj42",
+        "time": "120",
+        "mem": "64G",
+        "exclusive": "",
+        "job-name": "gnnq",
+        "signal": "TERM@60",
+    }  # the ranks stop a minute before the limit, and the record is written
     assert {k: options.get(k) for k in expected} == expected
     command = [line for line in script.splitlines() if "submitit.core._submit" in line]
-    assert command == ["python -u -m submitit.core._submit FOLDER"], "the run starts once, in the batch script (no srun)"
+    assert command == ["python -u -m submitit.core._submit FOLDER"], (
+        "the run starts once, in the batch script (no srun)"
+    )
 
 
 def test_a_4_node_x_8_gpu_job_starts_one_torchrun_per_node_with_srun():
@@ -63,13 +88,30 @@ def test_a_4_node_x_8_gpu_job_starts_one_torchrun_per_node_with_srun():
     job = SlurmJob("73", ["gpu-a01", "gpu-a02", "gpu-b01", "gpu-b02"])
     cmd = srun_command(cluster, job, Path("/shared/runs/r"), Path("/shared/data/parts/p"))
     assert cmd == [
-        "srun", "--nodes=4", "--ntasks=4", "--ntasks-per-node=1", "--cpus-per-task=8", "--gpus-per-node=8",
+        "srun",
+        "--nodes=4",
+        "--ntasks=4",
+        "--ntasks-per-node=1",
+        "--cpus-per-task=8",
+        "--gpus-per-node=8",
         "--kill-on-bad-exit=1",
-        sys.executable, "-m", "torch.distributed.run",  # plain torchrun: its rendezvous serves every interface
-        "--nnodes=4", "--nproc-per-node=8", "--rdzv-backend=c10d", "--rdzv-endpoint=gpu-a01:20073", "--rdzv-id=73",
-        "--max-restarts=0", "--monitor-interval=0.2",
-        "-m", "gnnq.rank", "--run-dir", "/shared/runs/r", "--parts", "/shared/data/parts/p",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "torch.distributed.run",  # plain torchrun: its rendezvous serves every interface
+        "--nnodes=4",
+        "--nproc-per-node=8",
+        "--rdzv-backend=c10d",
+        "--rdzv-endpoint=gpu-a01:20073",
+        "--rdzv-id=73",
+        "--max-restarts=0",
+        "--monitor-interval=0.2",
+        "-m",
+        "gnnq.rank",
+        "--run-dir",
+        "/shared/runs/r",
+        "--parts",
+        "/shared/data/parts/p",
+    ]
 
 
 @needs_submitit
@@ -115,7 +157,10 @@ def test_cluster_slurm_selects_the_gnnq_launcher_and_multirun_mode():
         (["cluster.name=cloud"], ["cluster.name", "local, emulated, slurm, multinode"]),
         (["cluster.gpus_per_node=-1"], ["cluster.gpus_per_node=-1", ">= 0"]),
         (["cluster.cpus_per_node=0"], ["cluster.cpus_per_node=0", ">= 1"]),
-        (["cluster.backend=nccl", "cluster.nproc=4", "cluster.gpus_per_node=2"], ["cluster.gpus_per_node=2", "nccl", ">= 4"]),
+        (
+            ["cluster.backend=nccl", "cluster.nproc=4", "cluster.gpus_per_node=2"],
+            ["cluster.gpus_per_node=2", "nccl", ">= 4"],
+        ),
         (["cluster.time_limit_min=0"], ["cluster.time_limit_min", ">= 1"]),
         (["+cluster.sbatch_extra.nodes=3"], ["cluster.sbatch_extra.nodes", "cluster.hosts"]),
         (["+cluster.sbatch_extra.ntasks-per-node=2"], ["cluster.sbatch_extra.ntasks-per-node", "cluster.hosts"]),
@@ -138,7 +183,9 @@ def test_sbatch_extra_from_a_yaml_file_with_dashes_is_named():
     cfg = compose_config(["cluster=slurm"])
     with open_dict(cfg):
         cfg.cluster.sbatch_extra["--mem"] = "4G"  # what `sbatch_extra: {--mem: 4G}` in a preset gives
-    with pytest.raises(ConfigError, match=r"cluster.sbatch_extra.--mem is not allowed; name the option without leading dashes"):
+    with pytest.raises(
+        ConfigError, match=r"cluster.sbatch_extra.--mem is not allowed; name the option without leading dashes"
+    ):
         validate(cfg)
 
 

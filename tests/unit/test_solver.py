@@ -32,7 +32,9 @@ def _small_problem(rng: np.random.Generator, bits: tuple[int, ...]) -> BitProble
         count = int(rng.integers(1, 4))
         rows = rng.integers(1, 50, count)
         channels.append(
-            Channel(i, i + 1, rows * rng.lognormal(0, 2, count), rows, a=rng.uniform(0.5, 3) * 1e-9, c=rng.uniform(0, 5e-6))
+            Channel(
+                i, i + 1, rows * rng.lognormal(0, 2, count), rows, a=rng.uniform(0.5, 3) * 1e-9, c=rng.uniform(0, 5e-6)
+            )
         )
     return BitProblem(tuple(channels), bits, row_bytes(), float(rng.uniform()))
 
@@ -43,7 +45,10 @@ def _by_definition(problem: BitProblem, bits: list[np.ndarray]) -> float:
 
     def variance_and_times(widths_of) -> tuple[float, list[float]]:
         v = sum(float(w) / (2 ** int(x) - 1) ** 2 for ch, b in used for w, x in zip(ch.group_weights, widths_of(b)))
-        t = [ch.a * sum(int(r) * problem.row_bytes[int(x)] for r, x in zip(ch.group_rows, widths_of(b))) + ch.c for ch, b in used]
+        t = [
+            ch.a * sum(int(r) * problem.row_bytes[int(x)] for r, x in zip(ch.group_rows, widths_of(b))) + ch.c
+            for ch, b in used
+        ]
         return v, t
 
     def spread(times: list[float]) -> float:
@@ -74,7 +79,9 @@ def test_milp_equals_brute_force_and_greedy_never_beats_it(bits):
 def test_objective_matches_its_definition_with_an_empty_channel():
     rng = np.random.default_rng(3)
     problem = _small_problem(rng, (1, 2, 4, 8))
-    problem = BitProblem((*problem.channels, Channel(7, 8, [], [], a=1.0, c=5.0)), problem.bit_choices, problem.row_bytes, 0.4)
+    problem = BitProblem(
+        (*problem.channels, Channel(7, 8, [], [], a=1.0, c=5.0)), problem.bit_choices, problem.row_bytes, 0.4
+    )
     for _ in range(5):
         bits = [rng.choice(problem.bit_choices, len(ch.group_rows)) for ch in problem.channels]
         assert objective(problem, bits) == pytest.approx(_by_definition(problem, bits), rel=1e-12)
@@ -87,8 +94,10 @@ def test_greedy_within_two_percent_of_milp(ranks, groups):
         exact = solve_milp(problem, time_limit_s=MILP_LIMIT_S)
         greedy = solve_greedy(problem)
         gap, gap_to_bound = gap_percent(greedy.objective, exact.objective), gap_percent(greedy.objective, exact.bound)
-        print(f"{ranks} ranks, lam {lam}: greedy {gap:+.4f}% vs MILP ({exact.status}), {gap_to_bound:.4f}% vs its bound; "
-              f"MILP {exact.solve_time_s:.2f} s, greedy {greedy.solve_time_s * 1e3:.2f} ms")  # fmt: skip
+        print(
+            f"{ranks} ranks, lam {lam}: greedy {gap:+.4f}% vs MILP ({exact.status}), {gap_to_bound:.4f}% vs its bound; "
+            f"MILP {exact.solve_time_s:.2f} s, greedy {greedy.solve_time_s * 1e3:.2f} ms"
+        )
         assert gap <= 2.0
         assert gap_to_bound <= 2.0  # the bound is below the optimum, so this holds against the optimum
 
@@ -115,7 +124,10 @@ def test_extreme_lambdas_pick_extreme_widths(solver, bits):
 @pytest.mark.parametrize("solver", [*sorted(SOLVERS), "brute_force"])
 def test_zero_weight_groups_get_the_fewest_bytes(solver, lam):
     """A group whose rows are constant (or reach no output) costs no variance at any width; at lam = 1 that is a tie."""
-    channels = (Channel(0, 1, [3.0, 0.0, 1.0, 0.0], [7, 7, 7, 2], a=1e-9, c=1e-4), Channel(1, 0, [0.0, 2.0], [7, 7], a=2e-9, c=0.0))
+    channels = (
+        Channel(0, 1, [3.0, 0.0, 1.0, 0.0], [7, 7, 7, 2], a=1e-9, c=1e-4),
+        Channel(1, 0, [0.0, 2.0], [7, 7], a=2e-9, c=0.0),
+    )
     problem = BitProblem(channels, (2, 4, 8), row_bytes(), lam)
     solution = {"brute_force": brute_force, **SOLVERS}[solver](problem)
     for ch, b in zip(channels, solution.bits):
@@ -139,15 +151,22 @@ def test_assignments_have_the_problem_shape_and_allowed_widths(solver):
 
 @pytest.mark.parametrize("solver", [*sorted(SOLVERS), "brute_force"])
 def test_problem_without_groups(solver):
-    problem = BitProblem((Channel(0, 1, [], [], a=1.0, c=1.0), Channel(1, 0, [], [], a=1.0, c=1.0)), (2, 8), row_bytes(), 0.5)
+    problem = BitProblem(
+        (Channel(0, 1, [], [], a=1.0, c=1.0), Channel(1, 0, [], [], a=1.0, c=1.0)), (2, 8), row_bytes(), 0.5
+    )
     solution = {"brute_force": brute_force, **SOLVERS}[solver](problem)
     assert solution.objective == 0.0 and [len(b) for b in solution.bits] == [0, 0]
     assert objective(BitProblem((), (2, 8), row_bytes(), 0.5), []) == 0.0
 
 
 def _problem(**changes) -> BitProblem:
-    fields = {"channels": (Channel(0, 1, [1.0, 2.0], [3, 4], a=1e-9, c=0.0),), "bit_choices": (2, 4, 8),
-              "row_bytes": row_bytes(), "variance_weight": 0.5, **changes}  # fmt: skip
+    fields = {
+        "channels": (Channel(0, 1, [1.0, 2.0], [3, 4], a=1e-9, c=0.0),),
+        "bit_choices": (2, 4, 8),
+        "row_bytes": row_bytes(),
+        "variance_weight": 0.5,
+        **changes,
+    }
     return BitProblem(**fields)
 
 
@@ -200,7 +219,10 @@ def _ring_problem(rng: np.random.Generator, bits: tuple[int, ...], objective_nam
 def _time_by_definition(problem: BitProblem, times: dict[tuple[int, int], float]) -> float:
     """T of channel times written out per objective (AdaQP's ring rounds: sum over rounds of the slowest channel)."""
     if problem.time_objective == "ring_rounds":
-        rounds = [[t for (s, d), t in times.items() if (d - s) % problem.world_size == k] for k in range(1, problem.world_size)]
+        rounds = [
+            [t for (s, d), t in times.items() if (d - s) % problem.world_size == k]
+            for k in range(1, problem.world_size)
+        ]
         return sum(max(r) for r in rounds if r)
     if problem.time_objective == "sender_uplink":
         return max(sum(t for (s, _), t in times.items() if s == src) for src in {s for s, _ in times})
@@ -212,12 +234,20 @@ def _objective_by_definition(problem: BitProblem, bits: list[np.ndarray]) -> flo
 
     def parts(widths_of) -> tuple[float, float, float]:
         v = sum(float(w) / (2 ** int(x) - 1) ** 2 for ch, b in used for w, x in zip(ch.group_weights, widths_of(b)))
-        t = {(ch.src, ch.dst): ch.a * sum(int(r) * problem.row_bytes[int(x)] for r, x in zip(ch.group_rows, widths_of(b))) + ch.c
-             for ch, b in used}  # fmt: skip
+        t = {
+            (ch.src, ch.dst): ch.a
+            * sum(int(r) * problem.row_bytes[int(x)] for r, x in zip(ch.group_rows, widths_of(b)))
+            + ch.c
+            for ch, b in used
+        }
         return v, _time_by_definition(problem, t), EPS * sum(t.values()) / len(t)
 
     lam, lo, hi = problem.variance_weight, problem.bit_choices[0], problem.bit_choices[-1]
-    (v, t, e), (v_lo, t_lo, e_lo), (v_hi, t_hi, _) = parts(lambda b: b), parts(lambda b: [lo] * len(b)), parts(lambda b: [hi] * len(b))
+    (v, t, e), (v_lo, t_lo, e_lo), (v_hi, t_hi, _) = (
+        parts(lambda b: b),
+        parts(lambda b: [lo] * len(b)),
+        parts(lambda b: [hi] * len(b)),
+    )
     return lam * (v - v_hi) / ((v_lo - v_hi) or 1.0) + (1 - lam) * (t + e - t_lo - e_lo) / ((t_hi - t_lo) or 1.0)
 
 
@@ -229,7 +259,9 @@ def test_every_time_objective_milp_exact_greedy_close(time_objective):
         best = brute_force(problem)
         exact = solve_milp(problem)
         greedy = solve_greedy(problem)
-        assert objective(problem, best.bits) == pytest.approx(_objective_by_definition(problem, best.bits), rel=1e-9, abs=1e-12)
+        assert objective(problem, best.bits) == pytest.approx(
+            _objective_by_definition(problem, best.bits), rel=1e-9, abs=1e-12
+        )
         assert exact.objective == pytest.approx(best.objective, rel=1e-9, abs=1e-12), seed
         assert exact.bound <= best.objective + 1e-9, seed
         assert best.objective - 1e-12 <= greedy.objective <= best.objective + 0.05, seed
@@ -270,4 +302,6 @@ def test_time_objective_is_validated():
     with pytest.raises(ValueError, match=r"BitProblem.time_objective must be one of"):
         BitProblem((), (2, 4, 8), row_bytes(), 0.5, "fastest")
     with pytest.raises(ValueError, match=r"BitProblem.world_size must exceed every rank \(2\)"):
-        BitProblem((Channel(0, 2, [1.0], [1], a=1e-9, c=0.0),), (2, 4, 8), row_bytes(), 0.5, "ring_rounds", world_size=2)
+        BitProblem(
+            (Channel(0, 2, [1.0], [1], a=1e-9, c=0.0),), (2, 4, 8), row_bytes(), 0.5, "ring_rounds", world_size=2
+        )

@@ -22,7 +22,12 @@ def test_a_key_of_the_group_a_swept_experiment_picks_composes_with_that_group_na
     overrides = ["experiment=pdadmm_g_paper,pdadmm_g_q_code", "parallel.rho=1e-3", "dataset=citeseer"]
     points = plan(overrides, True)
     assert shared_group_choices(overrides, points) == ["parallel=admm"]
-    assert shared_group_choices(["experiment=pdadmm_g_paper", "parallel.rho=1e-3"], plan(["experiment=pdadmm_g_paper"], True)) == []
+    assert (
+        shared_group_choices(
+            ["experiment=pdadmm_g_paper", "parallel.rho=1e-3"], plan(["experiment=pdadmm_g_paper"], True)
+        )
+        == []
+    )
     mixed = [(p, cfg) for p, cfg in points[:1]] + [(["experiment=adaqp"], plan(["experiment=adaqp"], True)[0][1])]
     with pytest.raises(ConfigError, match=r"parallel\.rho.*name it on the command line too, e\.g\. parallel=admm"):
         shared_group_choices(overrides, mixed)

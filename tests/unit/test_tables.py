@@ -18,19 +18,39 @@ SPECS = sorted(SWEEPS.glob(f"*{SPEC_SUFFIX}"))
 
 
 def test_there_are_specs():
-    assert {p.name for p in SPECS} >= {"adaqp_ablation.table.yaml", "peers.table.yaml", "bitwidths.table.yaml",
-                                       "table4.table.yaml", "adaqp_emulated.table.yaml"}  # fmt: skip
+    assert {p.name for p in SPECS} >= {
+        "adaqp_ablation.table.yaml",
+        "peers.table.yaml",
+        "bitwidths.table.yaml",
+        "table4.table.yaml",
+        "adaqp_emulated.table.yaml",
+    }
 
 
-@pytest.mark.parametrize("text,needle", [
-    ("title: x\ncolumns: [{label: a, metric: test}]\n", "'rows' must be a non-empty list"),
-    ("rows: [{label: r}]\ncolumns: [{label: a}]\n", "column 'a' names no metric"),
-    ("rows: [{label: r}]\ncolumns: [{label: a, metric: test, ratio_to: Vanilla}]\n", "ratio_to 'Vanilla', not a row"),
-    ("rows: [{label: r}]\ncolumns: [{label: a, metric: test, speedup_over: Vanilla}]\n", "column 'a' has speedup_over 'Vanilla', not a row"),
-    ("rows: [{label: r}]\ncolumns: [{label: a, metric: test, ratio_to: r, speedup_over: r}]\n", "column 'a' sets both ratio_to 'r' and speedup_over 'r'"),
-    ("rows: [{label: r}]\ncolumns: [{label: a, metric: test}]\nalso_run: experiment=x\n", "'also_run' must be a list"),
-    ("rows: [\n", "not a readable YAML table spec"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        ("title: x\ncolumns: [{label: a, metric: test}]\n", "'rows' must be a non-empty list"),
+        ("rows: [{label: r}]\ncolumns: [{label: a}]\n", "column 'a' names no metric"),
+        (
+            "rows: [{label: r}]\ncolumns: [{label: a, metric: test, ratio_to: Vanilla}]\n",
+            "ratio_to 'Vanilla', not a row",
+        ),
+        (
+            "rows: [{label: r}]\ncolumns: [{label: a, metric: test, speedup_over: Vanilla}]\n",
+            "column 'a' has speedup_over 'Vanilla', not a row",
+        ),
+        (
+            "rows: [{label: r}]\ncolumns: [{label: a, metric: test, ratio_to: r, speedup_over: r}]\n",
+            "column 'a' sets both ratio_to 'r' and speedup_over 'r'",
+        ),
+        (
+            "rows: [{label: r}]\ncolumns: [{label: a, metric: test}]\nalso_run: experiment=x\n",
+            "'also_run' must be a list",
+        ),
+        ("rows: [\n", "not a readable YAML table spec"),
+    ],
+)
 def test_bad_specs_are_one_line_errors(tmp_path, text, needle):
     path = Path(tmp_path) / "bad.table.yaml"
     path.write_text(text)
@@ -43,8 +63,10 @@ def test_latex_escaping_and_ratio_columns(tmp_path):
     from gnnq.report.tables import render_latex
 
     path = tmp_path / "t.table.yaml"
-    path.write_text("title: 'a_{b} ~x^2 & 50%'\nrows: [{label: base}, {label: 'r_1 #2'}]\n"
-                    "columns: [{label: v, metric: test}, {label: ratio, metric: test, ratio_to: base}]\n")  # fmt: skip
+    path.write_text(
+        "title: 'a_{b} ~x^2 & 50%'\nrows: [{label: base}, {label: 'r_1 #2'}]\n"
+        "columns: [{label: v, metric: test}, {label: ratio, metric: test, ratio_to: base}]\n"
+    )
     spec = load_spec(path)
     records = [{"status": "ok", "config": {"trainer": {"seed": s}, "x": 1}, "test": t} for s, t in ((0, 0.5), (1, 0.7))]
     cells = build_table({**spec, "rows": [{"label": "base"}, {"label": "r_1 #2"}]}, records)
@@ -53,13 +75,19 @@ def test_latex_escaping_and_ratio_columns(tmp_path):
     assert r"a\_\{b\} \textasciitilde{}x\textasciicircum{}2 \& 50\%" in tex and r"r\_1 \#2" in tex
 
 
-@pytest.mark.parametrize("text,needle", [
-    ("rows: [{label: r, match: {parallel.nmae: sync}}]\ncolumns: [{label: a, metric: test}]\n", "'parallel.nmae', which is not a config key"),
-    ("rows: [{label: r, match: sync}]\ncolumns: [{label: a, metric: test}]\n", "'match' must map"),
-    ("rows: [{label: r}, {label: r}]\ncolumns: [{label: a, metric: test}]\n", "labels must be unique"),
-    ("rows: [{label: r}]\ncolumns: [{label: a, metric: test, format: '.4q'}]\n", "column 'a'"),
-    ("rows: [{label: r}]\ncolumns: [{label: a, metric: test}]\npaper: {r: 0.5}\n", "'paper' maps row labels"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        (
+            "rows: [{label: r, match: {parallel.nmae: sync}}]\ncolumns: [{label: a, metric: test}]\n",
+            "'parallel.nmae', which is not a config key",
+        ),
+        ("rows: [{label: r, match: sync}]\ncolumns: [{label: a, metric: test}]\n", "'match' must map"),
+        ("rows: [{label: r}, {label: r}]\ncolumns: [{label: a, metric: test}]\n", "labels must be unique"),
+        ("rows: [{label: r}]\ncolumns: [{label: a, metric: test, format: '.4q'}]\n", "column 'a'"),
+        ("rows: [{label: r}]\ncolumns: [{label: a, metric: test}]\npaper: {r: 0.5}\n", "'paper' maps row labels"),
+    ],
+)
 def test_spec_fields_are_checked(tmp_path, text, needle):
     path = Path(tmp_path) / "bad.table.yaml"
     path.write_text(text)
@@ -71,15 +99,19 @@ def test_speedup_over_is_the_base_rows_value_over_this_rows_and_missing_cells_ar
     from gnnq.report.tables import render_csv, render_latex
 
     path = tmp_path / "t.table.yaml"
-    path.write_text("rows: [{label: slow, match: {trainer.lr: 0.1}}, {label: fast, match: {trainer.lr: 0.2}},\n"
-                    "       {label: none, match: {trainer.lr: 0.3}}]\n"
-                    "columns: [{label: ms, metric: epoch_time_s, scale: 1000, format: '.0f'},\n"
-                    "          {label: speedup, metric: epoch_time_s, speedup_over: slow, format: '.2f'},\n"
-                    "          {label: time ratio, metric: epoch_time_s, ratio_to: slow, format: '.2f'},\n"
-                    "          {label: vs none, metric: epoch_time_s, speedup_over: none}]\n")  # fmt: skip
+    path.write_text(
+        "rows: [{label: slow, match: {trainer.lr: 0.1}}, {label: fast, match: {trainer.lr: 0.2}},\n"
+        "       {label: none, match: {trainer.lr: 0.3}}]\n"
+        "columns: [{label: ms, metric: epoch_time_s, scale: 1000, format: '.0f'},\n"
+        "          {label: speedup, metric: epoch_time_s, speedup_over: slow, format: '.2f'},\n"
+        "          {label: time ratio, metric: epoch_time_s, ratio_to: slow, format: '.2f'},\n"
+        "          {label: vs none, metric: epoch_time_s, speedup_over: none}]\n"
+    )
     spec = load_spec(path)
-    records = [{"status": "ok", "config": {"trainer": {"lr": lr, "seed": s}}, "epoch_time_s": t}
-               for lr, s, t in ((0.1, 0, 2.0), (0.1, 1, 2.2), (0.2, 0, 0.5), (0.2, 1, 0.55))]  # fmt: skip
+    records = [
+        {"status": "ok", "config": {"trainer": {"lr": lr, "seed": s}}, "epoch_time_s": t}
+        for lr, s, t in ((0.1, 0, 2.0), (0.1, 1, 2.2), (0.2, 0, 0.5), (0.2, 1, 0.55))
+    ]
     cells = build_table(spec, records)
     values = [[c.stat.mean for c in line] for line in cells]
     assert values[0][:3] == pytest.approx([2100.0, 1.0, 1.0]) and values[0][3] is None

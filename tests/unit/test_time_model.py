@@ -73,8 +73,12 @@ def test_single_size_is_all_bandwidth():
 
 
 def test_no_positive_slope_is_constant():
-    assert fit_linear([(0, 1e-3), (0, 3e-3)]) == LinearFit(a=0.0, c=pytest.approx(2e-3), r2=pytest.approx(0.0), samples=2)
-    assert fit_linear([(1 * KIB, -1e-3), (2 * KIB, -2e-3)]) == LinearFit(a=0.0, c=0.0, r2=pytest.approx(1 - 5 / 0.5), samples=2)
+    assert fit_linear([(0, 1e-3), (0, 3e-3)]) == LinearFit(
+        a=0.0, c=pytest.approx(2e-3), r2=pytest.approx(0.0), samples=2
+    )
+    assert fit_linear([(1 * KIB, -1e-3), (2 * KIB, -2e-3)]) == LinearFit(
+        a=0.0, c=0.0, r2=pytest.approx(1 - 5 / 0.5), samples=2
+    )
 
 
 def test_fit_needs_samples():

@@ -90,7 +90,9 @@ def library() -> ctypes.CDLL | None:
             _lib = _build()
         except Exception as e:  # any failure to build or load means the torch path, never a crash
             _failed = True
-            warnings.warn(f"gnnq: the C CPU codec is unavailable, using the torch codec ({e})", RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"gnnq: the C CPU codec is unavailable, using the torch codec ({e})", RuntimeWarning, stacklevel=2
+            )
     return _lib
 
 
@@ -117,23 +119,43 @@ def _check_rows(row_idx: torch.Tensor, n: int) -> None:
         raise IndexError(f"row index out of range for a message of {n} rows")
 
 
-def _encode(src: torch.Tensor, row_idx: torch.Tensor, streams: RowStreams, out: torch.Tensor, bits: torch.Tensor | None,
-            offsets: torch.Tensor | None, uniform_bits: int, param_dtype: torch.dtype) -> bool:  # fmt: skip
+def _encode(
+    src: torch.Tensor,
+    row_idx: torch.Tensor,
+    streams: RowStreams,
+    out: torch.Tensor,
+    bits: torch.Tensor | None,
+    offsets: torch.Tensor | None,
+    uniform_bits: int,
+    param_dtype: torch.dtype,
+) -> bool:
     """Run gnnq_encode into ``out``; whether every row was finite."""
     rows = row_idx.numel()
     _check_rows(row_idx, src.shape[0])
     if len(streams) != rows:
         raise ValueError(f"{len(streams)} noise streams for {rows} rows")
     keys, index = streams.keys.to(torch.int64).contiguous(), streams.index.to(torch.int64).contiguous()
-    bad = library().gnnq_encode(_ptr(src), src.shape[1], _ptr(row_idx), _ptr(keys), _ptr(index), rows, _ptr(bits), _ptr(offsets),
-                                uniform_bits, param_dtype == torch.float16, _ptr(out))  # fmt: skip
+    bad = library().gnnq_encode(
+        _ptr(src),
+        src.shape[1],
+        _ptr(row_idx),
+        _ptr(keys),
+        _ptr(index),
+        rows,
+        _ptr(bits),
+        _ptr(offsets),
+        uniform_bits,
+        param_dtype == torch.float16,
+        _ptr(out),
+    )
     if bad < 0:
         raise MemoryError("the C codec could not allocate its row buffer")
     return bad == 0
 
 
-def quantize_pack(src: torch.Tensor, row_idx: torch.Tensor, streams: RowStreams, bits: int,
-                  param_dtype: torch.dtype) -> tuple[torch.Tensor, bool]:  # fmt: skip
+def quantize_pack(
+    src: torch.Tensor, row_idx: torch.Tensor, streams: RowStreams, bits: int, param_dtype: torch.dtype
+) -> tuple[torch.Tensor, bool]:
     """``torch_codec.quantize_rows``, in one pass with the draws computed inline."""
     src, row_idx = src.float().contiguous(), row_idx.to(torch.int64).contiguous()
     rows, dim = row_idx.numel(), src.shape[1]
@@ -143,8 +165,14 @@ def quantize_pack(src: torch.Tensor, row_idx: torch.Tensor, streams: RowStreams,
     return wire, _encode(src, row_idx, streams, wire, None, None, bits, param_dtype)
 
 
-def unpack_dequantize(wire: torch.Tensor, dim: int, bits: int, param_dtype: torch.dtype,
-                      out: torch.Tensor | None = None, out_rows: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+def unpack_dequantize(
+    wire: torch.Tensor,
+    dim: int,
+    bits: int,
+    param_dtype: torch.dtype,
+    out: torch.Tensor | None = None,
+    out_rows: torch.Tensor | None = None,
+) -> torch.Tensor:
     """``torch_codec.unpack_dequantize``, into ``out`` if given; with ``out_rows`` too, row r goes to
     ``out[out_rows[r]]`` (``out`` then any contiguous fp32 (N, dim) tensor)."""
     rows = wire.shape[0]
@@ -159,12 +187,21 @@ def unpack_dequantize(wire: torch.Tensor, dim: int, bits: int, param_dtype: torc
     if rows == 0 or dim == 0:
         return out
     wire = wire.contiguous()
-    library().gnnq_decode(_ptr(wire), dim, rows, None, None, bits, param_dtype == torch.float16, _ptr(out_rows), _ptr(out))
+    library().gnnq_decode(
+        _ptr(wire), dim, rows, None, None, bits, param_dtype == torch.float16, _ptr(out_rows), _ptr(out)
+    )
     return out
 
 
-def encode_mixed(src: torch.Tensor, row_idx: torch.Tensor, streams: RowStreams, bits: torch.Tensor, offsets: torch.Tensor,
-                 total: int, param_dtype: torch.dtype) -> tuple[torch.Tensor, bool]:  # fmt: skip
+def encode_mixed(
+    src: torch.Tensor,
+    row_idx: torch.Tensor,
+    streams: RowStreams,
+    bits: torch.Tensor,
+    offsets: torch.Tensor,
+    total: int,
+    param_dtype: torch.dtype,
+) -> tuple[torch.Tensor, bool]:
     """Row r of ``src[row_idx]`` at ``bits[r]`` (int8) into a flat buffer of ``total`` bytes at ``offsets[r]``; whether all finite."""
     src, row_idx = src.float().contiguous(), row_idx.to(torch.int64).contiguous()
     rows, dim = row_idx.numel(), src.shape[1]
@@ -178,8 +215,15 @@ def encode_mixed(src: torch.Tensor, row_idx: torch.Tensor, streams: RowStreams, 
     return flat, _encode(src, row_idx, streams, flat, bits, offsets, 0, param_dtype)
 
 
-def decode_mixed(flat: torch.Tensor, dim: int, bits: torch.Tensor, offsets: torch.Tensor, total: int,
-                 param_dtype: torch.dtype, out: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+def decode_mixed(
+    flat: torch.Tensor,
+    dim: int,
+    bits: torch.Tensor,
+    offsets: torch.Tensor,
+    total: int,
+    param_dtype: torch.dtype,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Rows at ``bits[r]`` from ``offsets[r]`` of ``flat`` into an (R, dim) fp32 tensor: fresh, or ``out``."""
     if flat.numel() != total:
         raise ValueError(f"received {flat.numel()} bytes where the layout expects {total}")
@@ -187,5 +231,7 @@ def decode_mixed(flat: torch.Tensor, dim: int, bits: torch.Tensor, offsets: torc
     out = torch_codec.check_out(out, rows, dim, flat.device)
     if rows and dim:
         flat = flat.contiguous()
-        library().gnnq_decode(_ptr(flat), dim, rows, _ptr(bits), _ptr(offsets), 0, param_dtype == torch.float16, None, _ptr(out))
+        library().gnnq_decode(
+            _ptr(flat), dim, rows, _ptr(bits), _ptr(offsets), 0, param_dtype == torch.float16, None, _ptr(out)
+        )
     return out

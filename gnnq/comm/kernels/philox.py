@@ -85,7 +85,9 @@ def uniforms(streams: RowStreams, dim: int) -> torch.Tensor:
     c0 = torch.arange(calls, dtype=torch.int64, device=device)[None, :]
     idx = streams.index[:, None]
     zero = torch.zeros_like(idx)
-    words = philox4x32([c0, idx & LO32, idx >> 32, zero], streams.keys[:, None] & LO32, (streams.keys[:, None] >> 32) & LO32)
+    words = philox4x32(
+        [c0, idx & LO32, idx >> 32, zero], streams.keys[:, None] & LO32, (streams.keys[:, None] >> 32) & LO32
+    )
     words = torch.stack([w.expand(rows, calls) for w in words], dim=2).view(rows, calls * 4)
     col = torch.arange(dim, dtype=torch.int64, device=device)
     j = col & 63

@@ -112,7 +112,11 @@ def quantize_pack(x: torch.Tensor, noise: torch.Tensor, bits: int, param_dtype: 
     z, s = (v[:, None] for v in param_values(zero, step))
     scaled = torch.sub(x, z).div_(torch.where(s > 0, s, torch.ones_like(s))).add_(noise).floor_().clamp_(0, levels)
     codes = scaled.to(torch.uint8)
-    params = torch.stack([zero.view(torch.int16), step.view(torch.int16)], dim=1) if pbytes == 4 else torch.stack([zero, step], dim=1)
+    params = (
+        torch.stack([zero.view(torch.int16), step.view(torch.int16)], dim=1)
+        if pbytes == 4
+        else torch.stack([zero, step], dim=1)
+    )
     wire[:, :pbytes] = params.contiguous().view(torch.uint8).view(rows, pbytes)
     per_byte = 8 // bits
     if per_byte == 1:
@@ -134,15 +138,17 @@ def all_finite(x: torch.Tensor) -> bool:
     return x.numel() == 0 or bool(torch.isfinite(x.sum())) or bool(torch.isfinite(x).all())
 
 
-def quantize_rows(src: torch.Tensor, row_idx: torch.Tensor, streams: RowStreams, bits: int,
-                  param_dtype: torch.dtype) -> tuple[torch.Tensor, bool]:  # fmt: skip
+def quantize_rows(
+    src: torch.Tensor, row_idx: torch.Tensor, streams: RowStreams, bits: int, param_dtype: torch.dtype
+) -> tuple[torch.Tensor, bool]:
     """Wire rows of ``src[row_idx]`` on the Philox draws of ``streams``, and whether those rows were all finite."""
     x = src.index_select(0, row_idx).float()
     return quantize_pack(x, uniforms(streams, x.shape[1]), bits, param_dtype), all_finite(x)
 
 
-def unpack_dequantize(wire: torch.Tensor, dim: int, bits: int, param_dtype: torch.dtype,
-                      out: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+def unpack_dequantize(
+    wire: torch.Tensor, dim: int, bits: int, param_dtype: torch.dtype, out: torch.Tensor | None = None
+) -> torch.Tensor:
     """Decode wire rows (R, row_bytes) into fp32 rows (R, dim): a fresh tensor, or ``out`` (``check_out``'s rules)."""
     rows = wire.shape[0]
     pbytes = 2 * torch.finfo(param_dtype).bits // 8
@@ -168,7 +174,14 @@ def check_out(out: torch.Tensor | None, rows: int, dim: int, device: torch.devic
     bigger buffer will do), else a fresh (rows, dim) fp32 tensor on ``device``."""
     if out is None:
         return torch.empty((rows, dim), dtype=torch.float32, device=device)
-    if out.dtype != torch.float32 or tuple(out.shape) != (rows, dim) or not out.is_contiguous() or out.device != torch.device(device):
-        raise ValueError(f"out must be a contiguous fp32 ({rows}, {dim}) tensor on {device}, not {out.dtype} "
-                         f"{tuple(out.shape)} on {out.device}")  # fmt: skip
+    if (
+        out.dtype != torch.float32
+        or tuple(out.shape) != (rows, dim)
+        or not out.is_contiguous()
+        or out.device != torch.device(device)
+    ):
+        raise ValueError(
+            f"out must be a contiguous fp32 ({rows}, {dim}) tensor on {device}, not {out.dtype} "
+            f"{tuple(out.shape)} on {out.device}"
+        )
     return out

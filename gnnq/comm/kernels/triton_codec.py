@@ -43,8 +43,12 @@ if triton is not None:
 
     @triton.jit
     def _load_param(ptr):
-        b = (tl.load(ptr).to(tl.int32) | (tl.load(ptr + 1).to(tl.int32) << 8)
-             | (tl.load(ptr + 2).to(tl.int32) << 16) | (tl.load(ptr + 3).to(tl.int32) << 24))  # fmt: skip
+        b = (
+            tl.load(ptr).to(tl.int32)
+            | (tl.load(ptr + 1).to(tl.int32) << 8)
+            | (tl.load(ptr + 2).to(tl.int32) << 16)
+            | (tl.load(ptr + 3).to(tl.int32) << 24)
+        )
         return b.to(tl.float32, bitcast=True)
 
     @triton.jit
@@ -74,8 +78,21 @@ if triton is not None:
         return (b << 16).to(tl.float32, bitcast=True)
 
     @triton.jit
-    def _quantize_pack_kernel(src_ptr, idx_ptr, keys_ptr, index_ptr, out_ptr, bad_ptr, dim, src_stride, out_stride,
-                              num_code_bytes, BITS: tl.constexpr, PARAM_FP16: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+    def _quantize_pack_kernel(
+        src_ptr,
+        idx_ptr,
+        keys_ptr,
+        index_ptr,
+        out_ptr,
+        bad_ptr,
+        dim,
+        src_stride,
+        out_stride,
+        num_code_bytes,
+        BITS: tl.constexpr,
+        PARAM_FP16: tl.constexpr,
+        BLOCK: tl.constexpr,
+    ):
         row = tl.program_id(0)
         src = src_ptr + tl.load(idx_ptr + row).to(tl.int64) * src_stride
         lo = tl.full((BLOCK,), float("inf"), tl.float32)
@@ -168,8 +185,16 @@ if triton is not None:
         return (u16 * 2 + 1).to(tl.float32) * 7.62939453125e-06  # 2^-17
 
     @triton.jit
-    def _unpack_dequantize_kernel(wire_ptr, out_ptr, dim, wire_stride, out_stride, BITS: tl.constexpr,
-                                  PARAM_FP16: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+    def _unpack_dequantize_kernel(
+        wire_ptr,
+        out_ptr,
+        dim,
+        wire_stride,
+        out_stride,
+        BITS: tl.constexpr,
+        PARAM_FP16: tl.constexpr,
+        BLOCK: tl.constexpr,
+    ):
         row = tl.program_id(0)
         wire = wire_ptr + row.to(tl.int64) * wire_stride
         if PARAM_FP16:
@@ -195,8 +220,9 @@ if triton is not None:
             tl.store(out + cols, zero + code.to(tl.float32) * step, mask=m)
 
 
-def quantize_pack(src: torch.Tensor, row_idx: torch.Tensor, streams: RowStreams, bits: int, param_dtype: torch.dtype,
-                  block: int = 256) -> tuple[torch.Tensor, bool]:  # fmt: skip
+def quantize_pack(
+    src: torch.Tensor, row_idx: torch.Tensor, streams: RowStreams, bits: int, param_dtype: torch.dtype, block: int = 256
+) -> tuple[torch.Tensor, bool]:
     """Wire rows for ``src[row_idx]`` (gathered inside the kernel) on the Philox streams of ``streams``; whether all finite."""
     dim = src.shape[1]
     rows = row_idx.numel()
@@ -207,19 +233,41 @@ def quantize_pack(src: torch.Tensor, row_idx: torch.Tensor, streams: RowStreams,
         raise ValueError(f"{len(streams)} noise streams for {rows} rows")
     bad = torch.empty(rows, dtype=torch.int8, device=src.device)
     src = src.float().contiguous()
-    _quantize_pack_kernel[(rows,)](src, row_idx, streams.keys.contiguous(), streams.index.contiguous(), out, bad, dim,
-                                   src.stride(0), out.stride(0), code_bytes(dim, bits), BITS=bits,
-                                   PARAM_FP16=param_dtype == torch.float16, BLOCK=block, enable_fp_fusion=False)  # fmt: skip
+    _quantize_pack_kernel[(rows,)](
+        src,
+        row_idx,
+        streams.keys.contiguous(),
+        streams.index.contiguous(),
+        out,
+        bad,
+        dim,
+        src.stride(0),
+        out.stride(0),
+        code_bytes(dim, bits),
+        BITS=bits,
+        PARAM_FP16=param_dtype == torch.float16,
+        BLOCK=block,
+        enable_fp_fusion=False,
+    )
     return out, not bool(bad.any())
 
 
-def unpack_dequantize(wire: torch.Tensor, dim: int, bits: int, param_dtype: torch.dtype,
-                      out: torch.Tensor | None = None, block: int = 256) -> torch.Tensor:  # fmt: skip
+def unpack_dequantize(
+    wire: torch.Tensor, dim: int, bits: int, param_dtype: torch.dtype, out: torch.Tensor | None = None, block: int = 256
+) -> torch.Tensor:
     """``torch_codec.unpack_dequantize``: into a fresh tensor, or ``out`` (``torch_codec.check_out``)."""
     out = check_out(out, wire.shape[0], dim, wire.device)
     if wire.shape[0] and dim:
         wire = wire.contiguous()
-        _unpack_dequantize_kernel[(wire.shape[0],)](wire, out, dim, wire.stride(0), out.stride(0), BITS=bits,
-                                                    PARAM_FP16=param_dtype == torch.float16, BLOCK=block,
-                                                    enable_fp_fusion=False)  # fmt: skip
+        _unpack_dequantize_kernel[(wire.shape[0],)](
+            wire,
+            out,
+            dim,
+            wire.stride(0),
+            out.stride(0),
+            BITS=bits,
+            PARAM_FP16=param_dtype == torch.float16,
+            BLOCK=block,
+            enable_fp_fusion=False,
+        )
     return out

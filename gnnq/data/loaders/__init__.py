@@ -74,7 +74,9 @@ def missing_files(directory: Path, names: Iterable[str]) -> list[str]:
     return [n for n in names if not (directory / n).is_file()]
 
 
-def missing_files_message(dataset: str, directory: Path, needed: Sequence[str], missing: Sequence[str], hint: str) -> str:
+def missing_files_message(
+    dataset: str, directory: Path, needed: Sequence[str], missing: Sequence[str], hint: str
+) -> str:
     """``<dataset>: files missing in <dir>: need a, b, c (missing: b, c) (<hint>)`` on one line."""
     what = f"need {', '.join(needed)}"
     if list(missing) != list(needed):
@@ -132,8 +134,10 @@ def dataset_lock(directory: Path) -> Iterator[None]:
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise DatasetError(f"cannot create the dataset folder {directory} ({describe_os_error(exc)}); "
-                           "point dataset.root or GNNQ_DATA at a writable root, or put the files there") from None  # fmt: skip
+        raise DatasetError(
+            f"cannot create the dataset folder {directory} ({describe_os_error(exc)}); "
+            "point dataset.root or GNNQ_DATA at a writable root, or put the files there"
+        ) from None
     try:
         fd = os.open(directory / ".gnnq.lock", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
     except OSError as exc:

@@ -38,12 +38,18 @@ MAX_CLASSES_WITHOUT_NODES = 1024  # class ids may exceed the node count up to th
 def load_files(path: str | Path | None, train_frac: float, val_frac: float, seed: int) -> Graph:
     """Read the graph in directory ``path``; split it (seeded, stratified) when it has no split."""
     d = _directory(path)
-    x_path, y_path, e_path = _pick(d, FEATURE_FILES, "features"), _pick(d, LABEL_FILES, "labels"), _pick(d, EDGE_FILES, "edge list")
+    x_path, y_path, e_path = (
+        _pick(d, FEATURE_FILES, "features"),
+        _pick(d, LABEL_FILES, "labels"),
+        _pick(d, EDGE_FILES, "edge list"),
+    )
     x = _features(_read_table(x_path), x_path)
     y, num_classes, multilabel = _labels(_read_table(y_path), y_path)
     n = x.shape[0]
     if y.shape[0] != n:
-        raise DatasetError(f"{NAME}: {x_path.name} has {n} rows but {y_path.name} has {y.shape[0]}; both need one row per node (in {d})")
+        raise DatasetError(
+            f"{NAME}: {x_path.name} has {n} rows but {y_path.name} has {y.shape[0]}; both need one row per node (in {d})"
+        )
     edges = _edges(_read_table(e_path), e_path, n, x_path.name)
     split = _split(d, n, x_path.name)
     if split is None:
@@ -69,7 +75,9 @@ def load_files(path: str | Path | None, train_frac: float, val_frac: float, seed
 
 
 def _directory(path: str | Path | None) -> Path:
-    accepted = f"{' or '.join(EDGE_FILES)}, {' or '.join(FEATURE_FILES)}, {' or '.join(LABEL_FILES)} (see docs/datasets.md)"
+    accepted = (
+        f"{' or '.join(EDGE_FILES)}, {' or '.join(FEATURE_FILES)}, {' or '.join(LABEL_FILES)} (see docs/datasets.md)"
+    )
     if not path:
         raise DatasetError(f"{NAME}: dataset.path is not set: point it at a directory holding {accepted}")
     d = Path(path).expanduser()
@@ -107,13 +115,17 @@ def _read_npy(path: Path) -> np.ndarray:
     with open(path, "rb") as f:
         magic = f.read(len(NPY_MAGIC))
     if magic != NPY_MAGIC:  # np.load would try it as a pickle and blame "pickled data"
-        raise DatasetError(f"{NAME}: {path} is not a valid .npy file (it does not start with the .npy magic bytes); write it with numpy.save")
+        raise DatasetError(
+            f"{NAME}: {path} is not a valid .npy file (it does not start with the .npy magic bytes); write it with numpy.save"
+        )
     try:
         arr = np.load(path, allow_pickle=False)
     except ValueError as exc:
         if "allow_pickle" in str(exc):  # a real .npy of Python objects
             raise DatasetError(f"{NAME}: {path} holds Python objects (dtype object); save a numeric array") from None
-        raise DatasetError(f"{NAME}: {path} is not a valid .npy file ({one_line(exc)}); write it with numpy.save") from None
+        raise DatasetError(
+            f"{NAME}: {path} is not a valid .npy file ({one_line(exc)}); write it with numpy.save"
+        ) from None
     if arr.dtype.kind not in "biuf":
         raise DatasetError(f"{NAME}: {path} holds dtype {arr.dtype}; save a numeric array (integers or floats)")
     return arr
@@ -225,7 +237,9 @@ def _labels(arr: np.ndarray, path: Path) -> tuple[np.ndarray, int, bool]:
         return y, int(y.max()) + 1 if y.size else 0, False
     if arr.ndim == 2:
         if not np.isin(arr, (0, 1)).all():
-            raise DatasetError(f"{NAME}: {path} has {arr.shape[1]} columns, so it must be 0/1 multi-hot rows (one column per class)")
+            raise DatasetError(
+                f"{NAME}: {path} has {arr.shape[1]} columns, so it must be 0/1 multi-hot rows (one column per class)"
+            )
         return np.ascontiguousarray(arr, dtype=np.float32), int(arr.shape[1]), True
     raise DatasetError(f"{NAME}: {path} must hold N class ids or an N x C 0/1 table, got shape {arr.shape}")
 
@@ -247,7 +261,9 @@ def _split(d: Path, n: int, rows_from: str):
         return None
     if len(present) != len(SPLIT_FILES):
         absent = [name for name in SPLIT_FILES if name not in present]
-        raise DatasetError(f"{NAME}: {d} has {', '.join(present)} but not {', '.join(absent)}: give all of {', '.join(SPLIT_FILES)} or none")
+        raise DatasetError(
+            f"{NAME}: {d} has {', '.join(present)} but not {', '.join(absent)}: give all of {', '.join(SPLIT_FILES)} or none"
+        )
     ids = []
     for name in SPLIT_FILES:
         path = d / name
@@ -269,4 +285,6 @@ def _split(d: Path, n: int, rows_from: str):
 def _check_ids(ids: np.ndarray, path: Path, n: int, rows_from: str) -> None:
     if ids.size and (ids.min() < 0 or ids.max() >= n):
         bad = int(ids.min()) if ids.min() < 0 else int(ids.max())
-        raise DatasetError(f"{NAME}: {path} refers to node {bad}, but {rows_from} has {n} rows (node ids must be 0..{n - 1})")
+        raise DatasetError(
+            f"{NAME}: {path} refers to node {bad}, but {rows_from} has {n} rows (node ids must be 0..{n - 1})"
+        )

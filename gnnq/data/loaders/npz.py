@@ -32,7 +32,17 @@ NPZ_FILES = {
 }
 NUM_NODES = {"amazon-computers": 13752, "amazon-photo": 7650, "coauthor-cs": 18333, "coauthor-physics": 34493}
 SPLIT_SEED, TRAIN_PER_CLASS, NUM_TEST, NUM_VAL = 100, 20, 1000, 1000
-_KEYS = ("adj_data", "adj_indices", "adj_indptr", "adj_shape", "attr_data", "attr_indices", "attr_indptr", "attr_shape", "labels")
+_KEYS = (
+    "adj_data",
+    "adj_indices",
+    "adj_indptr",
+    "adj_shape",
+    "attr_data",
+    "attr_indices",
+    "attr_indptr",
+    "attr_shape",
+    "labels",
+)
 
 
 def npz_path(name: str, root: Path) -> Path:
@@ -40,8 +50,14 @@ def npz_path(name: str, root: Path) -> Path:
     return root / folder / "raw" / file_name
 
 
-def authors_split(labels: np.ndarray, num_classes: int, per_class: int = TRAIN_PER_CLASS, num_test: int = NUM_TEST,
-                  num_val: int = NUM_VAL, seed: int = SPLIT_SEED) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+def authors_split(
+    labels: np.ndarray,
+    num_classes: int,
+    per_class: int = TRAIN_PER_CLASS,
+    num_test: int = NUM_TEST,
+    num_val: int = NUM_VAL,
+    seed: int = SPLIT_SEED,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(train, val, test) boolean masks by the authors' rule (module docstring)."""
     y = torch.as_tensor(labels)
     train = torch.zeros(y.shape[0], dtype=torch.bool)
@@ -71,21 +87,41 @@ def load_npz(name: str, root: Path) -> Graph:
     """Read ``name`` (a key of NPZ_FILES) from ``root``; DatasetError naming the file when it cannot."""
     path = npz_path(name, root)
     if not path.is_file():
-        raise DatasetError(missing_files_message(name, path.parent, [path.name], [path.name],
-                                                 "gnnq does not download it; PyG's Amazon / Coauthor classes do, into this layout"))  # fmt: skip
+        raise DatasetError(
+            missing_files_message(
+                name,
+                path.parent,
+                [path.name],
+                [path.name],
+                "gnnq does not download it; PyG's Amazon / Coauthor classes do, into this layout",
+            )
+        )
     try:
         with np.load(path, allow_pickle=False) as f:
             absent = [k for k in _KEYS if k not in f.files]
             if absent:
-                raise DatasetError(f"{name}: {path} lacks the arrays {', '.join(absent)}; it is not in PyG's Amazon/Coauthor npz format")
+                raise DatasetError(
+                    f"{name}: {path} lacks the arrays {', '.join(absent)}; it is not in PyG's Amazon/Coauthor npz format"
+                )
             x = _csr_dense(f, "attr")
             adj_rows = np.repeat(np.arange(int(f["adj_shape"][0])), np.diff(f["adj_indptr"]))
             edges = np.stack([adj_rows, f["adj_indices"].astype(np.int64)])
             y = f["labels"].astype(np.int64).reshape(-1)
     except (OSError, ValueError, zipfile.BadZipFile, KeyError) as exc:
-        raise DatasetError(f"{name}: cannot read {path} ({one_line(exc)}); it looks truncated or corrupt: replace it") from None
+        raise DatasetError(
+            f"{name}: cannot read {path} ({one_line(exc)}); it looks truncated or corrupt: replace it"
+        ) from None
     x[x > 0] = 1.0  # PyG binarizes these features
     num_classes = int(y.max()) + 1 if y.size else 0
     train, val, test = authors_split(y, num_classes)
-    return Graph(name=name, edge_index=canonical_edges(edges, x.shape[0]), x=x, y=y, train_mask=train, val_mask=val, test_mask=test,
-                 num_classes=num_classes, sources={"features": str(path), "labels": str(path), "train": "authors' split, seed 100"})  # fmt: skip
+    return Graph(
+        name=name,
+        edge_index=canonical_edges(edges, x.shape[0]),
+        x=x,
+        y=y,
+        train_mask=train,
+        val_mask=val,
+        test_mask=test,
+        num_classes=num_classes,
+        sources={"features": str(path), "labels": str(path), "train": "authors' split, seed 100"},
+    )

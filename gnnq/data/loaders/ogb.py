@@ -142,11 +142,15 @@ def _ensure_files(lay: OgbLayout, download: bool) -> None:
     try:
         _download(lay)
     except Exception as exc:
-        raise DatasetError(missing_files_message(lay.name, d, lay.required, missing, download_failed_hint(one_line(exc)))) from None
+        raise DatasetError(
+            missing_files_message(lay.name, d, lay.required, missing, download_failed_hint(one_line(exc)))
+        ) from None
     still = missing_files(d, lay.required)
     if still:
         raise DatasetError(
-            missing_files_message(lay.name, d, lay.required, still, download_failed_hint(f"the archive from {lay.url} lacks them"))
+            missing_files_message(
+                lay.name, d, lay.required, still, download_failed_hint(f"the archive from {lay.url} lacks them")
+            )
         )
 
 
@@ -198,7 +202,9 @@ def _read_with_ogb(lay: OgbLayout) -> dict[str, np.ndarray]:
         ) from None
     n = arrays["x"].shape[0]
     if arrays["y"].shape[0] != n or (arrays["edge_index"].size and arrays["edge_index"].max() >= n):
-        raise DatasetError(f"{lay.name}: the OGB files in {lay.dataset_dir} disagree on the number of nodes ({n} feature rows)")
+        raise DatasetError(
+            f"{lay.name}: the OGB files in {lay.dataset_dir} disagree on the number of nodes ({n} feature rows)"
+        )
     return arrays
 
 

@@ -154,7 +154,7 @@ def _probe(path: Path, spec: PygSpec) -> None:
         from torch_geometric.io.planetoid import read_file
 
         prefix = spec.dir_name.lower()
-        read_file(str(path.parent), prefix, path.name[len(f"ind.{prefix}."):])
+        read_file(str(path.parent), prefix, path.name[len(f"ind.{prefix}.") :])
     elif path.suffix == ".npz":
         with zipfile.ZipFile(path) as z:
             bad = z.testzip()

@@ -98,7 +98,9 @@ def _sbm_edges(rng: np.random.Generator, y: np.ndarray, num_classes: int, avg_de
     return src, dst
 
 
-def _class_features(rng: np.random.Generator, y: np.ndarray, num_classes: int, feature_dim: int, noise: float) -> np.ndarray:
+def _class_features(
+    rng: np.random.Generator, y: np.ndarray, num_classes: int, feature_dim: int, noise: float
+) -> np.ndarray:
     centroids = rng.standard_normal((num_classes, feature_dim), dtype=np.float32)
     centroids *= np.float32(CENTROID_NORM / np.sqrt(feature_dim))
     x = rng.standard_normal((y.shape[0], feature_dim), dtype=np.float32)

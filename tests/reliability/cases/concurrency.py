@@ -38,7 +38,9 @@ def _busy(ctx: Context, args: list[str]) -> Outcome:
 
 
 def _names_the_holder(ctx: Context, outcome: Outcome) -> list[str]:
-    return [] if f"(pid {ctx.state['pid']})" in outcome.last_line else [f"the line does not name pid {ctx.state['pid']}"]
+    return (
+        [] if f"(pid {ctx.state['pid']})" in outcome.last_line else [f"the line does not name pid {ctx.state['pid']}"]
+    )
 
 
 def _two_at_once(ctx: Context, args: list[str]) -> Outcome:
@@ -71,12 +73,39 @@ def _two_resumes(ctx: Context, args: list[str]) -> Outcome:
 
 
 CASES = [
-    Case("concurrency", "busy-run-dir", "a second gnnq on a run dir in use; then SIGTERM ends the first with 143",
-         Expect(exit=2, line=r"^gnnq: error: hydra\.run\.dir: .*busy is in use by another gnnq \(pid \d+\)", records=("failed",)),
-         args=lambda ctx: [*FAST, f"hydra.run.dir={ctx.runs / 'busy'}"], act=_busy, verify=_names_the_holder),
-    Case("concurrency", "shared-data-root", "two runs at once on one fresh data root (one builds the graph's parts)",
-         Expect(exit=0, records=("ok", "ok")), args=FAST, act=_two_at_once),
-    Case("concurrency", "two-resumes", "two resumes of one interrupted run at once: one continues it, the other is refused",
-         Expect(exit=2, line=r"^gnnq: error: .*is in use by another gnnq \(pid \d+\)", records=("ok",), replaces_records=True),
-         args=lambda ctx: [f"resume={ctx.state['run_dir']}"], setup=interrupted, act=_two_resumes),
-]  # fmt: skip
+    Case(
+        "concurrency",
+        "busy-run-dir",
+        "a second gnnq on a run dir in use; then SIGTERM ends the first with 143",
+        Expect(
+            exit=2,
+            line=r"^gnnq: error: hydra\.run\.dir: .*busy is in use by another gnnq \(pid \d+\)",
+            records=("failed",),
+        ),
+        args=lambda ctx: [*FAST, f"hydra.run.dir={ctx.runs / 'busy'}"],
+        act=_busy,
+        verify=_names_the_holder,
+    ),
+    Case(
+        "concurrency",
+        "shared-data-root",
+        "two runs at once on one fresh data root (one builds the graph's parts)",
+        Expect(exit=0, records=("ok", "ok")),
+        args=FAST,
+        act=_two_at_once,
+    ),
+    Case(
+        "concurrency",
+        "two-resumes",
+        "two resumes of one interrupted run at once: one continues it, the other is refused",
+        Expect(
+            exit=2,
+            line=r"^gnnq: error: .*is in use by another gnnq \(pid \d+\)",
+            records=("ok",),
+            replaces_records=True,
+        ),
+        args=lambda ctx: [f"resume={ctx.state['run_dir']}"],
+        setup=interrupted,
+        act=_two_resumes,
+    ),
+]

@@ -39,19 +39,47 @@ def _delete_meta(ctx: Context) -> None:
 
 
 CASES = [
-    Case("resources", "not-enough-memory", "2 ranks with cluster.memory_limit_gib=0.5 (the launcher fits, the ranks do not)",
-         failed(r"not enough memory: the 2 rank\(s\) on this host need about .* but 0\.5 GiB is available \(cluster\.memory_limit_gib=0\.5\)"),
-         args=[*FAST, "cluster.nproc=2", "cluster.memory_limit_gib=0.5"]),
-    Case("resources", "oversubscribed", f"{CROWD} ranks on {CORES} cores: one warning (then refused: memory limit 2 GiB)",
-         failed(rf"not enough memory: the {CROWD} rank\(s\)", warning=rf"{CROWD} ranks on {CORES} core\(s\).*allow_oversubscribe=true"),
-         args=[*FAST, f"cluster.nproc={CROWD}", "cluster.memory_limit_gib=2"]),
-    Case("resources", "oversubscribe-allowed", "the same with cluster.allow_oversubscribe=true: no warning",
-         failed(rf"not enough memory: the {CROWD} rank\(s\)"), verify=_no_oversubscribe_warning,
-         args=[*FAST, f"cluster.nproc={CROWD}", "cluster.memory_limit_gib=2", "cluster.allow_oversubscribe=true"]),
-    Case("cache", "damaged-partition", "a cached part with one bit flipped: rebuilt with a warning, the run goes on",
-         Expect(exit=0, records=("ok",), warning=r"rebuilding the partition cache entry .*part1\.pt"),
-         args=[*FAST, "cluster.nproc=2"], setup=_damage_part),
-    Case("cache", "missing-meta", "a cache entry without meta.json: rebuilt with a warning",
-         Expect(exit=0, records=("ok",), warning=r"rebuilding the partition cache entry"),
-         args=[*FAST, "cluster.nproc=2"], setup=_delete_meta),
-]  # fmt: skip
+    Case(
+        "resources",
+        "not-enough-memory",
+        "2 ranks with cluster.memory_limit_gib=0.5 (the launcher fits, the ranks do not)",
+        failed(
+            r"not enough memory: the 2 rank\(s\) on this host need about .* but 0\.5 GiB is available \(cluster\.memory_limit_gib=0\.5\)"
+        ),
+        args=[*FAST, "cluster.nproc=2", "cluster.memory_limit_gib=0.5"],
+    ),
+    Case(
+        "resources",
+        "oversubscribed",
+        f"{CROWD} ranks on {CORES} cores: one warning (then refused: memory limit 2 GiB)",
+        failed(
+            rf"not enough memory: the {CROWD} rank\(s\)",
+            warning=rf"{CROWD} ranks on {CORES} core\(s\).*allow_oversubscribe=true",
+        ),
+        args=[*FAST, f"cluster.nproc={CROWD}", "cluster.memory_limit_gib=2"],
+    ),
+    Case(
+        "resources",
+        "oversubscribe-allowed",
+        "the same with cluster.allow_oversubscribe=true: no warning",
+        failed(rf"not enough memory: the {CROWD} rank\(s\)"),
+        verify=_no_oversubscribe_warning,
+        args=[*FAST, f"cluster.nproc={CROWD}", "cluster.memory_limit_gib=2", "cluster.allow_oversubscribe=true"],
+    ),
+    Case(
+        "cache",
+        "damaged-partition",
+        "a cached part with one bit flipped: rebuilt with a warning, the run goes on",
+        Expect(exit=0, records=("ok",), warning=r"rebuilding the partition cache entry .*part1\.pt"),
+        args=[*FAST, "cluster.nproc=2"],
+        setup=_damage_part,
+    ),
+    Case(
+        "cache",
+        "missing-meta",
+        "a cache entry without meta.json: rebuilt with a warning",
+        Expect(exit=0, records=("ok",), warning=r"rebuilding the partition cache entry"),
+        args=[*FAST, "cluster.nproc=2"],
+        setup=_delete_meta,
+    ),
+]

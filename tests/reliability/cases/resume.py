@@ -45,27 +45,76 @@ def _resumed_to_the_end(ctx: Context, _: Outcome) -> list[str]:
     record = ctx.record(ctx.state["run_dir"])
     rows = (ctx.state["run_dir"] / "metrics.jsonl").read_text().splitlines()
     problems = (
-        [] if record.get("resumed_from_epoch") == 2 else [f"resumed_from_epoch {record.get('resumed_from_epoch')}, expected 2"]
+        []
+        if record.get("resumed_from_epoch") == 2
+        else [f"resumed_from_epoch {record.get('resumed_from_epoch')}, expected 2"]
     )
     return problems + ([] if len(rows) == 4 else [f"{len(rows)} metrics rows, expected 4"])
 
 
 CASES = [
-    Case("resume", "interrupted-run", "resume a run that failed after its epoch-2 checkpoint: it ends ok",
-         Expect(exit=0, records=("ok",), replaces_records=True), args=_resume, setup=interrupted, verify=_resumed_to_the_end),
-    Case("resume", "finished-run", "resume a run that finished", refused(r"resume=.*nothing to resume"),
-         args=_resume, setup=lambda ctx: _run(ctx, [*FAST, "trainer.checkpoint_every=1"])),
-    Case("resume", "no-checkpoint", "resume a failed run that saved no checkpoint",
-         refused(r"no checkpoint to resume from.*trainer\.checkpoint_every=0"), args=_resume,
-         setup=lambda ctx: interrupted(ctx, every=0)),
-    Case("resume", "corrupted-checkpoint", "a rank file of the checkpoint with one byte changed",
-         refused(r"rank1\.pt is corrupted.*sha256"), args=_resume, setup=_damaged("rank1.pt", _flip)),
-    Case("resume", "missing-rank-file", "a rank file of the checkpoint deleted", refused(r"rank0\.pt"),
-         args=_resume, setup=_damaged("rank0.pt", lambda p: p.unlink())),
-    Case("resume", "garbage-latest-json", "checkpoints/latest.json that is not JSON", refused(r"latest\.json"),
-         args=_resume, setup=_damaged("latest.json", lambda p: p.write_text("{not json"))),
-    Case("resume", "with-other-arguments", "resume=<dir> with an override", refused(r"takes nothing else.*trainer\.epochs=9"),
-         args=lambda ctx: [*_resume(ctx), "trainer.epochs=9"], setup=interrupted),
-    Case("resume", "nowhere", "resume a directory that holds no run", refused(r"no config\.yaml there"),
-         args=lambda ctx: [f"resume={ctx.root / 'nowhere'}"]),
-]  # fmt: skip
+    Case(
+        "resume",
+        "interrupted-run",
+        "resume a run that failed after its epoch-2 checkpoint: it ends ok",
+        Expect(exit=0, records=("ok",), replaces_records=True),
+        args=_resume,
+        setup=interrupted,
+        verify=_resumed_to_the_end,
+    ),
+    Case(
+        "resume",
+        "finished-run",
+        "resume a run that finished",
+        refused(r"resume=.*nothing to resume"),
+        args=_resume,
+        setup=lambda ctx: _run(ctx, [*FAST, "trainer.checkpoint_every=1"]),
+    ),
+    Case(
+        "resume",
+        "no-checkpoint",
+        "resume a failed run that saved no checkpoint",
+        refused(r"no checkpoint to resume from.*trainer\.checkpoint_every=0"),
+        args=_resume,
+        setup=lambda ctx: interrupted(ctx, every=0),
+    ),
+    Case(
+        "resume",
+        "corrupted-checkpoint",
+        "a rank file of the checkpoint with one byte changed",
+        refused(r"rank1\.pt is corrupted.*sha256"),
+        args=_resume,
+        setup=_damaged("rank1.pt", _flip),
+    ),
+    Case(
+        "resume",
+        "missing-rank-file",
+        "a rank file of the checkpoint deleted",
+        refused(r"rank0\.pt"),
+        args=_resume,
+        setup=_damaged("rank0.pt", lambda p: p.unlink()),
+    ),
+    Case(
+        "resume",
+        "garbage-latest-json",
+        "checkpoints/latest.json that is not JSON",
+        refused(r"latest\.json"),
+        args=_resume,
+        setup=_damaged("latest.json", lambda p: p.write_text("{not json")),
+    ),
+    Case(
+        "resume",
+        "with-other-arguments",
+        "resume=<dir> with an override",
+        refused(r"takes nothing else.*trainer\.epochs=9"),
+        args=lambda ctx: [*_resume(ctx), "trainer.epochs=9"],
+        setup=interrupted,
+    ),
+    Case(
+        "resume",
+        "nowhere",
+        "resume a directory that holds no run",
+        refused(r"no config\.yaml there"),
+        args=lambda ctx: [f"resume={ctx.root / 'nowhere'}"],
+    ),
+]

@@ -19,7 +19,11 @@ WANDB = [a for a in FAST if a != "logger=none"] + ["logger=wandb", "logger.mode=
 
 def _wandb_and_report(ctx: Context, outcome: Outcome) -> list[str]:
     (run_dir,) = ctx.run_dirs()
-    problems = [] if list((run_dir / "wandb").glob("offline-run-*/*.wandb")) else ["W&B wrote no offline run under the run dir"]
+    problems = (
+        []
+        if list((run_dir / "wandb").glob("offline-run-*/*.wandb"))
+        else ["W&B wrote no offline run under the run dir"]
+    )
     report = Path(sys.executable).parent / "gnnq-report"
     cmd = [str(report), str(ctx.runs), "--out", str(ctx.root / "report"), "--dashboard"]
     rep = subprocess.run(cmd, capture_output=True, text=True, env=ctx.env, timeout=300)
@@ -31,12 +35,28 @@ def _wandb_and_report(ctx: Context, outcome: Outcome) -> list[str]:
 
 
 CASES = [
-    Case("secrets", "wandb-offline-run", "a W&B offline run and its report (dashboard) with WANDB_API_KEY set",
-         OK, args=WANDB, verify=_wandb_and_report),
-    Case("secrets", "wandb-failed-run", "a W&B run whose rank 1 raises", failed(r"rank 1 failed: RuntimeError: injected fault"),
-         args=[*WANDB, "trainer.epochs=3"], env={"GNNQ_FAULT_INJECT": "rank=1,epoch=2"}),
-    Case("secrets", "wandb-interrupted-run", "a W&B run stopped by SIGINT",
-         Expect(exit=130, line=r"^gnnq: interrupted \(SIGINT\)", records=("failed",)),
-         args=[a for a in ENDLESS if a != "logger=none"] + ["logger=wandb", "logger.mode=offline"],
-         act=break_while_training(signal_launcher(signal.SIGINT))),
-]  # fmt: skip
+    Case(
+        "secrets",
+        "wandb-offline-run",
+        "a W&B offline run and its report (dashboard) with WANDB_API_KEY set",
+        OK,
+        args=WANDB,
+        verify=_wandb_and_report,
+    ),
+    Case(
+        "secrets",
+        "wandb-failed-run",
+        "a W&B run whose rank 1 raises",
+        failed(r"rank 1 failed: RuntimeError: injected fault"),
+        args=[*WANDB, "trainer.epochs=3"],
+        env={"GNNQ_FAULT_INJECT": "rank=1,epoch=2"},
+    ),
+    Case(
+        "secrets",
+        "wandb-interrupted-run",
+        "a W&B run stopped by SIGINT",
+        Expect(exit=130, line=r"^gnnq: interrupted \(SIGINT\)", records=("failed",)),
+        args=[a for a in ENDLESS if a != "logger=none"] + ["logger=wandb", "logger.mode=offline"],
+        act=break_while_training(signal_launcher(signal.SIGINT)),
+    ),
+]
