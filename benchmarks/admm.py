@@ -74,7 +74,8 @@ def present_datasets(data: Path) -> list[str]:
 
 
 def table4_records(data: Path, runs: list[Path] | None, work: Path, seeds: str) -> list[tuple[Path, dict]]:
-    """(run directory, record) of every run of Table IV: gnnq's presets and the baselines (sweeps/table4.yaml) and the authors'
+    """(run directory, record) of every run of Table IV: gnnq's presets and the baselines (sweeps/table4.yaml) and the
+    authors'
     presets with their per-dataset values, on every dataset whose files are present."""
     if not runs:
         runs = []
@@ -277,7 +278,8 @@ def main(argv: list[str] | None = None) -> None:
         "",
         f"Machine: {machine.get('cpu', '?')}, {machine.get('cores', '?')} cores, torch {machine.get('torch', '?')}.",
         "",
-        "## Table IV (test accuracy at the final iteration, as the authors report it, and at the best validation iteration; 10 layers of 500, 4 hops; mean ± std over seeds)",
+        "## Table IV (test accuracy at the final iteration, as the authors report it, and at the best validation "
+        "iteration; 10 layers of 500, 4 hops; mean ± std over seeds)",
         "",
         table_md,
         "",
@@ -289,13 +291,15 @@ def main(argv: list[str] | None = None) -> None:
         "",
         _md(coverage),
         "",
-        "## Bytes per iteration against both fp32 baselines (gnnq: p down and q up per boundary; the public code: q, u and p)",
+        "## Bytes per iteration against both fp32 baselines (gnnq: p down and q up per boundary; the public "
+        "code: q, u and p)",
         "",
         _md(bytes_table),
         "",
         *(
             [
-                f"## Time per iteration on Cora, 10 layers of 500 ({args.timing_iterations} iterations, medians, 1 thread per rank)",
+                f"## Time per iteration on Cora, 10 layers of 500 ({args.timing_iterations} iterations, medians, "
+                "1 thread per rank)",
                 "",
                 _md(timing),
                 "",

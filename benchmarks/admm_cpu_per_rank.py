@@ -78,7 +78,8 @@ def main() -> None:
             spans = ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in (r["layers"] for r in res))
             cpu = ", ".join(f"{r['cpu_ms']:.0f}" for r in res)
             print(
-                f"| {world} | {blocks} | {spans} | {cpu} | {max(r['cpu_ms'] for r in res):.0f} | {max(r['wall_ms'] for r in res):.0f} |",
+                f"| {world} | {blocks} | {spans} | {cpu} | {max(r['cpu_ms'] for r in res):.0f} | "
+                f"{max(r['wall_ms'] for r in res):.0f} |",
                 flush=True,
             )
 

@@ -115,7 +115,8 @@ def write_report(result: dict, out: Path, command: str) -> None:
         "",
         f"Machine: {json.dumps(result['machine'])}",
         "",
-        f"Graph: {result['graph']['nodes']:,} nodes, {result['graph']['edges']:,} edges (`experiment=synthetic_large`), "
+        f"Graph: {result['graph']['nodes']:,} nodes, {result['graph']['edges']:,} edges "
+        "(`experiment=synthetic_large`), "
         f"{result['ranks']} ranks on this machine, {result['epochs']} epochs, a checkpoint after every epoch.",
         "",
         "## Writing",

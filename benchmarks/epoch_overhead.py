@@ -197,8 +197,10 @@ def main(argv: list[str] | None = None) -> None:
         f"Command: `{command}`",
         "",
         f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gib']} GiB, torch {machine['torch']}, "
-        f"CUDA {'yes' if machine['cuda'] else 'no'}. Repeats: {args.repeats}, interleaved; each cell is the median over "
-        "repeats of a run's median training-step time (forward, backward, gradient all-reduce, optimizer step; no evaluation).",
+        f"CUDA {'yes' if machine['cuda'] else 'no'}. Repeats: {args.repeats}, interleaved; each cell is the "
+        "median over "
+        "repeats of a run's median training-step time (forward, backward, gradient all-reduce, optimizer step; "
+        "no evaluation).",
         "",
         f"Model: GCN, {MODEL['layers']} layers, hidden {MODEL['hidden']}, LayerNorm, dropout {MODEL['dropout']}, Adam.",
         "",

@@ -171,10 +171,12 @@ def _readme(result: dict) -> str:
             "",
             f"Command: `{result['command']}`",
             "",
-            f"Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, torch {m.get('torch', '?')}; load average (1, 5, 15 min) "
+            f"Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, torch {m.get('torch', '?')}; load "
+            "average (1, 5, 15 min) "
             f"before {load[0]}, after {load[1]} (shared with other jobs).",
             "",
-            f"{result['dataset']}, {result['nproc']} ranks (METIS), messages of {result['dim']} columns; held-out sizes per "
+            f"{result['dataset']}, {result['nproc']} ranks (METIS), messages of {result['dim']} columns; "
+            "held-out sizes per "
             "channel are its 2-, 4- and 8-bit messages (fp16 row parameters), as adaptive widths send them.",
             "",
             "Medians over channels and rounds: R² of the fit on its own profile; relative error of its prediction "

@@ -211,7 +211,8 @@ def main(argv: list[str] | None = None) -> None:
         "",
         f"Command: `{command}`",
         "",
-        f"Machine: {machine['cpu']}, {machine['cores']} cores, torch {machine['torch']} (torch threads: {torch.get_num_threads()}), "
+        f"Machine: {machine['cpu']}, {machine['cores']} cores, torch {machine['torch']} (torch threads: "
+        f"{torch.get_num_threads()}), "
         f"CUDA {'yes' if machine['cuda'] else 'no'}.",
         "",
     ]
@@ -256,16 +257,22 @@ def main(argv: list[str] | None = None) -> None:
             ],
         ),
         "",
-        f"Target: C encode with draws within 1.5x of the copy into an existing buffer: {min(encode):.1f}-{max(encode):.1f}x "
-        f"({'met' if max(encode) <= 1.5 else 'missed'}). Encodes run as the exchange runs them (the encoder with the message's "
+        "Target: C encode with draws within 1.5x of the copy into an existing buffer: "
+        f"{min(encode):.1f}-{max(encode):.1f}x "
+        f"({'met' if max(encode) <= 1.5 else 'missed'}). Encodes run as the exchange runs them (the encoder with "
+        "the message's "
         "noise key, 4 peers): the Philox4x32-10 draws are computed inside the kernel (the torch rows compute them with "
         "vectorized torch ops) and included. The C codec is single-threaded; torch ops used "
         f"{torch.get_num_threads()} torch thread(s). "
-        f"Target: C decode into the reused halo buffer within 1.0x of the copy into an existing buffer: {min(decode):.1f}-"
+        "Target: C decode into the reused halo buffer within 1.0x of the copy into an existing buffer: "
+        f"{min(decode):.1f}-"
         f"{max(decode):.1f}x ({'met' if max(decode) <= 1.0 else 'missed'}). The exchange decodes each message straight "
-        "into the halo rows of a [inner; halo] buffer it keeps per layer (the rows `...(the exchange now)`); before, it "
-        "decoded into a fresh tensor and torch.cat copied it into a fresh [inner; halo] (the rows `...(before)` time the "
-        "halo part of that: the fresh decode and its copy; a fresh 64 MiB output also pays its first touch whenever the "
+        "into the halo rows of a [inner; halo] buffer it keeps per layer (the rows `...(the exchange now)`); "
+        "before, it "
+        "decoded into a fresh tensor and torch.cat copied it into a fresh [inner; halo] (the rows `...(before)` "
+        "time the "
+        "halo part of that: the fresh decode and its copy; a fresh 64 MiB output also pays its first touch "
+        "whenever the "
         "allocator hands back new pages, see `fresh fp32 output, first touch`). "
         f"Mixed rows: {'/'.join(map(str, MIXED_WIDTHS))} bits at random over 4 peers, fp16 parameters, "
         "one flat buffer per message.",

@@ -215,7 +215,8 @@ def _resume(argv: list[str]) -> None:
     if len(argv) != 1:
         others = " ".join(a for a in argv if not a.startswith("resume=")) or "a second resume="
         print(
-            f"gnnq: error: resume=<run dir> continues a run with its saved config and takes nothing else (got also: {others})",
+            "gnnq: error: resume=<run dir> continues a run with its saved config and takes nothing else (got "
+            f"also: {others})",
             file=sys.stderr,
         )
         sys.exit(2)

@@ -23,7 +23,10 @@ def missing_reason() -> str | None:
     """Why a private Slurm cannot run here, or None."""
     missing = [d for d in DAEMONS if shutil.which(d) is None]
     if missing:
-        return f"Slurm/munge not installed (missing {', '.join(missing)}; Debian: apt-get install slurmctld slurmd slurm-client munge)"
+        return (
+            f"Slurm/munge not installed (missing {', '.join(missing)}; Debian: apt-get install slurmctld slurmd "
+            "slurm-client munge)"
+        )
     if os.geteuid() != 0:
         return "slurmd must run as root to start jobs"
     return None

@@ -33,7 +33,8 @@ def mark(what: str, t0: float) -> None:
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rss = proc.memory_info().rss / 2**20
     print(
-        f"{what:30s} maxrss {maxrss:8.0f} rss {rss:8.0f} MiB  peak {peak[0] / 2**20:8.0f} MiB  {time.perf_counter() - t0:6.1f}s"
+        f"{what:30s} maxrss {maxrss:8.0f} rss {rss:8.0f} MiB  peak {peak[0] / 2**20:8.0f} MiB  "
+        f"{time.perf_counter() - t0:6.1f}s"
     )
     peak[0] = proc.memory_info().rss
 

@@ -28,5 +28,6 @@ cut, _ = pymetis.part_graph(
 )
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(
-    f"E={adj.size} recursive={rec} maxrss before {base:.0f} rss {rss:.0f} after {after:.0f} MiB cut {cut} {time.perf_counter() - t:.1f}s"
+    f"E={adj.size} recursive={rec} maxrss before {base:.0f} rss {rss:.0f} after {after:.0f} MiB cut {cut} "
+    f"{time.perf_counter() - t:.1f}s"
 )

@@ -36,7 +36,8 @@ cfg = compose_config(
 t = time.perf_counter()
 g = load_dataset(cfg.dataset)
 print(
-    f"generated {g.num_nodes:,} nodes {g.num_edges:,} edges in {time.perf_counter() - t:.1f}s; peak so far {maxrss():.0f} MiB"
+    f"generated {g.num_nodes:,} nodes {g.num_edges:,} edges in {time.perf_counter() - t:.1f}s; peak so far "
+    f"{maxrss():.0f} MiB"
 )
 entries = g.num_edges if is_symmetric_canonical(*g.edge_index, g.num_nodes) else 2 * g.num_edges
 est = launcher_memory_mib(graph_mib(g), g.num_nodes, entries, g.num_edges, nparts, metis=True)
@@ -48,7 +49,8 @@ root = Path(tempfile.mkdtemp())
 t = time.perf_counter()
 entry, meta = prepare_parts(g, "metis", 0, nparts, root)
 print(
-    f"prepare_parts {time.perf_counter() - t:.1f}s (METIS {meta['partition_time_s']}s); launcher peak {maxrss():.0f} MiB; "
+    f"prepare_parts {time.perf_counter() - t:.1f}s (METIS {meta['partition_time_s']}s); launcher peak "
+    f"{maxrss():.0f} MiB; "
     f"edge cut {meta['edge_cut'] / meta['num_edges']:.1%}; inner {meta['inner_nodes']} halo {meta['halo_nodes']}"
 )
 print("part files MiB", [round((entry / f"part{r}.pt").stat().st_size / 2**20) for r in range(nparts)])

@@ -3,7 +3,8 @@
     python -m benchmarks.products_scale.rank_memory_table RUN_DIR_OR_RECORD [...]
 
 One row per run: nodes, model, in-edges, inner and halo nodes of its largest part, the estimate the code now gives
-for that part (datasets without ``dataset.feature_dim``: the estimate the run recorded), the measured peaks (``summary.peak_memory_mib_per_rank``) and max measured / estimate.
+for that part (datasets without ``dataset.feature_dim``: the estimate the run recorded), the measured peaks
+(``summary.peak_memory_mib_per_rank``) and max measured / estimate.
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ def row(path: Path) -> str:
     peaks = record["summary"]["peak_memory_mib_per_rank"]
     m = cfg.model
     return (
-        f"| {meta['num_nodes']:,} | {m.name} {m.layers} x {m.hidden} | {meta['num_edges']:,} | {max(meta['inner_nodes']):,} | "
-        f"{max(meta['halo_nodes']):,} | {max(estimates):,.0f} | {min(peaks):,.0f}-{max(peaks):,.0f} | {max(peaks) / max(estimates):.2f} |"
+        f"| {meta['num_nodes']:,} | {m.name} {m.layers} x {m.hidden} | {meta['num_edges']:,} | "
+        f"{max(meta['inner_nodes']):,} | "
+        f"{max(meta['halo_nodes']):,} | {max(estimates):,.0f} | {min(peaks):,.0f}-{max(peaks):,.0f} | "
+        f"{max(peaks) / max(estimates):.2f} |"
     )
 
 

@@ -29,7 +29,8 @@ def reset_peak() -> None:
 def phase(name: str, before: float) -> float:
     now = rss_mib()
     print(
-        f"{name:<34} rss {now:8.0f} MiB   phase peak +{peak_rss_mib() - before:7.0f} MiB   held +{now - before:7.0f} MiB",
+        f"{name:<34} rss {now:8.0f} MiB   phase peak +{peak_rss_mib() - before:7.0f} MiB   held "
+        f"+{now - before:7.0f} MiB",
         flush=True,
     )
     reset_peak()

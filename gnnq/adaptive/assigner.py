@@ -4,7 +4,8 @@ Every ``assign_cycle`` epochs the traced row ranges of the training messages (ne
 evaluation) and the row influences α give each message row a variance weight
 α² · D · Σ range² / 6 (the stochastic-rounding variance at b bits is that weight / (2^b - 1)²),
 the sum over the traced epochs: with ``trace=cycle`` (AdaQP) every training epoch since the
-last assignment, with ``trace=last_epoch`` only the last epoch of the cycle. Each rank sorts the rows it sends to each peer by weight and cuts
+last assignment, with ``trace=last_epoch`` only the last epoch of the cycle. Each rank sorts the rows it sends to each
+peer by weight and cuts
 them into groups of ``group_size``; rank 0 gathers the groups, solves one bit-width per
 group for every (layer, direction) message with the per-channel time model, and broadcasts
 the widths. Senders expand them to per-row widths and send those to the receivers, so
@@ -107,7 +108,8 @@ class AdaptiveAssigner:
         return self.layouts.get((layer, direction))
 
     def traces(self, epoch: int) -> bool:
-        """Training messages are traced in every epoch (trace=cycle) or the last epoch of each cycle (never in evaluation)."""
+        """Training messages are traced in every epoch (trace=cycle) or the last epoch of each cycle (never in
+        evaluation)."""
         return epoch >= 1 and (self.cfg.trace == "cycle" or epoch % self.cfg.assign_cycle == 0)
 
     def record_ranges(self, layer: int, direction: Direction, ranges: torch.Tensor) -> None:

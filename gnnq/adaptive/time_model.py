@@ -146,7 +146,8 @@ def fit_time_model(
     ``message_bytes[q]`` is what this rank sends to rank q in one real exchange (its own entry
     is ignored): at full precision, profiled with ``profile_sizes``; or, with ``low_bytes`` (the
     same message at the lowest width), at the highest width, profiled with ``sent_sizes``.
-    Collective: every rank calls it with the same ``repeats``, ``steps`` and kind of sizes. Each receiver fits its incoming channels on the median time
+    Collective: every rank calls it with the same ``repeats``, ``steps`` and kind of sizes. Each receiver fits its
+    incoming channels on the median time
     per size (the scheduler's occasional stalls would otherwise pull a least-squares line),
     then all ranks exchange their fits. Call it again to refit.
     """

@@ -175,7 +175,8 @@ class LayerBlock:
         moved = [{k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in e.items()} for e in state["layers"]]
         if [e["index"] for e in moved] != [layer.index for layer in self.layers]:
             raise ValueError(
-                f"the checkpoint holds layers {[e['index'] for e in moved]}, this rank's block is {self.first}..{self.last}"
+                f"the checkpoint holds layers {[e['index'] for e in moved]}, this rank's block is "
+                f"{self.first}..{self.last}"
             )
         self.layers = [Layer(**e) for e in moved]
         for k in self.GHOSTS:

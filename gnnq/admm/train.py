@@ -157,7 +157,8 @@ class AdmmTrainer(Trainer):
             math.isfinite(sums["objective"]) and math.isfinite(sums["residual"])
         ):  # the same sums on every rank: all stop
             raise GnnqError(
-                f"parallel=admm diverged: non-finite objective at iteration {epoch}; lower parallel.rho/nu or check the inputs"
+                f"parallel=admm diverged: non-finite objective at iteration {epoch}; lower parallel.rho/nu or "
+                "check the inputs"
             )
         loss = sums["loss"] / self.num_train if evaluated else None
         if loss is not None:

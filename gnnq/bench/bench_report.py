@@ -47,7 +47,8 @@ CSV_FIELDS = [
 DEFINITIONS = (
     "Epoch: median over a run's epochs of the slowest rank's training step, then the median over repeats "
     "[min-max over repeats]. Comm share: exposed communication (halo messages and the gradient all-reduce: the time "
-    "the computation waited for them) as a share of the epoch (median over repeats). MB/epoch: halo bytes put on the wire per training epoch, all ranks. "
+    "the computation waited for them) as a share of the epoch (median over repeats). MB/epoch: halo bytes put on "
+    "the wire per training epoch, all ranks. "
     "Overhead: training work outside epochs in a run (AdaQP's channel profile, α exchange and bit-width "
     "reassignments; checkpoint writes), seconds, median over repeats. "
     "Time to target: summed training epoch times and overheads until validation first reaches the target (median "
@@ -97,7 +98,8 @@ def table_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
                 *(r["setting"][a] for a in axes),
                 r["method"],
                 str(r["runs"]) + (f" ({len(r['failed'])} failed)" if r["failed"] else ""),
-                f"{_f(r['epoch_time_s'], '.1f', 1e3)} [{_f(r['epoch_time_min_s'], '.1f', 1e3)}-{_f(r['epoch_time_max_s'], '.1f', 1e3)}]",
+                f"{_f(r['epoch_time_s'], '.1f', 1e3)} "
+                f"[{_f(r['epoch_time_min_s'], '.1f', 1e3)}-{_f(r['epoch_time_max_s'], '.1f', 1e3)}]",
                 _f(r["comm_share"], ".0%"),
                 _f(r["comm_bytes_per_epoch"], ".2f", 1e-6),
                 _f(r["bytes_vs_baseline"], ".3f"),

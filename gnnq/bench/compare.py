@@ -67,7 +67,8 @@ def speedup_bounds(
 
 
 def compare(points: list[Point], baseline: str, target: float | None, target_drop: float) -> list[dict]:
-    """One row per point, grouped by setting: medians and spreads over repeats, speedups against the baseline point of the same setting.
+    """One row per point, grouped by setting: medians and spreads over repeats, speedups against the baseline point of
+    the same setting.
 
     The validation target of a setting is ``target`` if given, else the baseline's median best
     validation value minus ``target_drop``. Speedups are paired: repeat r of a point against

@@ -144,7 +144,8 @@ def run_all(points: list[Point], sweep: tuple[str, str], args, extra: list[str])
         p.runs[r] = rec
         if rec.get("status") == "ok":
             print(
-                f"[gnnq-bench]   epoch {rec['epoch_time_s'] * 1e3:.1f} ms, test {rec['test']:.4f} ({durations[-1]:.0f} s)",
+                f"[gnnq-bench]   epoch {rec['epoch_time_s'] * 1e3:.1f} ms, test {rec['test']:.4f} "
+                f"({durations[-1]:.0f} s)",
                 flush=True,
             )
         else:
@@ -196,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{', '.join(k for k, _ in points[0].setting) or 'none'})"
             )
         print(
-            f"[gnnq-bench] {len(points)} points x {args.repeats} repeats = {len(points) * args.repeats} runs -> {args.out}",
+            f"[gnnq-bench] {len(points)} points x {args.repeats} repeats = {len(points) * args.repeats} runs -> "
+            f"{args.out}",
             flush=True,
         )
         run_all(points, sweep, args, extra=[])

@@ -37,7 +37,8 @@ def profile_channels(comm: Communicator, send_bytes: list[list[int]], repeats: i
     slower), then ``repeats`` timed times, interleaved so that slow drift spreads over all
     sizes. A round starts with a barrier; each rank then takes its own
     clock as the common start, posts a receive per incoming channel and a send per
-    outgoing one (``Communicator.recv_start`` / ``send_start``), and records when each receive completes. How completion is observed:
+    outgoing one (``Communicator.recv_start`` / ``send_start``), and records when each receive completes. How completion
+    is observed:
 
     - gloo (CPU): a gloo Work only becomes complete inside ``wait()`` (``is_completed()``
       stays False however long ago the data landed), so one thread per incoming channel

@@ -55,7 +55,8 @@ class UniformCodec:
         with NaN/inf zeroed (as a new source, and its row index) and how many values of ``src`` were zeroed."""
         if self.nonfinite == "error":
             raise NonFiniteMessageError(
-                f"non-finite values (NaN/inf) in the {what} message; set quantizer.nonfinite=zero to zero and count them"
+                f"non-finite values (NaN/inf) in the {what} message; set quantizer.nonfinite=zero to zero and "
+                "count them"
             )
         zeroed = int((~torch.isfinite(src.index_select(0, rows.unique()))).sum())  # each sent value once
         clean = torch.nan_to_num(src.index_select(0, rows), nan=0.0, posinf=0.0, neginf=0.0)
@@ -154,7 +155,8 @@ class MessageQuantization:
         ]
 
     def encoder(self, direction: Direction, kernels: Kernels, layout: WireLayout | None):
-        """The encoder of a training message in ``direction`` (``layout``: its per-row widths, if any); None: exact fp32."""
+        """The encoder of a training message in ``direction`` (``layout``: its per-row widths, if any); None: exact
+        fp32."""
         codec = self.codec(direction)
         return None if codec is None else self.family.encoder(codec, kernels, layout)
 

@@ -165,7 +165,8 @@ class Communicator:
 
 @contextmanager
 def timed(stats: CommStats, counter: str, key: tuple, tensor: torch.Tensor):
-    """Count the time of the enclosed work on ``tensor``'s device under ``counter`` (CUDA: events on the current stream)."""
+    """Count the time of the enclosed work on ``tensor``'s device under ``counter`` (CUDA: events on the current
+    stream)."""
     start = Posted(tensor)
     yield
     if tensor.is_cuda:

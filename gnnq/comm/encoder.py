@@ -5,7 +5,8 @@ and knows nothing of ranks or process groups. ``encode(src, rows, counts, noise,
 the rows ``src[rows]`` (grouped by destination, ``counts`` rows each), the message's ``NoiseKey``
 (the kernels draw from its Philox streams inline) and returns a ``WireMessage``: one flat uint8
 buffer and the bytes it holds for each destination. Finiteness is checked once per message, on
-the rows sent, by the encoding kernel itself; only a message with NaN/inf is encoded twice. The exchange sends those bytes as they are and hands
+the rows sent, by the encoding kernel itself; only a message with NaN/inf is encoded twice. The exchange sends those
+bytes as they are and hands
 what arrives (``recv_bytes`` from each peer) to ``decode``, which writes the rows into their
 destination (``out``: the halo rows of the receiver's buffer) or a fresh tensor. Uniform messages are the codec's wire
 rows back to back; mixed-width ones (AdaQP) follow a ``WireLayout``.

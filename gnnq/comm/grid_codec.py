@@ -37,7 +37,8 @@ class Grid:
         ends = self.values(torch.tensor([0, 1, self.levels - 2, self.levels - 1]))
         if not (ends[1] > ends[0] and ends[3] > ends[2]):
             raise ValueError(
-                f"grid lo={self.lo}, hi={self.hi}, levels={self.levels}: neighbouring values are equal in fp32; use fewer levels"
+                f"grid lo={self.lo}, hi={self.hi}, levels={self.levels}: neighbouring values are equal in fp32; "
+                "use fewer levels"
             )
 
     @property

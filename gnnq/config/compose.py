@@ -198,7 +198,8 @@ def resolve_sweep(name: str) -> tuple[str, str]:
 
 
 def check_config_name(config_name: str, config_dir: str | None) -> None:
-    """ConfigError naming the configs there are when ``--config-name`` names none (in ``--config-dir``, or gnnq's own)."""
+    """ConfigError naming the configs there are when ``--config-name`` names none (in ``--config-dir``, or gnnq's
+    own)."""
     where = Path(config_dir) if config_dir is not None else CONF_DIR
     if (
         config_name == "config"

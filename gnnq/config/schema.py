@@ -248,7 +248,8 @@ class AdmmParallelConfig(ParallelConfig):
         None  # init=chain: the stages' stall tolerance; null: 1e-3 (the authors' Q chain: 0.01)
     )
     # none | grow: rho x10 (up to rho_max) when the training loss stalls 2 iterations, then wait 2 more |
-    # paper: the authors' rule, from iteration 4 on x10 after every iteration ending 2 stalled ones (gnnq/admm/schedule.py)
+    # paper: the authors' rule, from iteration 4 on x10 after every iteration ending 2 stalled ones
+    # (gnnq/admm/schedule.py)
     rho_schedule: str = "none"
     step_start: Optional[float] = (
         None  # p/W steps: where the search for t starts; null: half the last accepted t; the authors': 20
@@ -258,7 +259,8 @@ class AdmmParallelConfig(ParallelConfig):
     # which layers each rank owns (gnnq/admm/partition.py): cost: contiguous blocks minimizing the largest
     # block's estimated FLOPs (gnnq) | layers: equal layer counts (the paper's and the public code's split)
     blocks: str = "cost"
-    z_out: str = "gnnq"  # output z step: gnnq (FISTA 1/(1/2+nu), rel tol 1e-6, best iterate) | authors (eta 4, abs 1e-3, last point)
+    # output z step: gnnq (FISTA 1/(1/2+nu), rel tol 1e-6, best iterate) | authors (eta 4, abs 1e-3, last point)
+    z_out: str = "gnnq"
     z_pick: str = "gnnq"  # hidden z step: gnnq (candidates compared with the (z-z_old)^2 term) | authors (without it)
     overlap_q: bool = True  # true: the q exchange stays in flight into the next iteration's p-steps (same iterates)
 
@@ -277,14 +279,16 @@ class ClusterConfig:
     timeout_s: int = 300  # collective timeout
     threads_per_rank: int = 0  # torch intra-op threads per rank; 0: cores / ranks
     allow_oversubscribe: bool = False  # true: no warning when ranks on a host exceed 4x its cores
-    # GiB the launcher (while partitioning) and then the ranks of one host may use (checked against estimates, docs/runs.md#resources);
+    # GiB the launcher (while partitioning) and then the ranks of one host may use (checked against estimates,
+    # docs/runs.md#resources);
     # null: what the host has available now (MemAvailable, within its cgroup's limit)
     memory_limit_gib: Optional[float] = None
 
 
 @dataclass
 class EmulatedClusterConfig(ClusterConfig):
-    """Hosts emulated with network namespaces; every host's link to the switch, the same both ways (gnnq/launch/netns.py)."""
+    """Hosts emulated with network namespaces; every host's link to the switch, the same both ways
+    (gnnq/launch/netns.py)."""
 
     name: str = "emulated"
     nproc: int = 1

@@ -43,7 +43,8 @@ ALLOWED = {
 
 
 def allowed_values() -> dict[str, tuple]:
-    """Every key with a fixed set of values: the registries' names (``model.name``, ``trainer.optimizer``) and ALLOWED."""
+    """Every key with a fixed set of values: the registries' names (``model.name``, ``trainer.optimizer``) and
+    ALLOWED."""
     return {**{key: registry.names() for key, registry in registries().items()}, **ALLOWED}
 
 
@@ -108,7 +109,8 @@ def _get(cfg: DictConfig, key: str):
 
 def check_known_keys(cfg: DictConfig, schema: DictConfig | None = None, prefix: str = "") -> None:
     """Reject keys the schema does not have (``+key=value`` appends bypass struct mode); a group's keys are its
-    chosen option's (gnnq.config.registry), and its node must be that option's (``parallel.name=stale`` alone is not)."""
+    chosen option's (gnnq.config.registry), and its node must be that option's (``parallel.name=stale`` alone is
+    not)."""
     if schema is None:
         schema = OmegaConf.structured(Config)
     for key in cfg.keys():
@@ -194,11 +196,13 @@ def _check_adaptive(q: DictConfig) -> None:
     choices = list(q.bit_choices)
     if not choices or any(b not in QUANT_BITS for b in choices) or len(set(choices)) != len(choices):
         raise ConfigError(
-            f"quantizer.bit_choices={choices} is not allowed; give distinct widths from {', '.join(map(str, QUANT_BITS))}"
+            f"quantizer.bit_choices={choices} is not allowed; give distinct widths from "
+            f"{', '.join(map(str, QUANT_BITS))}"
         )
     if q.grad_bits is not None:
         raise ConfigError(
-            f"quantizer.grad_bits={q.grad_bits} is not allowed with quantizer=adaptive (gradients are assigned too); use null"
+            f"quantizer.grad_bits={q.grad_bits} is not allowed with quantizer=adaptive (gradients are assigned "
+            "too); use null"
         )
     for key, low in (("group_size", 1), ("assign_cycle", 1), ("profile_repeats", 1)):
         if q[key] < low:
@@ -227,7 +231,8 @@ def _check_chain(p: DictConfig, layers: int) -> None:
     for key, strict in (("chain_iterations", False), ("chain_rho", True), ("chain_mu", False)):
         if not all(math.isfinite(v) and (v > 0 if strict else v >= 0) for v in p[key]):
             raise ConfigError(
-                f"parallel.{key}={list(p[key])} is not allowed; every value must be finite and {'>' if strict else '>='} 0"
+                f"parallel.{key}={list(p[key])} is not allowed; every value must be finite and "
+                f"{'>' if strict else '>='} 0"
             )
 
 
@@ -254,7 +259,8 @@ def _check_gamlp(cfg: DictConfig) -> None:
             )
         if p.rho_schedule != "none" and cfg.trainer.eval_every != 1:
             raise ConfigError(
-                f"trainer.eval_every={cfg.trainer.eval_every} is not allowed with parallel.rho_schedule={p.rho_schedule}: the "
+                f"trainer.eval_every={cfg.trainer.eval_every} is not allowed with "
+                f"parallel.rho_schedule={p.rho_schedule}: the "
                 "schedule reads every iteration's training loss; use trainer.eval_every=1"
             )
         if p.init == "chain":
@@ -276,7 +282,8 @@ def _check_gamlp(cfg: DictConfig) -> None:
             )
         if q.name != "fp32":
             raise ConfigError(
-                f"quantizer={q.name} is not allowed with model=gamlp and parallel=sync (no halo messages); use quantizer=fp32"
+                f"quantizer={q.name} is not allowed with model=gamlp and parallel=sync (no halo messages); use "
+                "quantizer=fp32"
             )
 
 
@@ -341,7 +348,8 @@ def _check_emulated(c: DictConfig) -> None:
         )
     if c.link == "custom" and (c.bandwidth_mbit is None or c.bandwidth_mbit <= 0):
         raise ConfigError(
-            f"cluster.bandwidth_mbit={c.bandwidth_mbit} is not allowed with cluster.link=custom; it must be > 0 (Mbit/s)"
+            f"cluster.bandwidth_mbit={c.bandwidth_mbit} is not allowed with cluster.link=custom; it must be > 0 "
+            "(Mbit/s)"
         )
     if c.link != "custom" and c.bandwidth_mbit is not None:
         raise ConfigError(
@@ -362,7 +370,8 @@ def _check_slurm(c: DictConfig) -> None:
             )
     if c.backend == "nccl" and c.gpus_per_node is not None and c.gpus_per_node < c.nproc:
         raise ConfigError(
-            f"cluster.gpus_per_node={c.gpus_per_node} is not allowed with cluster.backend=nccl and cluster.nproc={c.nproc}: "
+            f"cluster.gpus_per_node={c.gpus_per_node} is not allowed with cluster.backend=nccl and "
+            f"cluster.nproc={c.nproc}: "
             f"every rank needs a GPU of its own; it must be null or >= {c.nproc}"
         )
     for key, value in c.sbatch_extra.items():
@@ -371,11 +380,13 @@ def _check_slurm(c: DictConfig) -> None:
             raise ConfigError(f"cluster.sbatch_extra.{key} is not allowed; name the option without leading dashes")
         if option in MANAGED_SBATCH_OPTIONS:
             raise ConfigError(
-                f"cluster.sbatch_extra.{key} is not allowed: gnnq sets --{option.replace('_', '-')} from {MANAGED_SBATCH_OPTIONS[option]}"
+                f"cluster.sbatch_extra.{key} is not allowed: gnnq sets --{option.replace('_', '-')} from "
+                f"{MANAGED_SBATCH_OPTIONS[option]}"
             )
         if isinstance(value, (DictConfig, ListConfig)) or value is None or value is False:
             raise ConfigError(
-                f"cluster.sbatch_extra.{key}={value} is not allowed; give a string, a number or true (a flag without value), "
+                f"cluster.sbatch_extra.{key}={value} is not allowed; give a string, a number or true (a flag "
+                "without value), "
                 "or leave the key out"
             )
 
@@ -384,7 +395,8 @@ def _check_rendezvous(endpoint: str | None) -> None:
     host, _, port = (endpoint or "").rpartition(":")
     if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
         raise ConfigError(
-            f"cluster.rendezvous={'null' if endpoint is None else endpoint} is not allowed with cluster=multinode; give host:port of this node, "
+            f"cluster.rendezvous={'null' if endpoint is None else endpoint} is not allowed with "
+            "cluster=multinode; give host:port of this node, "
             "which the other nodes reach (e.g. node1:29400)"
         )
 
@@ -415,7 +427,8 @@ def validate(cfg: DictConfig) -> None:
     _check_quantizer(cfg.quantizer)
     if cfg.quantizer.name == "adaptive" and cfg.quantizer.assign_cycle >= cfg.trainer.epochs:
         raise ConfigError(
-            f"quantizer.assign_cycle={cfg.quantizer.assign_cycle} is not allowed with trainer.epochs={cfg.trainer.epochs}: "
+            f"quantizer.assign_cycle={cfg.quantizer.assign_cycle} is not allowed with "
+            f"trainer.epochs={cfg.trainer.epochs}: "
             "no reassignment would happen; it must be < trainer.epochs (or use quantizer=uniform)"
         )
     _check_parallel(cfg)

@@ -52,10 +52,16 @@ class CorruptRawFiles(DatasetError):
         more = f" (so do {', '.join(others)})" if others else ""
         if downloaded:
             state = "was downloaded again, but"
-            todo = "the download is damaged or the published file changed: try again later, or put an intact copy there by hand"
+            todo = (
+                "the download is damaged or the published file changed: try again later, or put an intact copy "
+                "there by hand"
+            )
         else:
             state = "is corrupt:"
-            todo = "run again with dataset.download=true to replace it with a fresh download, or put an intact copy there by hand"
+            todo = (
+                "run again with dataset.download=true to replace it with a fresh download, or put an intact copy "
+                "there by hand"
+            )
         if first.source != MANIFEST:
             todo += f"; if you replaced it on purpose, delete {sidecar} to trust the new file"
         super().__init__(
@@ -95,7 +101,10 @@ class DatasetChecksums:
         if not self._processed:
             problem = f"no sha256 of it is recorded in {self.path}"
         elif names != sorted(self._processed):
-            problem = f"it holds {', '.join(names) or 'no files'}, but {self.path} records {', '.join(sorted(self._processed))}"
+            problem = (
+                f"it holds {', '.join(names) or 'no files'}, but {self.path} records "
+                f"{', '.join(sorted(self._processed))}"
+            )
         else:
             for name in names:
                 try:
@@ -144,7 +153,8 @@ def discard_corrupt(exc: CorruptRawFiles) -> dict[str, str]:
     returns the hashes of the files that passed."""
     for m in exc.mismatches:
         warn(
-            f"{m.path} is corrupt (sha256 {m.actual[:16]}..., expected {m.expected[:16]}...): deleting it to download it again"
+            f"{m.path} is corrupt (sha256 {m.actual[:16]}..., expected {m.expected[:16]}...): deleting it to "
+            "download it again"
         )
         m.path.unlink(missing_ok=True)
     bad = {m.name for m in exc.mismatches}

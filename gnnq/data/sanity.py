@@ -107,5 +107,6 @@ def _check_labels(graph: Graph) -> list[str]:
     shown = ", ".join(map(str, empty[:_SHOWN_CLASSES].tolist())) + (", ..." if empty.size > _SHOWN_CLASSES else "")
     return [
         f"{graph.name}: {empty.size:,} of {c:,} classes have no node ({shown}); the model still gets {c:,} outputs: "
-        f"{'drop the empty columns' if graph.multilabel else f'renumber the labels 0..{c - empty.size - 1}'} if that is not intended"
+        f"{'drop the empty columns' if graph.multilabel else f'renumber the labels 0..{c - empty.size - 1}'} if "
+        "that is not intended"
     ]

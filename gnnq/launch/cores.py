@@ -44,7 +44,8 @@ def usable_cores() -> list[int]:
 def plan_host_cores(
     hosts: int, nproc: int, pin: str, threads_per_rank: int = 0, cores: list[int] | None = None
 ) -> HostCores:
-    """The cores of ``hosts`` emulated hosts of ``nproc`` ranks each, under ``cluster.pin_cores=pin`` (auto | on | off)."""
+    """The cores of ``hosts`` emulated hosts of ``nproc`` ranks each, under ``cluster.pin_cores=pin`` (auto | on |
+    off)."""
     cores = usable_cores() if cores is None else cores
     n = len(cores)
     if pin == "on" and n < hosts:

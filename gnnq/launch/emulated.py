@@ -115,7 +115,8 @@ def run_emulated(
         say(f"emulated cluster: {c.hosts} host(s) in namespaces {topo.host_ns(0)}.., each link {link.describe()}")
         say(f"emulated cluster: {cores.describe()}")
         say(
-            f"launching {c.hosts} x {c.nproc} rank(s) with torchrun ({cfg.model.name}, {cfg.parallel.name}, {cfg.quantizer.name})"
+            f"launching {c.hosts} x {c.nproc} rank(s) with torchrun ({cfg.model.name}, {cfg.parallel.name}, "
+            f"{cfg.quantizer.name})"
         )
         cmds = [host_command(topo, h, c.nproc, run_dir, parts_dir, c.timeout_s, cores) for h in range(c.hosts)]
         logs = [host_log(run_dir, h) for h in range(c.hosts)]

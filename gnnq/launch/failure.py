@@ -74,7 +74,10 @@ def describe_failure(run_dir: Path, code: int, logs: list[Path] | None = None, r
     if silent:
         rank = min(silent)
         witnesses = f"; rank {reported[0]['rank']} then lost its connection to it" if reported else ""
-        return f"rank {rank} was killed by {signal_name(silent[rank])} without reporting an error{witnesses} (full log: {log_of(rank)})"
+        return (
+            f"rank {rank} was killed by {signal_name(silent[rank])} without reporting an error{witnesses} (full "
+            f"log: {log_of(rank)})"
+        )
     if reported:
         return _reported(reported[0], log_of(reported[0]["rank"]), run_dir)
     if exits:

@@ -143,7 +143,8 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
     nparts = cfg.cluster.nproc * cfg.cluster.hosts
     if nparts > graph.num_nodes:
         raise ConfigError(
-            f"cluster.nproc x cluster.hosts = {nparts} partitions, but dataset {graph.name} has only {graph.num_nodes} nodes"
+            f"cluster.nproc x cluster.hosts = {nparts} partitions, but dataset {graph.name} has only "
+            f"{graph.num_nodes} nodes"
         )
     say(
         f"dataset {graph.name}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges, {graph.num_features} features, "
@@ -159,7 +160,8 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
         t0 = time.perf_counter()
         graph = gamlp_graph(graph, cfg.model.hops, data_root(cfg.dataset) / "gamlp")
         say(
-            f"GA-MLP inputs [X, AX, ..., A^{cfg.model.hops}X]: {graph.num_features} features ({time.perf_counter() - t0:.1f}s)"
+            f"GA-MLP inputs [X, AX, ..., A^{cfg.model.hops}X]: {graph.num_features} features "
+            f"({time.perf_counter() - t0:.1f}s)"
         )
     if method.shared_part:
         nparts = 1  # e.g. layer-parallel ADMM: every rank reads the whole (edgeless) GA-MLP graph

@@ -2,7 +2,8 @@
 
 ``hydra.sweep.subdir`` in conf/config.yaml is ``${gnnq_job_dir:${hydra.job.num},${hydra.job.override_dirname}}``;
 gnnq's command line leaves the overrides every point shares out of ``override_dirname`` (exclude_keys), so
-``3_cluster.nproc=4,model=sage`` (Hydra sorts them). Names are filesystem-safe (one path component, no spaces or slashes),
+``3_cluster.nproc=4,model=sage`` (Hydra sorts them). Names are filesystem-safe (one path component, no spaces or
+slashes),
 at most ``MAX_NAME`` characters (a longer one is cut and ends in a hash of the whole), and unique (the number).
 The resolver is registered on import; gnnq.launch.run_dir imports this module because its Hydra callback
 travels with every job, also to a Slurm node.
@@ -36,7 +37,8 @@ def override_key(override: str) -> str:
 
 
 def shared_keys(points: list[list[str]]) -> list[str]:
-    """The keys of the overrides that are the same in every point (they do not tell points apart; all of a single point's)."""
+    """The keys of the overrides that are the same in every point (they do not tell points apart; all of a single
+    point's)."""
     if not points:
         return []
     return [override_key(o) for o in points[0] if all(o in p for p in points[1:])]

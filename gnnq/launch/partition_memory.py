@@ -73,7 +73,8 @@ def check_before_partitioning(cfg, graph, nparts: int) -> dict:
         raise ConfigError(
             f"not enough memory to partition: {sizes} need about {launcher / 1024:.1f} GiB in the launcher "
             f"(graph {gmib / 1024:.1f} GiB) but {avail / 1024:.1f} GiB is available ({source}); "
-            f"estimate: {LAUNCHER_FORMULA}; use a smaller graph, partitioner=random, or set cluster.memory_limit_gib to override the check"
+            f"estimate: {LAUNCHER_FORMULA}; use a smaller graph, partitioner=random, or set "
+            "cluster.memory_limit_gib to override the check"
         )
     ranks = cfg.cluster.nproc * cfg.cluster.hosts
     inner = math.ceil(n / max(1, nparts))

@@ -69,7 +69,8 @@ def check_slurm(cfg: DictConfig, sweep_clusters: list[DictConfig]) -> None:
         )
     if cfg.cluster.name == "slurm" and importlib.util.find_spec("hydra_plugins.gnnq_slurm_launcher") is None:
         raise ConfigError(
-            "cluster=slurm needs gnnq's launcher plugin (hydra_plugins/gnnq_slurm_launcher/), which this install of gnnq "
+            "cluster=slurm needs gnnq's launcher plugin (hydra_plugins/gnnq_slurm_launcher/), which this install "
+            "of gnnq "
             "does not provide: reinstall it from the checkout, pip install -e '.[slurm]'"
         )
     for point in sweep_clusters:
@@ -77,7 +78,8 @@ def check_slurm(cfg: DictConfig, sweep_clusters: list[DictConfig]) -> None:
             if key != "timeout_s" and point[key] != cfg.cluster[key]:
                 name = "cluster" if key == "name" else f"cluster.{key}"
                 raise ConfigError(
-                    f"{name}={point[key]} in a sweep point, {cfg.cluster[key]} outside the sweep: with cluster=slurm every "
+                    f"{name}={point[key]} in a sweep point, {cfg.cluster[key]} outside the sweep: with "
+                    "cluster=slurm every "
                     f"job of a sweep gets the resources of the config without the sweep's values; give {name} outside "
                     "the sweep (one gnnq command per value)"
                 )

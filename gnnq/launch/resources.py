@@ -22,7 +22,8 @@ from gnnq.data.integrity import warn
 from gnnq.errors import ConfigError
 from gnnq.track.process_memory import proc_kib
 
-BASE_MIB = 500.0  # python, torch, gloo and gnnq in one rank process (450 MiB with an empty part), and what a big part adds at once
+# python, torch, gloo and gnnq in one rank process (450 MiB with an empty part), and what a big part adds at once
+BASE_MIB = 500.0
 AGENT_MIB = 250.0  # each host's torchrun agent (RSS)
 INNER_COPIES = 5  # per inner node, layer and hidden unit: outputs, aggregates, norm, dropout, gradients
 EXTRA_COPIES = (
@@ -32,7 +33,8 @@ EDGE_BYTES = (
     80  # per in-edge: the part's CSR (int64), the model's operator and its transpose (int32), the sort that builds them
 )
 FORMULA = (
-    f"per rank {BASE_MIB:.0f} MiB + (4 B x (k x inner x hidden x layers + (inner + halo) x (features + hidden x layers)) "
+    f"per rank {BASE_MIB:.0f} MiB + (4 B x (k x inner x hidden x layers + (inner + halo) x (features + hidden x "
+    "layers)) "
     f"+ {EDGE_BYTES} B x edges), inner/halo nodes and in-edges of its part, k = {INNER_COPIES} "
 )
 OVERSUBSCRIBE = 4  # warn above this many ranks per core
@@ -80,7 +82,8 @@ def method_resources(cfg) -> dict[str, Resources]:
 
 def model_shape(cfg, features: int) -> Shape:
     """Full-graph training keeps every layer for backward; a method may keep fewer (an ADMM rank: the variables
-    of its block of layers; the mini-batch reference: its full-graph evaluation, without gradients) and fix its copies."""
+    of its block of layers; the mini-batch reference: its full-graph evaluation, without gradients) and fix its
+    copies."""
     r = method_resources(cfg)
     method = r["parallel"]
     layers = method.layers_kept(cfg.model.layers, cfg.cluster.nproc * cfg.cluster.hosts)
@@ -188,7 +191,8 @@ def warn_if_oversubscribed(cfg, ranks: int) -> None:
     if ranks > OVERSUBSCRIBE * cores and not cfg.cluster.allow_oversubscribe:
         warn(
             f"{ranks} ranks on {cores} core(s) of this host ({ranks / cores:.0f} per core, more than {OVERSUBSCRIBE}): "
-            "they mostly wait for a CPU and epoch times measure that; set cluster.allow_oversubscribe=true to silence this"
+            "they mostly wait for a CPU and epoch times measure that; set cluster.allow_oversubscribe=true to "
+            "silence this"
         )
 
 

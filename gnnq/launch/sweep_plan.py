@@ -113,7 +113,8 @@ def summary_lines(
     lines.append(f"[gnnq] next: {shlex.join(report)}")
     if failed:
         lines.append(
-            f"[gnnq] to run the failed points again and skip the ok ones: the same command with hydra.sweep.dir={sweep_dir}"
+            "[gnnq] to run the failed points again and skip the ok ones: the same command with "
+            f"hydra.sweep.dir={sweep_dir}"
         )
     return lines
 

@@ -69,12 +69,14 @@ def earlier_attempt(run_dir: Path, config: dict, point: str) -> tuple[str, str]:
     n = set_aside(run_dir)
     return (
         "run",
-        f"{point}: the earlier attempt failed ({record.get('error')}); running it again (its files kept as *.failed-{n})",
+        f"{point}: the earlier attempt failed ({record.get('error')}); running it again (its files kept as "
+        f"*.failed-{n})",
     )
 
 
 def set_aside(run_dir: Path) -> int:
-    """Rename the earlier attempt's record, config, metrics and logs to ``*.failed-<n>``; remove its checkpoints and hand-offs."""
+    """Rename the earlier attempt's record, config, metrics and logs to ``*.failed-<n>``; remove its checkpoints and
+    hand-offs."""
     run_dir = Path(run_dir)
     n = 1
     while (run_dir / f"record.failed-{n}.json").exists():

@@ -44,7 +44,8 @@ SAMPLE_SIZES = {
 def sampled_positions(
     count: int, rate: float, seed: int, epoch: int, owner: int, receiver: int, sample_size: str = "at_least_one"
 ) -> torch.Tensor:
-    """Sorted positions of the s rows (``sample_size``'s rule, see the module's doc) drawn from an owner's ``count`` rows."""
+    """Sorted positions of the s rows (``sample_size``'s rule, see the module's doc) drawn from an owner's ``count``
+    rows."""
     size = min(count, SAMPLE_SIZES[sample_size](rate, count)) if count else 0
     if size == count:
         return torch.arange(count)

@@ -217,7 +217,8 @@ def leaderboards(groups: list[Group], criterion: str = "throughput", tolerance: 
                 g.time_to_target, reached = _time_to_target(g, board.target)
                 if g.time_to_target.mean is None:
                     why[id(g)] = (
-                        f"{reached} of {len(g.runs)} seeds reached val {board.target:.4f} (best val {g.stats['best_val'].text()})"
+                        f"{reached} of {len(g.runs)} seeds reached val {board.target:.4f} (best val "
+                        f"{g.stats['best_val'].text()})"
                     )
         else:
             cut = best_test - tolerance - 1e-12

@@ -4,7 +4,8 @@ whole resolved config one click further), its runs. No server and no network: da
 and images (PNG data URIs) are all inside the file.
 
 For tests and links the page reads commands from its URL fragment, carried out as real clicks
-and input events: ``#sort=<column>[,desc]``, ``#filter=<text>``, ``#open=<row>``, ``#full`` (the opened row's full config).
+and input events: ``#sort=<column>[,desc]``, ``#filter=<text>``, ``#open=<row>``, ``#full`` (the opened row's full
+config).
 """
 
 from __future__ import annotations
@@ -152,7 +153,8 @@ def write_dashboard(
     # "<" escaped: no string from a config can end the script element or open a comment in it.
     data = json.dumps(_finite({"columns": COLUMNS, "rows": rows}), default=str, allow_nan=False).replace("<", "\\u003c")
     figures = "\n".join(
-        f'<figure><img alt="{html.escape(stem)}" src="data:image/png;base64,{b64}"><figcaption>{html.escape(stem)}</figcaption></figure>'
+        f'<figure><img alt="{html.escape(stem)}" '
+        f'src="data:image/png;base64,{b64}"><figcaption>{html.escape(stem)}</figcaption></figure>'
         for stem, b64 in images
     )
     page = _TEMPLATE.format(
@@ -230,7 +232,8 @@ DATA.rows.forEach((row, i) => {{
   tr.dataset.index = String(i);
   DATA.columns.forEach(([key, , numeric]) => {{
     const td = document.createElement("td");
-    td.textContent = fmt(key, row[key]) + (key === "epochs_per_s" && row[key] !== null && !row.throughput_measured ? "*" : "");
+    td.textContent = fmt(key, row[key]) +
+      (key === "epochs_per_s" && row[key] !== null && !row.throughput_measured ? "*" : "");
     td.dataset.key = key;
     if (numeric && row[key] !== null && row[key] !== undefined) td.dataset.value = String(row[key]);
     if (!numeric) td.className = "text";
@@ -284,7 +287,9 @@ function showConfig(i, tr) {{
   pane.append(...section("command", row.command));
   if (row.why_unranked) pane.append(...section("not ranked because", row.why_unranked));
   pane.append(...section("differences from gnnq's defaults", diff || "(none)"));
-  pane.append(...section("ran on", `${{row.hardware || "-"}}, ${{row.date || "-"}}; seeds ${{row.seeds.join(", ")}}\\n  ${{row.run_dirs.join("\\n  ")}}`));
+  pane.append(...section("ran on",
+    `${{row.hardware || "-"}}, ${{row.date || "-"}}; seeds ${{row.seeds.join(", ")}}\\n  ` +
+    `${{row.run_dirs.join("\\n  ")}}`));
   const full = document.createElement("details");
   full.id = "full-config";
   const summary = document.createElement("summary");

@@ -54,7 +54,8 @@ def metrics(rec: dict) -> dict[str, float | None]:
 
 
 def emulated_cores(rec: dict) -> dict | None:
-    """How an emulated run's hosts shared this machine's cores (gnnq/launch/cores.py); None for other runs and older records."""
+    """How an emulated run's hosts shared this machine's cores (gnnq/launch/cores.py); None for other runs and older
+    records."""
     emulated = summary(rec).get("emulated")
     cores = emulated.get("cores") if isinstance(emulated, dict) else None
     return cores if isinstance(cores, dict) and number(cores.get("cores_per_host")) is not None else None

@@ -223,7 +223,8 @@ def speedup_lines(groups: list[Group], axis: SpeedupAxis) -> dict[str, list[tupl
         line = _settings(_config(g), lambda k: k in axis.keys)
         points.setdefault(line, []).append((x, b / mine))
         members.setdefault(line, []).append(g)
-    # Lines at one value only (another study's points: 8 hosts beside a bandwidth study on 4) say nothing about the axis.
+    # Lines at one value only (another study's points: 8 hosts beside a bandwidth study on 4) say nothing about the
+    # axis.
     lines = [line for line, pts in points.items() if len({x for x, _ in pts}) >= 2]
     if not lines:
         return {}
@@ -241,7 +242,8 @@ def speedup_lines(groups: list[Group], axis: SpeedupAxis) -> dict[str, list[tupl
 
 
 def plot_speedup_vs(groups: list[Group], out: Path, dataset: str, axis: SpeedupAxis) -> list[Path]:
-    """Throughput speedup over Vanilla against ``axis``, a line per configuration; nothing when the runs do not vary it."""
+    """Throughput speedup over Vanilla against ``axis``, a line per configuration; nothing when the runs do not vary
+    it."""
     lines = speedup_lines(groups, axis)
     if not lines:
         return []

@@ -48,7 +48,8 @@ def find_records(dirs: list[Path]) -> tuple[list[tuple[Path, dict]], list[str]]:
 
 
 def _table_spec(value: str) -> Path:
-    """A spec path, or a shipped spec by sweep name (``peers``) or by its path in the checkout (``sweeps/peers.table.yaml``)."""
+    """A spec path, or a shipped spec by sweep name (``peers``) or by its path in the checkout
+    (``sweeps/peers.table.yaml``)."""
     path = Path(value)
     if path.is_file():
         return path
@@ -99,7 +100,10 @@ def leaderboard_title(board: Leaderboard) -> str:
     if board.criterion == "time" and board.target is None:
         how = "time to a target validation metric (none: the runs report no validation metric)"
     elif board.criterion == "time":
-        how = f"time (epochs and overheads) until validation reaches {board.target:.4f} (the best mean best-val minus {pts})"
+        how = (
+            f"time (epochs and overheads) until validation reaches {board.target:.4f} (the best mean best-val "
+            f"minus {pts})"
+        )
         if not board.ranked:
             how += f"; no configuration reached it in every seed ({len(board.others)} not ranked, see why)"
     elif board.criterion in ("test", "val"):
@@ -121,7 +125,8 @@ def _chosen(value):
 
 def select(records: list[tuple[Path, dict]], where: str) -> list[tuple[Path, dict]]:
     """Records whose config has KEY=VALUE (the value read as Hydra would: numbers, booleans, null, lists; a group
-    such as ``dataset=cora`` matches its choice's name); a filter that keeps no run is an error listing the values present."""
+    such as ``dataset=cora`` matches its choice's name); a filter that keeps no run is an error listing the values
+    present."""
     key, sep, text = where.partition("=")
     if not sep or not key:
         raise ValueError(f"--where {where!r}: expected KEY=VALUE, e.g. dataset.name=cora")

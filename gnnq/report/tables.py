@@ -89,7 +89,8 @@ def load_spec(path: Path) -> dict:
             format(0.0, col.get("format", spec.get("metric_format", ".4f")))
         except (TypeError, ValueError):
             raise TableSpecError(
-                f"{path}: column {col['label']!r}: 'scale' must be a number and 'format' a Python format spec such as .4f"
+                f"{path}: column {col['label']!r}: 'scale' must be a number and 'format' a Python format spec "
+                "such as .4f"
             ) from None
         if col.get("best", "none") not in ("max", "min", "none"):
             raise TableSpecError(f"{path}: column {col['label']!r}: 'best' is max, min or none, not {col['best']!r}")
@@ -267,7 +268,8 @@ def render_latex(spec: dict, cells: list[list[Cell]]) -> str:
 
 
 def render_all(spec: dict, records: list[dict], out_dir: Path | None = None) -> tuple[str, pd.DataFrame]:
-    """Build the table; write <name>.md/.csv/.tex under ``out_dir``; return the Markdown and the numbers (``table_frame``)."""
+    """Build the table; write <name>.md/.csv/.tex under ``out_dir``; return the Markdown and the numbers
+    (``table_frame``)."""
     cells = build_table(spec, records)
     md = render_markdown(spec, cells)
     frame = table_frame(spec, cells)

@@ -47,7 +47,8 @@ def _write_atomic(path: Path, write) -> None:
 
 
 def json_safe(obj):
-    """``obj`` with every non-finite float (NaN, inf; numpy's too) replaced by None, in nested dicts, lists and tuples."""
+    """``obj`` with every non-finite float (NaN, inf; numpy's too) replaced by None, in nested dicts, lists and
+    tuples."""
     if isinstance(obj, (float, np.floating)):
         return float(obj) if math.isfinite(obj) else None
     if isinstance(obj, np.integer):

@@ -126,7 +126,8 @@ class Trainer:
     ``settle_training`` (timed: training messages still in flight are waited for and charged to
     the epoch; before a checkpoint too, and a trainer whose evaluation reads nothing in flight sets
     ``settles_for_evaluation = False`` to keep them in flight across evaluation) and ``evaluate``;
-    then ``epoch_sums`` (this rank's summands, summed over ranks by the driver) and ``row_fields`` (the row's loss and the trainer's own fields, from those sums).
+    then ``epoch_sums`` (this rank's summands, summed over ranks by the driver) and ``row_fields`` (the row's loss and
+    the trainer's own fields, from those sums).
     ``finish`` ends training and adds summary keys.
     """
 

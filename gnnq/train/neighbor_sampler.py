@@ -39,7 +39,8 @@ class Block:
 
 
 class Blocks:
-    """A mini-batch's blocks, usable as the model's ``propagate``: ``model(x[blocks.input_ids], blocks, blocks.num_dst)``."""
+    """A mini-batch's blocks, usable as the model's ``propagate``: ``model(x[blocks.input_ids], blocks,
+    blocks.num_dst)``."""
 
     def __init__(self, blocks: list[Block]):
         self.blocks = blocks

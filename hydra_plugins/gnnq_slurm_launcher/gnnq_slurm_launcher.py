@@ -17,7 +17,8 @@ from typing import Sequence
 
 from omegaconf import OmegaConf
 
-import gnnq.launch.job_names  # noqa: F401 - the resolver of hydra.sweep.subdir, on the Slurm node that unpickles this launcher
+# the resolver of hydra.sweep.subdir, on the Slurm node that unpickles this launcher
+import gnnq.launch.job_names  # noqa: F401
 
 try:
     from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher

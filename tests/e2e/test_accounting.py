@@ -87,7 +87,8 @@ def _message_rows(parts: list, name: str, epoch: int, seed: int) -> int:
 
 
 def _expected_epoch_bytes(name: str, record: dict, row: dict, parts: list, widths: dict[int, int] | None) -> int:
-    """Halo bytes of one training epoch from the send plans: forward rows out and their gradients back, per hidden layer."""
+    """Halo bytes of one training epoch from the send plans: forward rows out and their gradients back, per hidden
+    layer."""
     messages = 2 * (LAYERS - 1)
     if name == "adaptive":  # the widths in force: the first cycle at 8 bits, then the last assignment's histogram
         if widths is None:

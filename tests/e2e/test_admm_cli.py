@@ -46,7 +46,8 @@ def test_admm_record_and_rows(admm_runs):
     assert record["best_val"] == max(r["val"] for r in rows)
     admm = record["summary"]["admm"]
     assert admm["warmup_iterations"] == 3 and admm["grid"] is None
-    # gnnq's presets split by estimated cost (layer 1, Cora's 7,165 x 32, outweighs the rest), the q exchange overlapped.
+    # gnnq's presets split by estimated cost (layer 1, Cora's 7,165 x 32, outweighs the rest), the q exchange
+    # overlapped.
     assert admm["layer_blocks"] == [[1, 1], [2, 4]] and admm["blocks"] == "cost" and admm["overlap_q"] is True
 
 

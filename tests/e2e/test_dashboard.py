@@ -115,7 +115,8 @@ def test_click_shows_the_diff_first_and_the_full_config_on_demand(dashboard, tmp
     details = _details(dom)
     assert details.index("differences from gnnq's defaults") < details.index("full resolved config")
     diff = details.split("differences from gnnq's defaults")[1].split("ran on")[0]
-    # the runs' overrides (2 ranks, 1500 nodes, hidden 32, 3 epochs) are in the diff; keys left at their defaults are not
+    # the runs' overrides (2 ranks, 1500 nodes, hidden 32, 3 epochs) are in the diff; keys left at their defaults are
+    # not
     assert "cluster.nproc: 2" not in diff and "dataset.num_nodes: 1500" in diff and "model.hidden: 32" in diff
     assert (
         "trainer.lr" not in diff

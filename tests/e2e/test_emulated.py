@@ -53,7 +53,8 @@ def _netns_unavailable() -> str | None:
 
 @pytest.fixture
 def netns_host():
-    """Skip (or, with GNNQ_REQUIRE_NETNS=1, fail) where namespaces cannot be made; afterwards nothing of gnnq's may remain."""
+    """Skip (or, with GNNQ_REQUIRE_NETNS=1, fail) where namespaces cannot be made; afterwards nothing of gnnq's may
+    remain."""
     reason = _netns_unavailable()
     if reason:
         if os.environ.get("GNNQ_REQUIRE_NETNS"):

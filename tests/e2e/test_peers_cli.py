@@ -29,10 +29,12 @@ def test_stale_sampling_and_sancus_runs_next_to_sync(tmp_path):
     # Same rows move in stale as in sync, one epoch later; the same evaluation messages.
     assert stale["comm_bytes_per_epoch"] == sync["comm_bytes_per_epoch"] > 0
     assert all(r["eval_comm_bytes"] == records["sync"][1][0]["eval_comm_bytes"] for r in records["stale"][1])
-    # parallel=sampling's 10% of every peer's boundary rows per epoch (rounded per channel); evaluation on the full graph.
+    # parallel=sampling's 10% of every peer's boundary rows per epoch (rounded per channel); evaluation on the full
+    # graph.
     assert sampling["comm_bytes_per_epoch"] / sync["comm_bytes_per_epoch"] == pytest.approx(0.1, abs=0.03)
     assert records["sampling"][1][-1]["eval_comm_bytes"] == records["sync"][1][-1]["eval_comm_bytes"]
-    # parallel=sancus: at most sync's rows, plus one flag byte per peer, hidden layer and rank (3 ranks, 2 hidden layers).
+    # parallel=sancus: at most sync's rows, plus one flag byte per peer, hidden layer and rank (3 ranks, 2 hidden
+    # layers).
     assert 0 < sancus["comm_bytes_per_epoch"] <= sync["comm_bytes_per_epoch"] + 3 * 2 * 2
     for rec in (stale, sampling, sancus):
         assert rec["test"] is not None and rec["config"]["partitioner"] == sync["config"]["partitioner"]

@@ -20,7 +20,9 @@ from omegaconf import OmegaConf
 from gnnq.config.compose import SWEEPS_DIR, compose_config
 from gnnq.report.aggregate import group_runs, leaderboards
 from gnnq.report.summary import find_records
-from tests.e2e.test_emulated import netns_host  # noqa: F401 - a fixture: skip (or fail with GNNQ_REQUIRE_NETNS=1) without namespaces
+
+# a fixture: skip (or fail with GNNQ_REQUIRE_NETNS=1) without namespaces
+from tests.e2e.test_emulated import netns_host  # noqa: F401
 
 
 def _computed(config: dict) -> dict:
@@ -121,7 +123,8 @@ def _model_of(config: str) -> str:
 
 
 def _check_csvs_against_records(out: Path, records: list[dict]) -> None:
-    """Every statistic in groups.csv and the leaderboard CSV is a plain number equal to the one computed from the records."""
+    """Every statistic in groups.csv and the leaderboard CSV is a plain number equal to the one computed from the
+    records."""
     runs = _by_model(records)
     groups = _csv(out / "groups.csv")
     assert len(groups) == 2 and list(groups[0])[:5] == ["dataset", "method", "config", "seeds", "runs"]
@@ -273,7 +276,8 @@ def test_speedup_plots_vs_bandwidth_and_hosts(tmp_path):
         g.label = label
     # one line per configuration, named by its method preset; the axis's own setting is not part of the name
     u2 = "adaqp_uniform2"
-    # The 3-host runs (1 Gbit/s only) make no line against bandwidth, nor the 10 Gbit/s runs (2 hosts only) against hosts.
+    # The 3-host runs (1 Gbit/s only) make no line against bandwidth, nor the 10 Gbit/s runs (2 hosts only) against
+    # hosts.
     assert speedup_lines(groups, bandwidth) == {
         u2: [(1.0, pytest.approx(speedup("1gbit", 2))), (10.0, pytest.approx(speedup("10gbit", 2)))]
     }

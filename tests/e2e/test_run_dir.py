@@ -22,7 +22,8 @@ SMALL = ["logger=none", "dataset.num_nodes=1500", "model.hidden=32", "trainer.ep
 
 
 def snapshot(directory: Path) -> dict[str, str]:
-    """sha256 of every file below ``directory`` (relative path -> digest), but the run-dir lock (it names its holder)."""
+    """sha256 of every file below ``directory`` (relative path -> digest), but the run-dir lock (it names its
+    holder)."""
     return {
         str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(directory.rglob("*"))

@@ -19,7 +19,9 @@ from gnnq.report.tables import (
     render_all,
 )
 from tests.cli_helpers import run_gnnq
-from tests.e2e.test_emulated import netns_host  # noqa: F401 - a fixture: skip (or fail with GNNQ_REQUIRE_NETNS=1) without namespaces
+
+# a fixture: skip (or fail with GNNQ_REQUIRE_NETNS=1) without namespaces
+from tests.e2e.test_emulated import netns_host  # noqa: F401
 
 SWEEPS = SWEEPS_DIR
 SPECS = sorted(SWEEPS.glob(f"*{SPEC_SUFFIX}"))

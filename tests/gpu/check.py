@@ -79,7 +79,8 @@ def check_codec_identity(device: torch.device) -> dict:
                 if not (torch.equal(ref, got) and torch.equal(back_ref, back)):
                     pbytes = 2 * torch.finfo(pdt).bits // 8
                     mismatches.append(
-                        f"{rows}x{dim} {bits}-bit {pdt}: rows with other params {int((ref[:, :pbytes] != got[:, :pbytes]).any(1).sum())}, "
+                        f"{rows}x{dim} {bits}-bit {pdt}: rows with other params "
+                        f"{int((ref[:, :pbytes] != got[:, :pbytes]).any(1).sum())}, "
                         f"code bytes differing {int((ref[:, pbytes:] != got[:, pbytes:]).sum())}, "
                         f"decoded values differing {int((back_ref != back).sum())}"
                     )

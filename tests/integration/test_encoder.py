@@ -1,4 +1,5 @@
-"""The encode/send seam: an encoder alone gives the wire bytes the exchange sends, and the channel profile's bytes go through the Communicator.
+"""The encode/send seam: an encoder alone gives the wire bytes the exchange sends, and the channel profile's bytes go
+through the Communicator.
 
 Here: the cases with real processes (gloo ranks, torchrun or gnnq); the others are in `tests/unit/test_encoder.py`.
 """
@@ -57,7 +58,8 @@ def _exchange_once(world_size: int):
     exchange.fetch_static(rows_of(part.inner_ids))  # layer-0 inputs: exact fp32 rows (no input codec here)
     inputs = sum(int(c) for q, c in enumerate(part.send_counts) if q != comm.rank) * DIM * 4
     counted = comm.stats.bytes[(HALO_TRAIN, LAYER, "fwd")]
-    # Into place: [inner; halo] in one reused buffer, the halo rows decoded (training) or received (evaluation, fp32) there.
+    # Into place: [inner; halo] in one reused buffer, the halo rows decoded (training) or received (evaluation, fp32)
+    # there.
     inner, full = rows_of(part.inner_ids), torch.full((part.num_inner + part.num_halo, DIM), 7.0)
     into = {
         name: exchange.fetch_into(inner, LAYER, traffic, full).clone()

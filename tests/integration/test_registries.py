@@ -18,6 +18,7 @@ def test_the_command_line_refuses_a_key_of_another_option_with_exit_code_2(tmp_p
     assert res.returncode == 2
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert lines == [
-        "gnnq: error: dataset.num_nodes: no such key for dataset=cora; allowed keys: name, root, download, to_undirected"
+        "gnnq: error: dataset.num_nodes: no such key for dataset=cora; allowed keys: name, root, download, "
+        "to_undirected"
     ]
     assert not list((tmp_path / "runs").rglob("record.json"))

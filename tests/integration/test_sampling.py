@@ -85,7 +85,8 @@ def test_bytes_drop_in_proportion_to_the_rate():
 
 
 def test_floor_sample_size_through_the_strategy():
-    """sample_size=floor reaches the strategy: fewer bytes than at_least_one at a rate where channels round differently."""
+    """sample_size=floor reaches the strategy: fewer bytes than at_least_one at a rate where channels round
+    differently."""
     floor = sum(
         r["bytes"]
         for rank in run_distributed(3, _train, 3, "sampling", "gcn", {"rate": 0.05, "sample_size": "floor"})

@@ -22,7 +22,8 @@ HIDDEN, LAYERS, EPOCHS = 16, 3, 6
 
 
 def _train(world_size: int, strategy_name: str, options: dict | None = None, lr: float = 0.05):
-    """EPOCHS training steps; per epoch: logits, parameter gradients, halo rows used per layer, and bytes per (layer, direction)."""
+    """EPOCHS training steps; per epoch: logits, parameter gradients, halo rows used per layer, and bytes per (layer,
+    direction)."""
     comm = Communicator()
     graph = random_graph(num_nodes=150, num_edges=900, seed=2)
     part = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, world_size, "metis", 1), world_size)[
@@ -110,7 +111,8 @@ def test_huge_threshold_sends_the_first_epochs_rows_and_the_bounds_resends():
 
 
 def test_threshold_skips_only_small_changes():
-    """A threshold between the rows' changes: some epochs skip, some resend, by the relative change the owner measured."""
+    """A threshold between the rows' changes: some epochs skip, some resend, by the relative change the owner
+    measured."""
     results = run_distributed(2, _train, 2, "sancus", {"threshold": 0.1, "max_staleness": 100}, 0.01)
     sends = [res["sends"] for res in results]
     assert any(0 < len(layer_sends) < EPOCHS for s in sends for layer_sends in s.values()), sends

@@ -1,4 +1,5 @@
-"""cluster=slurm without a Slurm cluster: the sbatch script submitit writes (needs srun on PATH), the srun + torchrun command, config checks.
+"""cluster=slurm without a Slurm cluster: the sbatch script submitit writes (needs srun on PATH), the srun + torchrun
+command, config checks.
 
 Here: the cases with real processes (gloo ranks, torchrun or gnnq);
 the others are in `tests/unit/test_slurm_submission.py`.

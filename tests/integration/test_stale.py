@@ -206,7 +206,8 @@ def test_evaluation_waits_for_the_epochs_messages_inside_the_epoch():
     between epochs without an evaluation they stay in flight (the overlap across epochs is PipeGCN's point)."""
     at_eval, after_step, rows = run_distributed(2, _in_flight_at_evaluation, 3)[0]
     assert sorted(at_eval) == [3, 6] and set(at_eval.values()) == {0}, at_eval
-    # Epoch 1 is the warm-up (nothing stale yet: waited at once); from epoch 2 on every step leaves its messages in flight.
+    # Epoch 1 is the warm-up (nothing stale yet: waited at once); from epoch 2 on every step leaves its messages in
+    # flight.
     assert after_step[1] == 0 and all(after_step[e] == 2 * (LAYERS - 1) for e in range(2, 7)), after_step
     assert all(r["comm_time_s"] <= r["epoch_time_s"] for r in rows)
 

@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = table.write(args.out, results, commands, describe_machine())
     o = summary["overall"]
     print(
-        f"[reliability] {o['pass']}/{o['cases'] - o['skip']} pass, {o['fail']} FAIL, {o['skip']} skipped; {o['records_lost']} records lost, "
+        f"[reliability] {o['pass']}/{o['cases'] - o['skip']} pass, {o['fail']} FAIL, {o['skip']} skipped; "
+        f"{o['records_lost']} records lost, "
         f"{o['orphans']} orphan processes, {o['secrets_written']} secrets written -> {args.out / 'README.md'}"
     )
     return 0 if o["fail"] == 0 else 1

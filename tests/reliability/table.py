@@ -100,9 +100,11 @@ def write(out: Path, results: list[dict], commands: list[str], machine: dict) ->
     text = [
         "# Reliability catalogue",
         "",
-        "Bad data, bad places, faults and resource cases, each through the real `gnnq` command line in its own temporary "
+        "Bad data, bad places, faults and resource cases, each through the real `gnnq` command line in its own "
+        "temporary "
         "directory (the code: `tests/reliability/`; what each kind of failure looks like: "
-        "[docs/runs.md](../../docs/runs.md#what-each-kind-of-failure-looks-like)). After every case: records that existed before must be byte-identical "
+        "[docs/runs.md](../../docs/runs.md#what-each-kind-of-failure-looks-like)). After every case: records "
+        "that existed before must be byte-identical "
         "(records lost), no process of the case may be alive 10 s after it ended (orphan processes), and the fake "
         "`WANDB_API_KEY` planted in its environment must be in no file under its directory and not in its output "
         "(secrets written).",
@@ -114,7 +116,8 @@ def write(out: Path, results: list[dict], commands: list[str], machine: dict) ->
         *_former_name_note(commands),
         "Machine: " + ", ".join(f"{k} {v}" for k, v in machine.items()) + ".",
         "",
-        f"**{overall['pass']} of {overall['cases'] - overall['skip']} cases pass ({rate:.1f}%)**, {overall['records_lost']} records lost, "
+        f"**{overall['pass']} of {overall['cases'] - overall['skip']} cases pass ({rate:.1f}%)**, "
+        f"{overall['records_lost']} records lost, "
         f"{overall['orphans']} orphan processes, {overall['secrets_written']} secrets written "
         f"({overall['skip']} skipped; {overall['seconds'] / 60:.1f} min).",
         "",

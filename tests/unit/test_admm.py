@@ -103,7 +103,10 @@ def test_cost_blocks_minimize_the_largest_block_then_its_spread():
         n = int(torch.randint(1, 8, (1,), generator=gen))
         ranks = int(torch.randint(1, n + 1, (1,), generator=gen))
         costs = torch.randint(1, 20, (n,), generator=gen).tolist()
-        key = lambda blocks: (max(s := [sum(costs[i - 1] for i in b) for b in blocks]), sum(v * v for v in s))  # noqa: E731
+        key = lambda blocks: (  # noqa: E731
+            max(s := [sum(costs[i - 1] for i in b) for b in blocks]),
+            sum(v * v for v in s),
+        )
         got = cost_blocks(costs, ranks)
         assert len(got) == ranks and all(len(b) for b in got) and [i for b in got for i in b] == list(range(1, n + 1))
         every = [

@@ -49,7 +49,8 @@ def anchors(md: Path) -> set[str]:
 
 
 def broken_links(doc: Path, root: Path = REPO) -> list[str]:
-    """One line per relative link of ``doc`` whose file (or heading) does not exist, paths shown relative to ``root``."""
+    """One line per relative link of ``doc`` whose file (or heading) does not exist, paths shown relative to
+    ``root``."""
     bad = []
     for target in links(doc.read_text()):
         if not is_relative(target):

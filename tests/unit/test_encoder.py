@@ -1,4 +1,5 @@
-"""The encode/send seam: an encoder alone gives the wire bytes the exchange sends, and the channel profile's bytes go through the Communicator.
+"""The encode/send seam: an encoder alone gives the wire bytes the exchange sends, and the channel profile's bytes go
+through the Communicator.
 
 Here: the in-process cases (no process started); the others are in `tests/integration/test_encoder.py`.
 """

@@ -25,7 +25,8 @@ def test_a_timeout_without_telling_heartbeats_says_so(tmp_path):
         json.dumps({"rank": 1, "time": 99.5, "communicating": True, "since": 80.0, "where": "gnnq/comm/halo.py:1 in x"})
     )
     assert describe_failure(run_dir, 1).startswith(
-        "rank 0 failed: RuntimeError: Timed out waiting 10000ms for recv; a peer stopped taking part in collectives for "
+        "rank 0 failed: RuntimeError: Timed out waiting 10000ms for recv; a peer stopped taking part in "
+        "collectives for "
         "cluster.timeout_s, which one could not be told"
     )
 
@@ -99,7 +100,8 @@ def _elastic_error(monkeypatch, path: Path, exc: Exception) -> None:
 
 
 def test_a_rank_only_torch_elastic_recorded_is_named_with_its_exception(tmp_path, monkeypatch):
-    """No gnnq error file for rank 1 (it died writing it): torch elastic's file of its latest torchrun names the exception."""
+    """No gnnq error file for rank 1 (it died writing it): torch elastic's file of its latest torchrun names the
+    exception."""
     from gnnq.launch.failure import describe_failure, elastic_log_dir
 
     run_dir = _failed_job(tmp_path, [{"rank": 0, "message": RESET, "time": 1.0}])

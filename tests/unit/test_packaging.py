@@ -1,5 +1,6 @@
 """pyproject names every package the wheel needs: each folder of gnnq/ and hydra_plugins/ that holds Python files, and
-the top-level conf/ and sweeps/ mapped to gnnq.conf and gnnq.sweeps (tests/e2e/test_wheel_install.py builds the wheel)."""
+the top-level conf/ and sweeps/ mapped to gnnq.conf and gnnq.sweeps (tests/e2e/test_wheel_install.py builds the
+wheel)."""
 
 from __future__ import annotations
 

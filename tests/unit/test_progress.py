@@ -1,4 +1,5 @@
-"""The launcher's progress bar (tqdm): one plain line per update in logs, with the epoch count, the ETA and the row's numbers."""
+"""The launcher's progress bar (tqdm): one plain line per update in logs, with the epoch count, the ETA and the row's
+numbers."""
 
 from __future__ import annotations
 

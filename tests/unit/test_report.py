@@ -88,7 +88,8 @@ def test_labels_name_methods_by_spec_preset_or_strategy():
     u4 = _group(["experiment=cora_gcn", "quantizer=uniform", "quantizer.bits=4"], "sync", "uniform", bits=4)
     u2 = _group(["experiment=cora_gcn", "quantizer=uniform", "quantizer.bits=2"], "sync", "uniform", bits=2)
     pipeqs = _group(["experiment=pipeqs", "dataset=cora"], "stale", "uniform", bits=8)
-    # without a spec: the method its strategy and quantizer make, or its method preset; only what sets same-named rows apart
+    # without a spec: the method its strategy and quantizer make, or its method preset; only what sets same-named rows
+    # apart
     assert method_labels([stale, smoothed, vanilla, u4, u2, pipeqs]) == [
         "PipeGCN",
         "PipeGCN parallel.momentum=0.95",

@@ -1,7 +1,8 @@
 """The codec kernels a message can run on, and the one place that chooses between them.
 
 Every backend turns ``src[row_idx]`` and the rows' Philox streams (``philox.RowStreams``) into the
-same wire rows, bit for bit (see torch_codec for the layout, philox for the draws): ``torch`` (plain torch ops, any device), ``c`` (the fused
+same wire rows, bit for bit (see torch_codec for the layout, philox for the draws): ``torch`` (plain torch ops, any
+device), ``c`` (the fused
 CPU codec, with a one-pass path for mixed-width messages) and ``triton`` (CUDA).
 """
 

@@ -202,7 +202,8 @@ def encode_mixed(
     total: int,
     param_dtype: torch.dtype,
 ) -> tuple[torch.Tensor, bool]:
-    """Row r of ``src[row_idx]`` at ``bits[r]`` (int8) into a flat buffer of ``total`` bytes at ``offsets[r]``; whether all finite."""
+    """Row r of ``src[row_idx]`` at ``bits[r]`` (int8) into a flat buffer of ``total`` bytes at ``offsets[r]``; whether
+    all finite."""
     src, row_idx = src.float().contiguous(), row_idx.to(torch.int64).contiguous()
     rows, dim = row_idx.numel(), src.shape[1]
     flat = torch.empty(total, dtype=torch.uint8)

@@ -34,7 +34,8 @@ CELL = 2.0**-17  # half of the 2^-16 spacing of the draws
 
 @dataclass(frozen=True)
 class RowStreams:
-    """Per sent row (in send order): its stream's 64-bit key and its index within its receiver's block (int64, same device)."""
+    """Per sent row (in send order): its stream's 64-bit key and its index within its receiver's block (int64, same
+    device)."""
 
     keys: torch.Tensor
     index: torch.Tensor

@@ -4,7 +4,8 @@
 (no separate index_select), finds its min/max (and whether it holds NaN or inf), rounds the
 parameters exactly as ``torch_codec.row_params`` does (fp16, or flagged bfloat16 where fp16
 overflows), draws its uniforms inline with ``tl.philox`` (Philox4x32-10, as ``philox.py`` maps
-them to columns), quantizes and packs 8/b codes per byte into the wire row. ``unpack_dequantize``: one program per received row reads the
+them to columns), quantizes and packs 8/b codes per byte into the wire row. ``unpack_dequantize``: one program per
+received row reads the
 parameters and codes and writes fp32 values into the destination buffer. Feature dims of any
 size are handled in BLOCK-sized chunks. Bit-identity with torch needs IEEE arithmetic: divisions
 are ``tl.div_rn`` (Triton's ``/`` on fp32 is an approximate division on NVIDIA GPUs) and both
@@ -223,7 +224,8 @@ if triton is not None:
 def quantize_pack(
     src: torch.Tensor, row_idx: torch.Tensor, streams: RowStreams, bits: int, param_dtype: torch.dtype, block: int = 256
 ) -> tuple[torch.Tensor, bool]:
-    """Wire rows for ``src[row_idx]`` (gathered inside the kernel) on the Philox streams of ``streams``; whether all finite."""
+    """Wire rows for ``src[row_idx]`` (gathered inside the kernel) on the Philox streams of ``streams``; whether all
+    finite."""
     dim = src.shape[1]
     rows = row_idx.numel()
     out = torch.empty((rows, row_bytes(dim, bits, param_dtype)), dtype=torch.uint8, device=src.device)

@@ -85,11 +85,17 @@ def missing_files_message(
 
 
 def no_download_hint(root_key: str = "dataset.root") -> str:
-    return f"dataset.download=false; put them there, point {root_key} or GNNQ_DATA at a root that holds them, or set dataset.download=true"
+    return (
+        f"dataset.download=false; put them there, point {root_key} or GNNQ_DATA at a root that holds them, or "
+        "set dataset.download=true"
+    )
 
 
 def download_failed_hint(reason: str) -> str:
-    return f"download failed: {reason}; put the files there by hand or set dataset.root / GNNQ_DATA to a root that holds them"
+    return (
+        f"download failed: {reason}; put the files there by hand or set dataset.root / GNNQ_DATA to a root that "
+        "holds them"
+    )
 
 
 def one_line(exc: BaseException) -> str:

@@ -48,7 +48,8 @@ def load_files(path: str | Path | None, train_frac: float, val_frac: float, seed
     n = x.shape[0]
     if y.shape[0] != n:
         raise DatasetError(
-            f"{NAME}: {x_path.name} has {n} rows but {y_path.name} has {y.shape[0]}; both need one row per node (in {d})"
+            f"{NAME}: {x_path.name} has {n} rows but {y_path.name} has {y.shape[0]}; both need one row per node "
+            f"(in {d})"
         )
     edges = _edges(_read_table(e_path), e_path, n, x_path.name)
     split = _split(d, n, x_path.name)
@@ -116,7 +117,8 @@ def _read_npy(path: Path) -> np.ndarray:
         magic = f.read(len(NPY_MAGIC))
     if magic != NPY_MAGIC:  # np.load would try it as a pickle and blame "pickled data"
         raise DatasetError(
-            f"{NAME}: {path} is not a valid .npy file (it does not start with the .npy magic bytes); write it with numpy.save"
+            f"{NAME}: {path} is not a valid .npy file (it does not start with the .npy magic bytes); write it "
+            "with numpy.save"
         )
     try:
         arr = np.load(path, allow_pickle=False)
@@ -262,7 +264,8 @@ def _split(d: Path, n: int, rows_from: str):
     if len(present) != len(SPLIT_FILES):
         absent = [name for name in SPLIT_FILES if name not in present]
         raise DatasetError(
-            f"{NAME}: {d} has {', '.join(present)} but not {', '.join(absent)}: give all of {', '.join(SPLIT_FILES)} or none"
+            f"{NAME}: {d} has {', '.join(present)} but not {', '.join(absent)}: give all of "
+            f"{', '.join(SPLIT_FILES)} or none"
         )
     ids = []
     for name in SPLIT_FILES:

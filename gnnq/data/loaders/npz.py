@@ -101,7 +101,8 @@ def load_npz(name: str, root: Path) -> Graph:
             absent = [k for k in _KEYS if k not in f.files]
             if absent:
                 raise DatasetError(
-                    f"{name}: {path} lacks the arrays {', '.join(absent)}; it is not in PyG's Amazon/Coauthor npz format"
+                    f"{name}: {path} lacks the arrays {', '.join(absent)}; it is not in PyG's Amazon/Coauthor "
+                    "npz format"
                 )
             x = _csr_dense(f, "attr")
             adj_rows = np.repeat(np.arange(int(f["adj_shape"][0])), np.diff(f["adj_indptr"]))

@@ -135,7 +135,8 @@ def _ensure_files(lay: OgbLayout, download: bool) -> None:
     if missing == [lay.release_marker]:
         raise DatasetError(
             f"{lay.name}: {d} has the data files but no {lay.release_marker} (an outdated or unfinished OGB download): "
-            f"delete {d} to download version {lay.version} again, or create the marker if the files are version {lay.version}"
+            f"delete {d} to download version {lay.version} again, or create the marker if the files are version "
+            f"{lay.version}"
         )
     if not download:
         raise DatasetError(missing_files_message(lay.name, d, lay.required, missing, no_download_hint()))
@@ -197,7 +198,8 @@ def _read_with_ogb(lay: OgbLayout) -> dict[str, np.ndarray]:
         }
     except (Exception, SystemExit) as exc:
         raise DatasetError(
-            f"{lay.name}: cannot read the OGB files in {lay.dataset_dir} ({one_line(exc)}); they look truncated or corrupt: "
+            f"{lay.name}: cannot read the OGB files in {lay.dataset_dir} ({one_line(exc)}); they look truncated "
+            "or corrupt: "
             f"replace them, or delete {lay.dataset_dir} to download again"
         ) from None
     n = arrays["x"].shape[0]

@@ -1,5 +1,6 @@
 """Bad places (docs/runs.md "The run directory"): a run dir that already holds a run is refused unless
-overwrite=true, a sweep dir that holds a finished sweep resumes it (nothing rerun); a runs root that is a file or read-only is named; a read-only data root with complete
+overwrite=true, a sweep dir that holds a finished sweep resumes it (nothing rerun); a runs root that is a file or
+read-only is named; a read-only data root with complete
 files is read; a full disk at a checkpoint keeps the previous one. Real files and real mounts (root only)."""
 
 from __future__ import annotations
@@ -150,7 +151,8 @@ CASES = [
         "disk-full-at-checkpoint",
         "1 MiB tmpfs: the epoch-4 checkpoint does not fit, epoch 2's stays",
         failed(
-            r"checkpoint of epoch 4 not written: No space left on device \(ENOSPC\).*the checkpoint of epoch 2 is intact"
+            r"checkpoint of epoch 4 not written: No space left on device \(ENOSPC\).*the checkpoint of epoch 2 "
+            r"is intact"
         ),
         args=lambda ctx: [
             "logger=none",

@@ -44,7 +44,8 @@ CASES = [
         "not-enough-memory",
         "2 ranks with cluster.memory_limit_gib=0.5 (the launcher fits, the ranks do not)",
         failed(
-            r"not enough memory: the 2 rank\(s\) on this host need about .* but 0\.5 GiB is available \(cluster\.memory_limit_gib=0\.5\)"
+            r"not enough memory: the 2 rank\(s\) on this host need about .* but 0\.5 GiB is available "
+            r"\(cluster\.memory_limit_gib=0\.5\)"
         ),
         args=[*FAST, "cluster.nproc=2", "cluster.memory_limit_gib=0.5"],
     ),
