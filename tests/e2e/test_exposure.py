@@ -10,7 +10,6 @@ Here: the real command-line runs and system services; the others are in `tests/u
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import read_record, run_dirs
+from tests.unit.test_exposure import _listening, _tree
 
 SECRET = "gnnq-fake-secret-0123456789abcdef"
 ARGS = [
@@ -32,58 +32,6 @@ ARGS = [
 ]
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-
-
-def _children() -> dict[int, list[int]]:
-    out: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            out.setdefault(ppid, []).append(int(entry))
-    return out
-
-
-def _tree(root: int) -> set[int]:
-    children, todo, seen = _children(), [root], set()
-    while todo:
-        pid = todo.pop()
-        seen.add(pid)
-        todo.extend(children.get(pid, []))
-    return seen
-
-
-def _address(field: str) -> tuple[ipaddress._BaseAddress, int]:
-    ip_hex, port_hex = field.split(":")
-    raw = bytes.fromhex(ip_hex)
-    raw = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))  # /proc/net: 32-bit words in host order
-    return ipaddress.ip_address(raw), int(port_hex, 16)
-
-
-def _listening(pids: set[int]) -> set[tuple]:
-    """(address, port) of every TCP socket in LISTEN state held by one of ``pids``."""
-    table = {}
-    for name in ("tcp", "tcp6"):
-        for line in Path(f"/proc/net/{name}").read_text().splitlines()[1:]:
-            f = line.split()
-            if f[3] == "0A":
-                table[f[9]] = _address(f[1])
-    found = set()
-    for pid in pids:
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                target = os.readlink(f"/proc/{pid}/fd/{fd}")
-            except OSError:
-                continue
-            if target.startswith("socket:[") and target[8:-1] in table:
-                found.add(table[target[8:-1]])
-    return found
 
 
 def _is_loopback(ip) -> bool:
