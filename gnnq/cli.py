@@ -242,12 +242,14 @@ def _hydra_entry() -> None:
         from hydra.core.hydra_config import HydraConfig
         from hydra.types import RunMode
 
-        from gnnq.launch.job import run_job
+        from gnnq.config.compose import drop_where_absent
+        from gnnq.launch.job import run_job, say
         from gnnq.launch.run_dir import PlaceError
 
         hydra_cfg = HydraConfig.get()
         run_dir = Path(hydra_cfg.runtime.output_dir)
         multirun = hydra_cfg.mode == RunMode.MULTIRUN
+        dropped = drop_where_absent(cfg, list(hydra_cfg.overrides.task))  # ++group.key=V where the choice has key
         if multirun and not cfg.logger.group:
             cfg.logger.group = "sweep-" + "-".join(Path(hydra_cfg.sweep.dir).parts[-2:])  # W&B: a sweep's runs together
         _RUNS.append(str(run_dir))
@@ -255,6 +257,9 @@ def _hydra_entry() -> None:
             try:
                 if multirun and _done_earlier(cfg, run_dir, _point_name(hydra_cfg)):
                     return
+                for o in dropped:
+                    group = o[2:].split(".", 1)[0]
+                    say(f"{o} not set: {group}={cfg[group].name} has no such key (++ sets it only where it exists)")
                 record = run_job(cfg, run_dir)
             except GnnqError as exc:  # the run dir is not free (nothing written), or its record could not be written
                 print(f"gnnq: error: {exc}", file=sys.stderr, flush=True)

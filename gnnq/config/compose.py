@@ -12,9 +12,11 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
-from omegaconf import DictConfig, OmegaConf
+import yaml
+from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
+import gnnq.config.resolvers  # noqa: F401 - registers gnnq_path and gnnq_assign_cycle (conf/, the schema)
 from gnnq.config.registry import group_registries
 from gnnq.config.schema import Config
 from gnnq.config.validate import no_such_key_message, validate
@@ -80,6 +82,11 @@ def expand_sweep(overrides: list[str]) -> list[list[str]]:
             axes.append([f"{key}={v}" for v in o.sweep_string_iterator()])
         else:
             axes.append([o.input_line])
+        if not axes[-1] or (not o.is_delete() and o.input_line.endswith("=")):
+            raise ConfigError(
+                f"{o.input_line}: this sweep axis has no value; give one or more, e.g. {o.get_key_element()}=0,1 "
+                f"(an empty string: {o.get_key_element()}='')"
+            )
     points = []
     for combo in itertools.product(*axes):
         points.append(list(combo))
@@ -111,6 +118,7 @@ def compose_config(
     gnnq's own (``defaults: [config]``). Then the result also holds the ``hydra`` node.
     """
     check_conf_dir()
+    check_groups_once(overrides, config_dir)
     register_configs()
     GlobalHydra.instance().clear()
     primary, extra = CONF_DIR, []
@@ -127,8 +135,11 @@ def compose_config(
         raise ConfigError(_missing_option_message(exc, overrides)) from None
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(_composition_message(exc)) from None
+    except yaml.YAMLError as exc:  # a config or sweep file that is not YAML: name it and the line
+        raise ConfigError(yaml_error_message(exc)) from None
     finally:
         GlobalHydra.instance().clear()
+    drop_where_absent(cfg, overrides)
     if not check:
         return cfg
     try:
@@ -136,6 +147,65 @@ def compose_config(
     except OmegaConfBaseException as exc:
         raise ConfigError(_composition_message(exc)) from None
     return cfg
+
+
+def yaml_error_message(exc: yaml.YAMLError) -> str:
+    """``<file>, line N, column C: <what the parser says>; fix the YAML there`` from a PyYAML error."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = " ".join(str(p) for p in (getattr(exc, "context", None), getattr(exc, "problem", None)) if p)
+    if mark is None:
+        return f"a config file is not valid YAML: {_first_line(str(exc))}"
+    return (
+        f"{mark.name}, line {mark.line + 1}, column {mark.column + 1}: not valid YAML "
+        f"({problem or _first_line(str(exc))}); fix the file there (indentation, a missing ':' or closing bracket)"
+    )
+
+
+def config_groups(config_dir: str | None = None) -> set[str]:
+    """The config groups a ``<group>=<choice>`` override picks from: gnnq's conf/ folders and a --config-dir's."""
+    dirs = [CONF_DIR] + ([resolve_config_dir(config_dir)] if config_dir else [])
+    found = {p.name for d in dirs if d.is_dir() for p in d.iterdir() if p.is_dir() and not p.name.startswith(".")}
+    return (found | set(group_registries()) | {"experiment"}) - {"hydra"}
+
+
+def check_groups_once(overrides: list[str], config_dir: str | None = None) -> None:
+    """ConfigError naming both values when a group is chosen twice (``dataset=cora dataset=citeseer``: Hydra would
+    silently take the last)."""
+    groups, seen = config_groups(config_dir), {}
+    for o in overrides:
+        if o.startswith("~") or "=" not in o:
+            continue
+        key, value = o.split("=", 1)
+        group = key.lstrip("+").split("@", 1)[0]
+        if group not in groups:
+            continue
+        if group in seen:
+            raise ConfigError(
+                f"{group} is chosen twice: {seen[group]} and {o}; give {group}= once "
+                f"(to run both: gnnq -m {group}={seen[group].split('=', 1)[1]},{value})"
+            )
+        seen[group] = o
+
+
+def drop_where_absent(cfg: DictConfig, overrides: list[str]) -> list[str]:
+    """gnnq's rule for ``++<group>.<key>=<value>`` (Hydra: set, or add): the key is set where the group's chosen
+    option has it and left out where it does not, so that one sweep can give a method's setting to the points of
+    that method only (``-m experiment=adaqp_vanilla,adaqp ++quantizer.assign_cycle=10``). Removes such keys from
+    ``cfg``; returns the overrides left out (docs/runs.md "Sweeps")."""
+    registries, dropped = group_registries(), []
+    for o in overrides:
+        if not o.startswith("++") or o.startswith("+++") or "=" not in o:
+            continue
+        group, _, leaf = o[2:].split("=", 1)[0].partition(".")
+        leaf = leaf.split(".", 1)[0]
+        node = cfg.get(group) if group in registries else None
+        if not leaf or not isinstance(node, DictConfig) or str(node.get("name")) not in registries[group]:
+            continue
+        if leaf not in {f.name for f in fields(registries[group].schema(str(node.name)))} and leaf in node:
+            with open_dict(node):
+                del node[leaf]
+            dropped.append(o)
+    return dropped
 
 
 def shared_group_choices(
@@ -183,7 +253,16 @@ def compose_point(point: list[str], i: int, n: int, config_name: str, config_dir
     try:
         return compose_config(point, config_name, config_dir)
     except ConfigError as exc:
-        raise ConfigError(f"sweep point #{i} of {n} ({' '.join(point)}): {exc}") from None
+        raise ConfigError(f"sweep point #{i} of {n} ({' '.join(point)}): {exc}{_plus_hint(exc, point)}") from None
+
+
+def _plus_hint(exc: ConfigError, overrides: list[str]) -> str:
+    """For a sweep's key that the chosen option of some point lacks: the ``++`` way to set it only where it exists."""
+    for o in overrides:
+        key = o.lstrip("+").split("=", 1)[0]
+        if not o.startswith("++") and str(exc).startswith(f"{key}: no such key for"):
+            return f"; to set it only in the sweep's points whose choice has it: ++{o.lstrip('+')}"
+    return ""
 
 
 def resolve_sweep(name: str) -> tuple[str, str]:
@@ -216,7 +295,11 @@ def check_config_name(config_name: str, config_dir: str | None) -> None:
 def sweep_points(overrides: list[str], config_name: str = "config", config_dir: str | None = None) -> list[list[str]]:
     """The override list of every point a multirun would run: the sweep file's
     ``hydra.sweeper.params`` and the command line's sweeps (the command line wins per key)."""
-    base = compose_config(expand_sweep(overrides)[0], config_name, config_dir)
+    first = expand_sweep(overrides)[0]
+    try:
+        base = compose_config(first, config_name, config_dir)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}{_plus_hint(exc, first)}") from None
     file_params = {}
     if "hydra" in base:
         params = OmegaConf.select(base, "hydra.sweeper.params") or {}
@@ -241,7 +324,7 @@ def _missing_option_message(exc: MissingConfigException, overrides: list[str]) -
 
 def _composition_message(exc: BaseException) -> str:
     if isinstance(exc, OverrideParseException):  # Hydra's message names neither the override nor its key
-        return f"cannot parse override {exc.override!r}: {_first_line(exc.message)}"
+        return f"cannot parse override {exc.override!r}: {_first_line(exc.message)}{_quoting_hint(exc.override)}"
     cause = exc
     while (cause.__cause__ or cause.__context__) is not None and not isinstance(cause, OmegaConfBaseException):
         cause = cause.__cause__ or cause.__context__
@@ -301,6 +384,22 @@ def _allowed_keys(parent: str) -> list[str] | None:
         if node is None or not is_dataclass(node):
             return []
     return [f.name for f in fields(node)]
+
+
+# what Hydra's override grammar takes in an unquoted value besides letters and digits (hydra/grammar/OverrideLexer.g4)
+_UNQUOTED = set("-+.$%_/@*:\\ =~")
+
+
+def _quoting_hint(override: str) -> str:
+    """How to pass a value Hydra's grammar does not take unquoted (non-ASCII letters, brackets, commas ...)."""
+    key, eq, value = override.partition("=")
+    if not eq or not value or value[0] in "'\"[{(" or all(c.isascii() and (c.isalnum() or c in _UNQUOTED) for c in value):
+        return ""
+    quoted = "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    hint = f"; quote the value for Hydra, e.g. \"{key}={quoted}\" (the whole argument in double quotes for the shell)"
+    if key.lstrip("+") == "dataset.path":
+        hint += ", or give the directory without quoting as GNNQ_FILES_PATH=<dir> in the environment"
+    return hint
 
 
 def _first_line(text: str) -> str:

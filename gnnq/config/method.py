@@ -43,6 +43,9 @@ class Resources:
     # a model's inputs are [X, AX, ..., A^hops X] (``model.hops``), which the launcher computes and caches (GA-MLP)
     propagated_inputs: bool = False
     single_label: bool = False  # trains single-label classification only: the launcher refuses multi-label data
+    # the trainer steps trainer.optimizer, which keeps its state beside every parameter (Adam: 2 tensors of its size);
+    # False: its own updates (parallel=admm), weights and one update-sized copy only
+    optimizer_state: bool = True
 
     def __post_init__(self):
         if self.kept_layers not in KEPT_LAYERS:

@@ -48,6 +48,7 @@ def allowed_values() -> dict[str, tuple]:
     return {**{key: registry.names() for key, registry in registries().items()}, **ALLOWED}
 
 
+MAX_TIMEOUT_S = 30 * 24 * 3600  # 30 days: far above any collective, far below timedelta's and gloo's limits
 # key: (lowest allowed, whether the bound is exclusive)
 LOWER_BOUNDS = {
     "model.layers": (1, False),
@@ -88,6 +89,7 @@ LOWER_BOUNDS = {
     "dataset.feature_noise": (0.0, False),
 }
 UPPER_BOUNDS = {
+    "cluster.timeout_s": (MAX_TIMEOUT_S, False),
     "parallel.momentum": (1.0, True),
     "parallel.sampling_rate": (1.0, False),
     "cluster.loss_pct": (100.0, True),
@@ -211,6 +213,22 @@ def _check_adaptive(q: DictConfig) -> None:
         raise ConfigError(f"quantizer.milp_time_limit_s={q.milp_time_limit_s} is not allowed; it must be > 0")
     if not 0.0 <= q.variance_weight <= 1.0:
         raise ConfigError(f"quantizer.variance_weight={q.variance_weight} is not allowed; it must be in [0, 1]")
+
+
+def _check_assign_cycle(cfg: DictConfig) -> None:
+    """An assign_cycle given explicitly must let a reassignment happen; the default follows trainer.epochs
+    (gnnq.config.resolvers), so a preset runs at any length."""
+    q, epochs = cfg.quantizer, cfg.trainer.epochs
+    if q.name != "adaptive" or OmegaConf.is_interpolation(q, "assign_cycle") or q.assign_cycle < epochs:
+        return
+    from gnnq.config.resolvers import default_assign_cycle
+
+    raise ConfigError(
+        f"quantizer.assign_cycle={q.assign_cycle} is not allowed with trainer.epochs={epochs}: no reassignment "
+        f"would happen; it must be < trainer.epochs: leave it out (the default follows the run's length, here "
+        f"{default_assign_cycle(epochs)}), set a smaller one, or use quantizer=uniform; in a sweep that mixes "
+        f"methods, ++quantizer.assign_cycle=N sets it only for the points with quantizer=adaptive"
+    )
 
 
 def _check_chain(p: DictConfig, layers: int) -> None:
@@ -416,7 +434,9 @@ def validate(cfg: DictConfig) -> None:
     for key, (high, exclusive) in UPPER_BOUNDS.items():
         value = _get(cfg, key)
         if value is not _ABSENT and (value > high or (exclusive and value == high)):
-            raise ConfigError(f"{key}={value} is not allowed; it must be {'<' if exclusive else '<='} {high}")
+            low = LOWER_BOUNDS.get(key)
+            allowed = f" (allowed: {low[0]}..{high})" if low and not low[1] and not exclusive else ""
+            raise ConfigError(f"{key}={value} is not allowed; it must be {'<' if exclusive else '<='} {high}{allowed}")
     d = cfg.dataset
     if "train_frac" in d:
         check_fractions(d.train_frac, d.val_frac)
@@ -425,12 +445,7 @@ def validate(cfg: DictConfig) -> None:
             f"dataset.num_classes={d.num_classes} is not allowed; it must be <= dataset.num_nodes={d.num_nodes}"
         )
     _check_quantizer(cfg.quantizer)
-    if cfg.quantizer.name == "adaptive" and cfg.quantizer.assign_cycle >= cfg.trainer.epochs:
-        raise ConfigError(
-            f"quantizer.assign_cycle={cfg.quantizer.assign_cycle} is not allowed with "
-            f"trainer.epochs={cfg.trainer.epochs}: "
-            "no reassignment would happen; it must be < trainer.epochs (or use quantizer=uniform)"
-        )
+    _check_assign_cycle(cfg)
     _check_parallel(cfg)
     if cfg.cluster.memory_limit_gib is not None and cfg.cluster.memory_limit_gib <= 0:
         raise ConfigError(
@@ -445,4 +460,7 @@ def validate(cfg: DictConfig) -> None:
     if cfg.cluster.name == "multinode":
         _check_rendezvous(cfg.cluster.rendezvous)
     if cfg.dataset.name == "files" and not cfg.dataset.path:
-        raise ConfigError("dataset.path is required with dataset=files: a directory holding edges, features and labels")
+        raise ConfigError(
+            "dataset.path is required with dataset=files: a directory holding edges, features and labels "
+            "(dataset.path=DIR, or GNNQ_FILES_PATH=DIR in the environment)"
+        )

@@ -49,6 +49,11 @@ def _run_claimed(cfg: DictConfig, run_dir: Path, extra: dict | None) -> dict:
     config = OmegaConf.to_container(cfg, resolve=True)
     write_text_atomic(run_dir / CONFIG_FILE, OmegaConf.to_yaml(config))
     say(f"run dir: {run_dir}")
+    if cfg.quantizer.name == "adaptive" and OmegaConf.is_interpolation(cfg.quantizer, "assign_cycle"):
+        say(
+            f"quantizer.assign_cycle={config['quantizer']['assign_cycle']}: the default, a quarter of "
+            f"trainer.epochs={cfg.trainer.epochs} (AdaQP's 4 assignments per run); set quantizer.assign_cycle to fix it"
+        )
     extra = {"run_dir": str(run_dir), **(extra or {})}
     started = time.time()
     logger = NullLogger()
@@ -188,7 +193,9 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
         ) from None
     meta = {
         **meta,
-        "memory_estimate_mib_per_rank": check_launch_resources(cfg, meta, graph.num_features, graph_mib(graph)),
+        "memory_estimate_mib_per_rank": check_launch_resources(
+            cfg, meta, graph.num_features, graph_mib(graph), graph.num_classes
+        ),
     }
     if before:
         meta["memory_estimate_launcher_mib"] = before["launcher_mib"]

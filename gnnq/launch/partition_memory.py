@@ -78,7 +78,7 @@ def check_before_partitioning(cfg, graph, nparts: int) -> dict:
         )
     ranks = cfg.cluster.nproc * cfg.cluster.hosts
     inner = math.ceil(n / max(1, nparts))
-    shape = model_shape(cfg, graph.num_features)
+    shape = model_shape(cfg, graph.num_features, graph.num_classes)
     floor = rank_memory_mib(inner, 0, round(e * inner / max(1, n)), shape)
     if shares_one_part(cfg):
         floor = rank_memory_mib(n, 0, e, shape)  # every rank holds the whole graph

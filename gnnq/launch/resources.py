@@ -38,6 +38,14 @@ FORMULA = (
     f"+ {EDGE_BYTES} B x edges), inner/halo nodes and in-edges of its part, k = {INNER_COPIES} "
 )
 OVERSUBSCRIBE = 4  # warn above this many ranks per core
+# tensors of a parameter's size each optimizer keeps per parameter (torch.optim, as gnnq.train.optim makes them:
+# Adam exp_avg and exp_avg_sq, Adadelta square_avg and acc_delta, Adagrad sum, SGD without momentum none)
+OPTIMIZER_STATE = {"adam": 2, "adadelta": 2, "adagrad": 1, "sgd": 0}
+MODEL_FORMULA = (
+    "+ 4 B x P x (2 + s) for the model: P its parameters (a rank's block of layers under parallel=admm), "
+    "weights and gradients, s = the optimizer's tensors per parameter (adam, adadelta 2; adagrad 1; sgd 0; "
+    "parallel=admm: 0)"
+)
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,7 @@ class Shape:
     hidden: int
     layers: int  # layers whose activations a rank keeps for backward
     inner_copies: int = INNER_COPIES
+    model_bytes: float = 0.0  # the model's weights, gradients and optimizer state on one rank (model_state_bytes)
 
 
 def formula() -> str:
@@ -61,7 +70,7 @@ def formula() -> str:
         f"{group}=" + "|".join(n for n, r in declared[group].items() if r.halo_buffers)
         for group in ("parallel", "quantizer")
     ]
-    return f"{FORMULA}(+{EXTRA_COPIES} for model={paths}, +{EXTRA_COPIES} for {' or '.join(buffers)})"
+    return f"{FORMULA}(+{EXTRA_COPIES} for model={paths}, +{EXTRA_COPIES} for {' or '.join(buffers)}) {MODEL_FORMULA}"
 
 
 def _default_node(registry, name: str):
@@ -72,7 +81,29 @@ def rank_memory_mib(inner: int, halo: int, edges: int, shape: Shape) -> float:
     """The estimated peak resident memory of one rank (MiB), by FORMULA."""
     width = shape.hidden * shape.layers
     values = shape.inner_copies * inner * width + (inner + halo) * (shape.features + width)
-    return BASE_MIB + (4.0 * values + EDGE_BYTES * edges) / 2**20
+    return BASE_MIB + (4.0 * values + EDGE_BYTES * edges + shape.model_bytes) / 2**20
+
+
+def model_parameters(cfg, features: int, classes: int) -> int:
+    """The parameter count of the model ``cfg`` names for ``features`` inputs and ``classes`` outputs, built on
+    torch's meta device (no memory allocated; the same code as the ranks' model)."""
+    import torch  # loaded by the launcher with the data already
+
+    from gnnq.config.registry import MODELS
+
+    with torch.device("meta"):
+        model = MODELS.target(cfg.model.name).from_config(cfg.model, features, max(1, classes))
+    return sum(p.numel() for p in model.parameters())
+
+
+def model_state_bytes(cfg, features: int, classes: int) -> float:
+    """One rank's model memory by MODEL_FORMULA: 4 B x P x (weights + gradients + the optimizer's tensors)."""
+    method = method_resources(cfg)["parallel"]
+    params = model_parameters(cfg, features, classes)
+    layers = cfg.model.layers
+    params *= method.layers_kept(layers, cfg.cluster.nproc * cfg.cluster.hosts) / max(1, layers)
+    state = OPTIMIZER_STATE.get(cfg.trainer.optimizer, 2) if method.optimizer_state else 0
+    return 4.0 * params * (2 + state)
 
 
 def method_resources(cfg) -> dict[str, Resources]:
@@ -80,17 +111,18 @@ def method_resources(cfg) -> dict[str, Resources]:
     return {group: registry.target(cfg[group].name).resources(cfg[group]) for group, registry in METHODS.items()}
 
 
-def model_shape(cfg, features: int) -> Shape:
+def model_shape(cfg, features: int, classes: int = 0) -> Shape:
     """Full-graph training keeps every layer for backward; a method may keep fewer (an ADMM rank: the variables
     of its block of layers; the mini-batch reference: its full-graph evaluation, without gradients) and fix its
     copies."""
     r = method_resources(cfg)
     method = r["parallel"]
     layers = method.layers_kept(cfg.model.layers, cfg.cluster.nproc * cfg.cluster.hosts)
+    model = model_state_bytes(cfg, features, classes)
     if method.inner_copies is not None:
-        return Shape(features, cfg.model.hidden, layers, inner_copies=method.inner_copies)
+        return Shape(features, cfg.model.hidden, layers, inner_copies=method.inner_copies, model_bytes=model)
     extra = (r["model"].weight_paths - 1) + (method.halo_buffers or r["quantizer"].halo_buffers)
-    return Shape(features, cfg.model.hidden, layers, INNER_COPIES + EXTRA_COPIES * extra)
+    return Shape(features, cfg.model.hidden, layers, INNER_COPIES + EXTRA_COPIES * extra, model)
 
 
 def shares_one_part(cfg) -> bool:
@@ -98,9 +130,9 @@ def shares_one_part(cfg) -> bool:
     return method_resources(cfg)["parallel"].shared_part
 
 
-def per_rank_estimates(cfg, meta: dict, features: int) -> list[float]:
+def per_rank_estimates(cfg, meta: dict, features: int, classes: int = 0) -> list[float]:
     """The estimate for every rank, from the parts' sizes in ``meta`` (one shared part: every rank holds it)."""
-    shape = model_shape(cfg, features)
+    shape = model_shape(cfg, features, classes)
     n, e = max(1, meta["num_nodes"]), meta["num_edges"]
     sizes = [(i, h, round(e * i / n)) for i, h in zip(meta["inner_nodes"], meta["halo_nodes"])]
     ranks = cfg.cluster.nproc * cfg.cluster.hosts
@@ -171,12 +203,12 @@ def cores_here() -> int:
         return os.cpu_count() or 1
 
 
-def check_launch_resources(cfg, meta: dict, features: int, freed_mib: float = 0.0) -> list[float]:
+def check_launch_resources(cfg, meta: dict, features: int, freed_mib: float = 0.0, classes: int = 0) -> list[float]:
     """Every rank's memory estimate (MiB); ConfigError with one line when the ranks on this machine would
     not fit in its memory, a one-line warning when they far outnumber its cores. ``freed_mib``: what the
     launcher holds now and frees before the ranks start (the graph)."""
     c = cfg.cluster
-    estimates = per_rank_estimates(cfg, meta, features)
+    estimates = per_rank_estimates(cfg, meta, features, classes)
     here = ranks_here(cfg, estimates)
     warn_if_oversubscribed(cfg, len(here))
     if c.name == "slurm" and c.memory_limit_gib is None:

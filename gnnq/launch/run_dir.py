@@ -13,6 +13,7 @@ directory is claimed by gnnq.launch.job.run_job).
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import shutil
@@ -47,12 +48,18 @@ class PlaceError(GnnqError):
 
 def check_writable(path: Path, key: str) -> None:
     """PlaceError unless directories can be created at ``path`` (created or not yet); ``key`` is what set it."""
-    path = Path(os.path.abspath(path))
+    path = Path(os.path.abspath(os.path.expanduser(path)))
     existing = path
-    while not existing.exists() and existing != existing.parent:
-        if existing.is_symlink():  # a dangling link: mkdir would fail on it
-            raise PlaceError(f"{key}: {existing} is a broken symbolic link; set {key} to a writable directory")
-        existing = existing.parent
+    try:
+        while not existing.exists() and existing != existing.parent:
+            if existing.is_symlink():  # a dangling link: mkdir would fail on it
+                raise PlaceError(f"{key}: {existing} is a broken symbolic link; set {key} to a writable directory")
+            existing = existing.parent
+    except OSError as exc:  # a name longer than the filesystem takes (ENAMETOOLONG), a loop of links
+        raise PlaceError(
+            f"{key}: {path} cannot be created ({describe_os_error(exc)}{_too_long(path, exc)}); "
+            f"set {key} to a shorter path"
+        ) from None
     if not existing.is_dir():
         raise PlaceError(
             f"{key}: {existing} is a file, not a directory, so {path} cannot be created; "
@@ -75,14 +82,16 @@ def claim_run_dir(run_dir: Path, key: str = "hydra.run.dir", overwrite: bool = F
     ``config.yaml`` or ``metrics.jsonl``) unless ``resuming`` that run or ``overwrite`` is set; then the
     earlier attempt's hand-off files are removed so that they cannot speak for this one. Idempotent
     within a process."""
-    run_dir = Path(os.path.abspath(run_dir))
+    run_dir = Path(os.path.abspath(os.path.expanduser(run_dir)))
     if run_dir in _HELD:
         return run_dir
     check_writable(run_dir, key)
+    made = _missing_dirs(run_dir / INTERNAL_DIR)
     try:
         (run_dir / INTERNAL_DIR).mkdir(parents=True, exist_ok=True)
         fd = os.open(run_dir / INTERNAL_DIR / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     except OSError as exc:
+        _remove_made(made)
         raise PlaceError(
             f"{key}: cannot create {run_dir / INTERNAL_DIR / LOCK_FILE} ({describe_os_error(exc)}); "
             f"set {key} to a writable directory"
@@ -103,12 +112,56 @@ def claim_run_dir(run_dir: Path, key: str = "hydra.run.dir", overwrite: bool = F
             f"{key}: {run_dir} already holds a run ({earlier[0]} exists); continue it with "
             f"gnnq resume={run_dir}, choose a new directory, or replace it with overwrite=true"
         )
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except OSError as exc:  # a full filesystem (ENOSPC), a quota (EDQUOT): nothing of this run is left there
+        os.close(fd)
+        if made:
+            (run_dir / INTERNAL_DIR / LOCK_FILE).unlink(missing_ok=True)
+            _remove_made(made)
+        raise PlaceError(
+            f"{key}: cannot write {run_dir / INTERNAL_DIR / LOCK_FILE} ({describe_os_error(exc)}); "
+            f"free space there or set {key} to a directory on another filesystem"
+        ) from None
     _HELD[run_dir] = fd
     if earlier and overwrite:
         clear_earlier_attempt(run_dir, checkpoints=True)
     return run_dir
+
+
+def _missing_dirs(path: Path) -> list[Path]:
+    """The directories from ``path`` up that do not exist yet (deepest first): what a mkdir -p would create."""
+    out = []
+    while not path.exists() and path != path.parent:
+        out.append(path)
+        path = path.parent
+    return out
+
+
+def _remove_made(made: list[Path]) -> None:
+    for d in made:  # deepest first; only empty ones
+        try:
+            d.rmdir()
+        except OSError:
+            pass
+
+
+def _too_long(path: Path, exc: OSError) -> str:
+    """For ENAMETOOLONG: which component (or the whole path) is over the filesystem's limit."""
+    if getattr(exc, "errno", None) != errno.ENAMETOOLONG:
+        return ""
+    parent = path
+    while not os.path.isdir(parent) and parent != parent.parent:
+        parent = parent.parent
+    try:
+        limit = os.pathconf(parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    longest = max(path.parts, key=lambda p: len(p.encode()))
+    if len(longest.encode()) > limit:
+        return f": a name of {len(longest.encode())} bytes, the filesystem takes at most {limit}"
+    return f": {len(str(path).encode())} bytes in all"
 
 
 def clear_earlier_attempt(run_dir: Path, checkpoints: bool = False) -> None:
@@ -152,7 +205,7 @@ class PlaceCheck(Callback):
     def on_run_start(self, config, **kwargs) -> None:
         from omegaconf import open_dict, read_write
 
-        run_dir = Path(os.path.abspath(str(config.hydra.run.dir)))
+        run_dir = Path(os.path.abspath(os.path.expanduser(str(config.hydra.run.dir))))
         with read_write(config.hydra), open_dict(config.hydra):
             config.hydra.run.dir = str(run_dir)  # pinned: the timestamp it resolved to is the one Hydra uses
         try:
@@ -163,7 +216,7 @@ class PlaceCheck(Callback):
     def on_multirun_start(self, config, **kwargs) -> None:
         from omegaconf import open_dict, read_write
 
-        sweep_dir = Path(os.path.abspath(str(config.hydra.sweep.dir)))
+        sweep_dir = Path(os.path.abspath(os.path.expanduser(str(config.hydra.sweep.dir))))
         with read_write(config.hydra), open_dict(config.hydra):
             config.hydra.sweep.dir = str(sweep_dir)
         SWEEP_DIR[:] = [str(sweep_dir)]

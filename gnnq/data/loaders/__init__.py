@@ -98,6 +98,21 @@ def download_failed_hint(reason: str) -> str:
     )
 
 
+WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)  # a place that takes no more bytes
+
+
+def write_failure(exc: BaseException) -> OSError | None:
+    """The OSError of a write that found no room (full disk, quota, file size limit, read-only) in ``exc`` or
+    what caused it (a third-party reader wraps it); None when there is none."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in WRITE_ERRNOS:
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def one_line(exc: BaseException) -> str:
     """``TypeName: first line of the message``, for embedding in a one-line error."""
     text = str(exc).strip().splitlines()

@@ -28,8 +28,9 @@ from gnnq.data.loaders import (
     no_download_hint,
     one_line,
     quiet_and_non_interactive,
+    write_failure,
 )
-from gnnq.errors import DatasetError
+from gnnq.errors import DatasetError, describe_os_error
 
 _PLANETOID_PARTS = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
 _SAINT_FILES = ("adj_full.npz", "feats.npy", "class_map.json", "role.json")
@@ -86,7 +87,8 @@ def _load_locked(name: str, spec: PygSpec, root: Path, raw: Path, download: bool
     raw_names = [f"raw/{f}" for f in spec.raw_files]
     raw_sums = _checked_raw(checks, [n for n in raw_names if (folder / n).is_file()], download) if building else {}
     missing = missing_files(raw, spec.raw_files)
-    data = _construct_or_explain(name, spec, root, raw, missing, processed_before=not building)
+    verified = sorted(raw_sums) == sorted(raw_names)  # every raw file passed its sha256 just now
+    data = _construct_or_explain(name, spec, root, raw, missing, processed_before=not building, verified=verified)
     if int(data.num_nodes) != spec.num_nodes:
         raise DatasetError(
             f"{name}: the files in {raw} give {int(data.num_nodes)} nodes, not {spec.num_nodes}; they look truncated "
@@ -98,7 +100,10 @@ def _load_locked(name: str, spec: PygSpec, root: Path, raw: Path, download: bool
         except CorruptRawFiles:
             shutil.rmtree(processed, ignore_errors=True)  # built from them: never to be used
             raise
-        checks.record(raw_sums, files_under(folder, "processed"))
+        try:
+            checks.record(raw_sums, files_under(folder, "processed"))
+        except OSError as exc:
+            raise DatasetError(_write_failed_message(name, folder / "gnnq_sha256.json", exc, raw)) from None
     return _to_graph(name, spec, data)
 
 
@@ -113,13 +118,29 @@ def _checked_raw(checks: DatasetChecksums, names: list[str], download: bool) -> 
         return discard_corrupt(exc)
 
 
-def _construct_or_explain(name: str, spec: PygSpec, root: Path, raw: Path, missing: list[str], processed_before: bool):
-    """PyG's dataset object for ``spec``; DatasetError naming what is missing or unreadable when PyG fails."""
+def _construct_or_explain(
+    name: str, spec: PygSpec, root: Path, raw: Path, missing: list[str], processed_before: bool, verified: bool
+):
+    """PyG's dataset object for ``spec``; DatasetError naming what is missing or unreadable when PyG fails, or the
+    file it could not write (a full disk: the raw files are not blamed)."""
     present_before = {p.name for p in raw.iterdir()} if raw.is_dir() else set()
     try:
         data = _construct(spec, root)[0]
     except Exception as exc:  # PyG raises whatever its download or reader hits
         still_missing = missing_files(raw, spec.raw_files)
+        full = write_failure(exc)
+        if full is not None:
+            _remove_partial_downloads(raw, present_before)
+            processed = raw.parent / "processed"
+            if not processed_before:
+                shutil.rmtree(processed, ignore_errors=True)  # half written: never to be read
+            where = Path(full.filename) if full.filename else (raw if still_missing else processed)
+            raise DatasetError(_write_failed_message(name, where, full, raw)) from None
+        if verified and not missing:  # the raw files match their sha256: PyG's failure is not theirs
+            raise DatasetError(
+                f"{name}: PyG could not build its processed cache in {raw.parent / 'processed'} ({one_line(exc)}); "
+                f"the raw files in {raw} match their sha256 and are kept"
+            ) from None
         if missing and still_missing:
             _remove_partial_downloads(raw, present_before)
             raise DatasetError(
@@ -127,6 +148,14 @@ def _construct_or_explain(name: str, spec: PygSpec, root: Path, raw: Path, missi
             ) from None
         raise DatasetError(_unreadable_message(name, spec, raw, processed_before, exc)) from None
     return data
+
+
+def _write_failed_message(name: str, where: Path, exc: OSError, raw: Path) -> str:
+    """A write that found no room: the path and the errno; the raw files are not the problem and are kept."""
+    return (
+        f"{name}: cannot write {where} ({describe_os_error(exc)}); the raw files in {raw} are intact and kept: "
+        f"free space on that filesystem, or move {raw.parent} to a root with room (dataset.root / GNNQ_DATA)"
+    )
 
 
 def _unreadable_message(name: str, spec: PygSpec, raw: Path, processed_before: bool, exc: Exception) -> str:
