@@ -49,7 +49,9 @@ class AdmmTrainer(Trainer):
     def resources(cls, pcfg) -> Resources:
         """Every rank reads the one part of the whole (edgeless) GA-MLP graph and holds its block of layers'
         variables; the labels must be single-label classes."""
-        return Resources(shared_part=True, kept_layers="block", inner_copies=5, single_label=True, optimizer_state=False)
+        return Resources(
+            shared_part=True, kept_layers="block", inner_copies=5, single_label=True, optimizer_state=False
+        )
 
     def __init__(self, cfg: DictConfig, part: Part, comm: Communicator, device=torch.device("cpu")):
         if part.multilabel:

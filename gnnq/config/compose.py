@@ -7,12 +7,12 @@ import itertools
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 
+import yaml
 from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
-import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
@@ -393,10 +393,11 @@ _UNQUOTED = set("-+.$%_/@*:\\ =~")
 def _quoting_hint(override: str) -> str:
     """How to pass a value Hydra's grammar does not take unquoted (non-ASCII letters, brackets, commas ...)."""
     key, eq, value = override.partition("=")
-    if not eq or not value or value[0] in "'\"[{(" or all(c.isascii() and (c.isalnum() or c in _UNQUOTED) for c in value):
+    plain = all(c.isascii() and (c.isalnum() or c in _UNQUOTED) for c in value)
+    if not eq or not value or value[0] in "'\"[{(" or plain:
         return ""
     quoted = "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    hint = f"; quote the value for Hydra, e.g. \"{key}={quoted}\" (the whole argument in double quotes for the shell)"
+    hint = f'; quote the value for Hydra, e.g. "{key}={quoted}" (the whole argument in double quotes for the shell)'
     if key.lstrip("+") == "dataset.path":
         hint += ", or give the directory without quoting as GNNQ_FILES_PATH=<dir> in the environment"
     return hint
