@@ -128,7 +128,7 @@ class AdaptiveQuantizerConfig(UniformQuantizerConfig):
     group_size: int = 100  # rows per group; one width per group
     variance_weight: float = 0.5  # lambda: 1 = minimize variance only, 0 = exchange time only
     # epochs between reassignments; default: a quarter of trainer.epochs (AdaQP's 4 per run, 50 of 200), at least 1
-    assign_cycle: int = "${gnnq_assign_cycle:${trainer.epochs}}"  # type: ignore[assignment]
+    assign_cycle: int = "${gnnq_assign_cycle:${trainer.epochs}}"
     solver: str = "greedy"  # greedy (Lagrangian heuristic) | milp (exact, scipy HiGHS)
     # exchange time the solver minimizes: max_channel (slowest channel; gnnq: all channels are posted at once) |
     # ring_rounds (AdaQP as published: sum over its P-1 ring rounds of each round's slowest channel) |

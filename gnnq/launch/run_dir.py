@@ -13,7 +13,6 @@ directory is claimed by gnnq.launch.job.run_job).
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import os
 import shutil
@@ -49,16 +48,21 @@ class PlaceError(GnnqError):
 def check_writable(path: Path, key: str) -> None:
     """PlaceError unless directories can be created at ``path`` (created or not yet); ``key`` is what set it."""
     path = Path(os.path.abspath(os.path.expanduser(path)))
+    too_long = _name_too_long(path)
+    if too_long:
+        raise PlaceError(
+            f"{key}: {path} cannot be created (File name too long (ENAMETOOLONG): {too_long}); "
+            f"set {key} to a shorter path"
+        )
     existing = path
     try:
         while not existing.exists() and existing != existing.parent:
             if existing.is_symlink():  # a dangling link: mkdir would fail on it
                 raise PlaceError(f"{key}: {existing} is a broken symbolic link; set {key} to a writable directory")
             existing = existing.parent
-    except OSError as exc:  # a name longer than the filesystem takes (ENAMETOOLONG), a loop of links
+    except OSError as exc:  # a path longer than the filesystem takes (ENAMETOOLONG), a loop of links
         raise PlaceError(
-            f"{key}: {path} cannot be created ({describe_os_error(exc)}{_too_long(path, exc)}); "
-            f"set {key} to a shorter path"
+            f"{key}: {path} cannot be created ({describe_os_error(exc)}); set {key} to a shorter path"
         ) from None
     if not existing.is_dir():
         raise PlaceError(
@@ -147,21 +151,22 @@ def _remove_made(made: list[Path]) -> None:
             pass
 
 
-def _too_long(path: Path, exc: OSError) -> str:
-    """For ENAMETOOLONG: which component (or the whole path) is over the filesystem's limit."""
-    if getattr(exc, "errno", None) != errno.ENAMETOOLONG:
-        return ""
+def _name_too_long(path: Path) -> str:
+    """Why ``path`` is too long for the filesystem it would be made on (a name over NAME_MAX bytes, the whole over
+    PATH_MAX), checked before anything is made; "" when it is not."""
     parent = path
     while not os.path.isdir(parent) and parent != parent.parent:
         parent = parent.parent
     try:
-        limit = os.pathconf(parent, "PC_NAME_MAX")
+        name_max, path_max = os.pathconf(parent, "PC_NAME_MAX"), os.pathconf(parent, "PC_PATH_MAX")
     except (OSError, ValueError):
-        limit = 255
+        name_max, path_max = 255, 4096
     longest = max(path.parts, key=lambda p: len(p.encode()))
-    if len(longest.encode()) > limit:
-        return f": a name of {len(longest.encode())} bytes, the filesystem takes at most {limit}"
-    return f": {len(str(path).encode())} bytes in all"
+    if len(longest.encode()) > name_max:
+        return f"a name of {len(longest.encode())} bytes, the filesystem takes at most {name_max}"
+    if len(str(path).encode()) + 64 > path_max:  # room for the run's own files below it
+        return f"{len(str(path).encode())} bytes in all, the filesystem takes at most {path_max} with the run's files"
+    return ""
 
 
 def clear_earlier_attempt(run_dir: Path, checkpoints: bool = False) -> None:

@@ -235,8 +235,8 @@ BAD = {
     "assign cycle 0": (["quantizer=adaptive", "quantizer.assign_cycle=0"], ["quantizer.assign_cycle", ">= 1"]),
     "milp limit 0": (["quantizer=adaptive", "quantizer.milp_time_limit_s=0"], ["quantizer.milp_time_limit_s", "> 0"]),
     "cycle not shorter than the run": (
-        ["quantizer=adaptive", "trainer.epochs=50"],
-        ["quantizer.assign_cycle=50", "trainer.epochs=50"],
+        ["quantizer=adaptive", "quantizer.assign_cycle=50", "trainer.epochs=50"],
+        ["quantizer.assign_cycle=50", "trainer.epochs=50", "leave it out", "++quantizer.assign_cycle"],
     ),
     "adaptive first-cycle bits": (["quantizer=adaptive", "quantizer.bits=3"], ["quantizer.bits=3", "1, 2, 4, 8"]),
     # peer strategies

@@ -87,3 +87,83 @@ CASES = [
         r"nosuch.*(allowed|available|sweeps:)",
     ),
 ]
+
+
+# --- issue 31, items 5, 6 and 8; issue 32, item 1 ---
+
+BAD_SWEEP_YAML = """defaults:
+  - config
+  - _self_
+hydra:
+  sweeper:
+    params:
+      trainer.seed: 0,1
+     model.hidden: [16
+"""
+
+
+def _bad_sweep_file(ctx) -> None:
+    (ctx.root / "bad_sweep.yaml").write_text(BAD_SWEEP_YAML)
+
+
+CASES += [
+    _case(
+        "empty-sweep-axis",
+        "gnnq -m trainer.seed= (issue 31.5)",
+        ["-m", *FAST[1:], "trainer.seed="],
+        r"trainer\.seed=: this sweep axis has no value; give one or more",
+    ),
+    _case(
+        "empty-sweep-range",
+        "gnnq -m trainer.seed='range(0,0)' (issue 31.5; an IndexError before)",
+        ["-m", *FAST[1:], "trainer.seed=range(0,0)"],
+        r"trainer\.seed=range\(0,0\): this sweep axis has no value",
+    ),
+    Case(
+        "config",
+        "sweep-file-yaml-error",
+        "a sweep file with a YAML syntax error (issue 31.5): the file and its line",
+        refused(r"bad_sweep\.yaml, line 8, column 6: not valid YAML"),
+        args=lambda ctx: ["logger=none", f"sweep={ctx.root / 'bad_sweep.yaml'}"],
+        setup=_bad_sweep_file,
+    ),
+    _case(
+        "timeout-beyond-range",
+        "cluster.timeout_s=1e14 (issue 31.5; an OverflowError in rank 0 before)",
+        [*FAST[1:], "cluster.timeout_s=100000000000000"],
+        r"cluster\.timeout_s=100000000000000 is not allowed; it must be <= 2592000 \(allowed: 1\.\.2592000\)",
+    ),
+    _case(
+        "dataset-chosen-twice",
+        "dataset=cora dataset=citeseer (issue 31.6; CiteSeer ran before)",
+        ["dataset=cora", "dataset=citeseer"],
+        r"dataset is chosen twice: dataset=cora and dataset=citeseer",
+    ),
+    _case(
+        "experiment-chosen-twice",
+        "experiment=adaqp experiment=cora_gcn (issue 31.6)",
+        ["experiment=adaqp", "experiment=cora_gcn"],
+        r"experiment is chosen twice: experiment=adaqp and experiment=cora_gcn",
+    ),
+    _case(
+        "non-ascii-path-override",
+        "dataset.path with non-ASCII letters, unquoted (issue 31.8): how to quote it, and GNNQ_FILES_PATH",
+        ["dataset=files", "dataset.path=/data/gräph"],
+        r"cannot parse override 'dataset\.path=/data/gräph'.*quote the value.*\"dataset\.path='/data/gräph'\".*"
+        r"GNNQ_FILES_PATH",
+    ),
+    _case(
+        "assign-cycle-not-shorter",
+        "an explicit quantizer.assign_cycle=50 with trainer.epochs=30 (issue 32.1): the way out named",
+        ["experiment=adaqp", "quantizer.assign_cycle=50", "trainer.epochs=30"],
+        r"quantizer\.assign_cycle=50 is not allowed with trainer\.epochs=30.*leave it out.*here 7.*"
+        r"\+\+quantizer\.assign_cycle",
+    ),
+    _case(
+        "method-key-in-mixed-sweep",
+        "quantizer.assign_cycle=10 in a sweep over adaqp_vanilla,adaqp (issue 32.1): names ++",
+        ["-m", *FAST[1:], "experiment=adaqp_vanilla,adaqp", "quantizer.assign_cycle=10"],
+        r"quantizer\.assign_cycle: no such key for quantizer=fp32.*only in the sweep's points whose choice has it: "
+        r"\+\+quantizer\.assign_cycle=10",
+    ),
+]

@@ -5,6 +5,7 @@ diverging loss (trainer.nonfinite_loss) too."""
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 from pathlib import Path
 
@@ -243,5 +244,139 @@ CASES = [
             "trainer.epochs=3",
             "trainer.nonfinite_loss=warn",
         ],
+    ),
+]
+
+
+# --- issue 31, items 1-4 and 8-9: BOMs, the bad line named, huge ids, numbers beyond float32, paths, a full disk ---
+
+RING = [(i, (i + 1) % 40) for i in range(40)]  # 40 distinct edges, no self loop, no duplicate
+
+
+def _bom_edges_csv(d: Path) -> None:
+    """edges.csv as a spreadsheet saves it: a UTF-8 byte-order mark, no header."""
+    (d / "edges.txt").unlink()
+    (d / "edges.csv").write_bytes(b"\xef\xbb\xbf" + "".join(f"{a},{b}\n" for a, b in RING).encode())
+
+
+def _bom_labels_csv(d: Path) -> None:
+    y = np.load(d / "labels.npy")
+    (d / "labels.npy").unlink()
+    (d / "labels.csv").write_bytes(b"\xef\xbb\xbf" + "".join(f"{int(c)}\n" for c in y).encode())
+
+
+def _every_edge_kept(ctx: Context, outcome) -> list[str]:
+    """All 40 ring edges (80 after symmetrizing) reached the run, and no line was dropped as a header."""
+    problems = [f"a line was dropped: {w}" for w in outcome.warnings() if "header" in w]
+    if not re.search(r"dataset files: 40 nodes, 80 edges", outcome.proc.stdout):
+        found = re.search(r"dataset files: .*", outcome.proc.stdout)
+        problems.append(f"not every edge was kept: {found.group(0) if found else 'no dataset line'}")
+    return problems
+
+
+def _bad_token_at_line_50001(d: Path) -> None:
+    lines = [f"{i % 40} {(i * 7 + 1) % 40}" for i in range(100_000)]
+    lines[50_000] = "17 x9"
+    (d / "edges.txt").write_text("\n".join(lines) + "\n")
+
+
+def _huge_class_id(d: Path) -> None:
+    y = np.load(d / "labels.npy")
+    y[7] = 1_000_000_000
+    np.save(d / "labels.npy", y)
+
+
+def _features_1e300(d: Path) -> None:
+    x = np.load(d / "features.npy").astype(np.float64)
+    x[3, 1] = 1e300
+    np.save(d / "features.npy", x)
+
+
+def _path_case(name: str, what: str, folder: str, via_env: bool) -> Case:
+    """A graph in a folder whose name Hydra's override grammar needs quoted (or not), given one way or the other."""
+
+    def setup(ctx: Context) -> None:
+        ctx.graph(folder)
+        if via_env:
+            ctx.env["GNNQ_FILES_PATH"] = str(ctx.root / folder)
+
+    def args(ctx: Context) -> list[str]:
+        return [*FILES, "dataset=files"] + ([] if via_env else [f"dataset.path={ctx.root / folder}"])
+
+    return Case("data", name, what, Expect(exit=0, records=("ok",)), args=args, setup=setup)
+
+
+def _small_data_root(ctx: Context) -> None:
+    """Cora's raw files on a 2 MiB tmpfs: they fit (0.6 MiB), PyG's processed/data.pt (15 MiB) does not."""
+    small = ctx.mount(ctx.root / "small-data", ["-t", "tmpfs", "-o", "size=2m", "tmpfs"])
+    src = next((p for p in SHARED_PLANETOID if (p / "Cora" / "raw").is_dir()), None)
+    if src is None:
+        raise FileNotFoundError(f"raw Cora files not found under {SHARED_PLANETOID[0]}")
+    shutil.copytree(src / "Cora" / "raw", small / "Cora" / "raw")
+    ctx.state["digests"] = _digests(small / "Cora" / "raw")
+    ctx.env["GNNQ_DATA"] = str(small)
+
+
+def _raw_kept_and_not_blamed(ctx: Context, outcome) -> list[str]:
+    problems = [] if _digests(ctx.root / "small-data" / "Cora" / "raw") == ctx.state["digests"] else ["raw changed"]
+    if re.search(r"delete|corrupt|truncated", outcome.last_line):
+        problems.append("the line blames or would delete the intact raw files")
+    if (ctx.root / "small-data" / "Cora" / "processed").exists():
+        problems.append("a half-written processed/ was left")
+    return problems
+
+
+CASES += [
+    _files_case(
+        "bom-edges-csv",
+        "edges.csv saved with a UTF-8 byte-order mark (issue 31.1): every edge kept",
+        _bom_edges_csv,
+        Expect(exit=0, records=("ok",)),
+    ),
+    _files_case(
+        "bom-labels-csv",
+        "labels.csv saved with a UTF-8 byte-order mark (issue 31.1): every label kept",
+        _bom_labels_csv,
+        Expect(exit=0, records=("ok",)),
+    ),
+    _files_case(
+        "bad-token-line-named",
+        "one bad token on line 50,001 of a 100,000-edge file (issue 31.2)",
+        _bad_token_at_line_50001,
+        failed(F + r".*edges\.txt .*line 50,?001.*x9"),
+    ),
+    _files_case(
+        "huge-class-id",
+        "a class id of 1,000,000,000 (issue 31.3): refused naming the file and the id, no huge arrays",
+        _huge_class_id,
+        failed(F + r".*labels\.npy holds class id 1000000000, but the graph has 40 nodes"),
+    ),
+    _files_case(
+        "edge-id-1e20",
+        "an edge to node 1e20 (issue 31.4): the number as given, no int64 overflow",
+        lambda d: (d / "edges.txt").write_text("0 1\n1 100000000000000000000\n"),
+        failed(F + r".*edges\.txt holds (node id )?1e\+20, far beyond any graph's size"),
+    ),
+    _files_case(
+        "feature-1e300",
+        "a float64 feature of 1e300 (issue 31.4): said to be beyond float32, not NaN",
+        _features_1e300,
+        failed(F + r".*features\.npy holds 1e\+300 \(node 3, feature 1\), beyond float32's range"),
+    ),
+    _path_case("path-with-space", "dataset.path with a space (issue 31.8)", "my graph", via_env=False),
+    _path_case(
+        "non-ascii-path-by-env",
+        "a non-ASCII folder given as GNNQ_FILES_PATH, no quoting (issue 31.8)",
+        "gräph-données",
+        via_env=True,
+    ),
+    Case(
+        "data",
+        "disk-full-writing-processed",
+        "Cora's raw files on a 2 MiB tmpfs: PyG's processed/ does not fit (issue 31.9)",
+        failed(r"cora: cannot write .*Cora/processed \(No space left on device \(ENOSPC\)\); the raw files .* intact"),
+        args=["logger=none", "dataset=cora", "dataset.download=false", "trainer.epochs=1"],
+        setup=_small_data_root,
+        verify=_raw_kept_and_not_blamed,
     ),
 ]

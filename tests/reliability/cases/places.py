@@ -166,3 +166,78 @@ CASES = [
         verify=_checkpoint_kept,
     ),
 ]
+
+
+# --- issue 31, item 8: names too long, a full runs root, a ~ in GNNQ_RUNS ---
+
+LONG_NAME = "x" * 300  # over the 255 bytes of a name that ext4, tmpfs, xfs and btrfs take
+
+
+def _tree(ctx: Context) -> list[str]:
+    """Every path below the case's root but its home (W&B, Python caches), to tell that nothing was written."""
+    return sorted(str(p.relative_to(ctx.root)) for p in ctx.root.rglob("*") if ctx.home not in p.parents)
+
+
+def _snapshot(ctx: Context) -> None:
+    ctx.state["tree"] = _tree(ctx)
+
+
+def _nothing_written(ctx: Context, _) -> list[str]:
+    new = sorted(set(_tree(ctx)) - set(ctx.state["tree"]))
+    return [f"written: {new[:5]}"] if new else []
+
+
+def _full_runs_root(ctx: Context) -> None:
+    """A 64 KiB tmpfs filled to the last byte (directories still fit on tmpfs; a file's first byte does not)."""
+    full = ctx.mount(ctx.root / "full", ["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+    with open(full / "fill", "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 4096)
+                f.flush()
+        except OSError:
+            pass
+    ctx.env["GNNQ_RUNS"] = str(full / "runs")
+    _snapshot(ctx)
+
+
+def _tilde_runs(ctx: Context) -> None:
+    ctx.env["GNNQ_RUNS"] = "~/runs"
+
+
+def _tilde_expanded(ctx: Context, _) -> list[str]:
+    problems = [] if ctx.run_dirs(ctx.home / "runs") else [f"no run under {ctx.home / 'runs'} ($HOME/runs)"]
+    return problems + ([f"a directory named ~ in {ctx.root}"] if (ctx.root / "~").exists() else [])
+
+
+CASES += [
+    Case(
+        "places",
+        "run-dir-name-too-long",
+        "hydra.run.dir with a 300-byte name (issue 31.8): ENAMETOOLONG named, nothing written",
+        refused(
+            r"hydra\.run\.dir: .*x{300} cannot be created \(File name too long \(ENAMETOOLONG\): a name of 300 bytes"
+        ),
+        args=lambda ctx: [*FAST, f"hydra.run.dir={ctx.runs / LONG_NAME}"],
+        setup=_snapshot,
+        verify=_nothing_written,
+    ),
+    Case(
+        "places",
+        "runs-root-full",
+        "GNNQ_RUNS on a full filesystem (issue 31.8): ENOSPC named, nothing left there",
+        refused(r"GNNQ_RUNS: cannot write .*full/runs/.*lock \(No space left on device \(ENOSPC\)\)"),
+        args=FAST,
+        setup=_full_runs_root,
+        verify=_nothing_written,
+    ),
+    Case(
+        "places",
+        "runs-root-tilde",
+        "GNNQ_RUNS='~/runs' (issue 31.8): expanded to $HOME/runs, no directory named ~",
+        OK,
+        args=FAST,
+        setup=_tilde_runs,
+        verify=_tilde_expanded,
+    ),
+]

@@ -84,3 +84,25 @@ CASES = [
         setup=_delete_meta,
     ),
 ]
+
+
+CASES += [
+    Case(
+        "resources",
+        "model-state-counted",
+        "model.hidden=8000 on 200 nodes, 1 rank, cluster.memory_limit_gib=1 (issue 31.7): weights, gradients and "
+        "Adam's 2 moments (1 GiB) counted",
+        failed(
+            r"not enough memory: the 1 rank\(s\) on this host need about 1\.[0-9] GiB .*4 B x P x \(2 \+ s\) for the "
+            r"model"
+        ),
+        args=[
+            "logger=none",
+            "dataset.num_nodes=200",
+            "trainer.epochs=2",
+            "model.hidden=8000",
+            "cluster.nproc=1",
+            "cluster.memory_limit_gib=1",
+        ],
+    ),
+]

@@ -118,3 +118,35 @@ CASES = [
         args=lambda ctx: [f"resume={ctx.root / 'nowhere'}"],
     ),
 ]
+
+
+def _failed_twice(ctx: Context) -> None:
+    """Attempt 1 fails at epoch 3 after the epoch-2 checkpoint; its resume fails at epoch 3 again (no newer one)."""
+    interrupted(ctx)
+    out = ctx.run(_resume(ctx), {"GNNQ_FAULT_INJECT": "rank=1,epoch=3"})
+    if out.proc.returncode != 1:
+        raise RuntimeError(f"the first resume ended {out.proc.returncode}, not 1: {out.last_line}")
+
+
+def _every_attempts_log(ctx: Context, outcome: Outcome) -> list[str]:
+    logs = ctx.state["run_dir"] / "logs"
+    kept = sorted(p.name for p in logs.glob("torchrun*.log"))
+    want = ["torchrun-until-epoch-2-2.log", "torchrun-until-epoch-2.log", "torchrun.log"]
+    problems = [] if kept == want else [f"logs {kept}, expected {want}"]
+    for name in want[:2]:  # both failed attempts' logs still hold their crash
+        if (logs / name).is_file() and "injected fault" not in (logs / name).read_text(errors="replace"):
+            problems.append(f"{name} does not hold its attempt's crash")
+    return problems + _resumed_to_the_end(ctx, outcome)
+
+
+CASES += [
+    Case(
+        "resume",
+        "third-attempt-keeps-every-log",
+        "a run that failed, was resumed and failed again, resumed once more (issue 31.14): all three logs kept",
+        Expect(exit=0, records=("ok",), replaces_records=True),
+        args=_resume,
+        setup=_failed_twice,
+        verify=_every_attempts_log,
+    ),
+]

@@ -60,3 +60,13 @@ CASES = [
         act=break_while_training(signal_launcher(signal.SIGINT)),
     ),
 ]
+CASES += [
+    Case(
+        "secrets",
+        "unknown-wandb-mode",
+        "WANDB_MODE=sometimes in the environment (issue 31.15): WANDB_MODE and its allowed values named",
+        failed(r"WANDB_MODE=sometimes \(in the environment\) is not allowed; allowed: online, offline"),
+        args=WANDB,
+        env={"WANDB_MODE": "sometimes"},
+    ),
+]
