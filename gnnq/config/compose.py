@@ -191,7 +191,8 @@ def drop_where_absent(cfg: DictConfig, overrides: list[str]) -> list[str]:
     """gnnq's rule for ``++<group>.<key>=<value>`` (Hydra: set, or add): the key is set where the group's chosen
     option has it and left out where it does not, so that one sweep can give a method's setting to the points of
     that method only (``-m experiment=adaqp_vanilla,adaqp ++quantizer.assign_cycle=10``). Removes such keys from
-    ``cfg``; returns the overrides left out (docs/runs.md "Sweeps")."""
+    ``cfg``; returns the overrides left out (docs/runs.md "Sweeps"). A key no option of the group has is kept, so
+    that validation refuses it as the typo it is."""
     registries, dropped = group_registries(), []
     for o in overrides:
         if not o.startswith("++") or o.startswith("+++") or "=" not in o:
@@ -201,7 +202,10 @@ def drop_where_absent(cfg: DictConfig, overrides: list[str]) -> list[str]:
         node = cfg.get(group) if group in registries else None
         if not leaf or not isinstance(node, DictConfig) or str(node.get("name")) not in registries[group]:
             continue
-        if leaf not in {f.name for f in fields(registries[group].schema(str(node.name)))} and leaf in node:
+        registry = registries[group]
+        some_option_has_it = any(leaf in {f.name for f in fields(registry.schema(n))} for n in registry.names())
+        own = {f.name for f in fields(registry.schema(str(node.name)))}
+        if some_option_has_it and leaf not in own and leaf in node:  # a key no option has stays: a typo, refused
             with open_dict(node):
                 del node[leaf]
             dropped.append(o)
