@@ -47,6 +47,7 @@ class FilesDatasetConfig(SeededSplitDatasetConfig):
 
     name: str = "files"
     path: Optional[str] = None  # required: the directory holding edges, features and labels
+    graph_name: Optional[str] = None  # what run dirs, W&B and reports call this graph (null: path's folder name)
 
 
 @dataclass

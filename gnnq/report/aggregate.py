@@ -116,7 +116,7 @@ def runs_frame(records: list[tuple[Path, dict]], seed_keys: frozenset[str] = SEE
     """One row per successful run: dataset, config (its overrides minus ``seed_keys``), run_dir and each metric."""
     rows = [
         {
-            "dataset": rec["config"]["dataset"]["name"],
+            "dataset": fields.dataset(rec),
             "config": tuple(config_overrides(rec["config"], exclude=seed_keys)),
             "run": i,
             **{m: _number(v) for m, v in fields.metrics(rec).items()},

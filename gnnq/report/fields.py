@@ -3,7 +3,10 @@ metrics, wall-clock throughput, hardware and date."""
 
 from __future__ import annotations
 
+import hashlib
 import math
+
+from gnnq.config.dataset_name import FILES, graph_name
 
 # The record's own metrics (top-level keys), and those the report derives from the record.
 RECORD_METRICS = ("test", "best_val", "epoch_time_s", "comm_time_s", "comm_bytes_per_epoch")
@@ -15,6 +18,20 @@ def number(value) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)
+
+
+def dataset(rec: dict) -> str:
+    """The graph a run trained on, as reports group by it: the dataset's name; for ``dataset=files`` its graph name
+    and the first 8 hex digits of its content fingerprint (``road@1f2e3d4c``), so that two graphs of the same name
+    never share a leaderboard (records without a fingerprint: a hash of the path, ``road@path-9a8b7c6d``)."""
+    node = (rec.get("config") or {}).get("dataset") or {}
+    name = graph_name(node)
+    if node.get("name") != FILES:
+        return name
+    fingerprint = rec.get("dataset_fingerprint")
+    if isinstance(fingerprint, str) and fingerprint:
+        return f"{name}@{fingerprint[:8]}"
+    return f"{name}@path-{hashlib.sha1(str(node.get('path')).encode()).hexdigest()[:8]}"
 
 
 def summary(rec: dict) -> dict:

@@ -17,6 +17,7 @@ from gnnq.config.compose import SWEEPS_DIR, resolve_config_dir
 from gnnq.contract import RECORD_FILE
 from gnnq.report.aggregate import CRITERIA, MISSING, Leaderboard, group_runs, leaderboards, lookup
 from gnnq.report.dashboard import write_dashboard
+from gnnq.report.fields import dataset
 from gnnq.report.frames import (
     GROUPS_SHOWN,
     groups_frame,
@@ -65,7 +66,7 @@ def records_table(records: list[tuple[Path, dict]]) -> str:
         rows.append(
             [
                 run_dir.name,
-                c["dataset"]["name"],
+                dataset(r),
                 c["model"]["name"],
                 c["partitioner"]["name"],
                 c["parallel"]["name"],

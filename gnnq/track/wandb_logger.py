@@ -14,6 +14,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from gnnq.config.dataset_name import graph_name
 from gnnq.contract import CONFIG_FILE, INTERNAL_DIR, METRICS_FILE, RECORD_FILE
 from gnnq.errors import GnnqError
 from gnnq.track.files import json_safe, write_text_atomic
@@ -36,13 +37,13 @@ def wandb_group(cfg: DictConfig) -> str:
     """``logger.group`` (set for every point of a multirun), else dataset-model-parallel-quantizer."""
     if cfg.logger.group:
         return cfg.logger.group
-    return f"{cfg.dataset.name}-{cfg.model.name}-{cfg.parallel.name}-{cfg.quantizer.name}"
+    return f"{graph_name(cfg.dataset)}-{cfg.model.name}-{cfg.parallel.name}-{cfg.quantizer.name}"
 
 
 def wandb_run_name(cfg: DictConfig) -> str:
     """dataset-model-parallel-quantizer-seed, e.g. ``cora-gcn-sync-uniform4-seed0`` (a fixed width is named)."""
     quantizer = f"uniform{cfg.quantizer.bits}" if cfg.quantizer.name == "uniform" else cfg.quantizer.name
-    return f"{cfg.dataset.name}-{cfg.model.name}-{cfg.parallel.name}-{quantizer}-seed{cfg.trainer.seed}"
+    return f"{graph_name(cfg.dataset)}-{cfg.model.name}-{cfg.parallel.name}-{quantizer}-seed{cfg.trainer.seed}"
 
 
 def wandb_summary(record: dict) -> dict:
@@ -94,7 +95,7 @@ class WandbLogger(NullLogger):
         check_wandb_mode_env()
 
         choices = {
-            "dataset": cfg.dataset.name,
+            "dataset": graph_name(cfg.dataset),
             "model": cfg.model.name,
             "partitioner": cfg.partitioner.name,
             "quantizer": cfg.quantizer.name,
