@@ -58,7 +58,7 @@ def _rows(dom: str) -> list[dict]:
     for attrs, cells in re.findall(r'<tr data-index="\d+"([^>]*)>(.*?)</tr>', dom, re.S):
         row = {"hidden": "hidden" in attrs}
         for key, value, text in re.findall(r'<td data-key="(\w+)"(?: data-value="([^"]*)")?[^>]*>(.*?)</td>', cells):
-            row[key] = float(value) if value else text
+            row[key] = float(value) if value else re.sub(r"<[^>]+>", "", text)
         rows.append(row)
     return rows
 
@@ -79,8 +79,16 @@ def test_rows_render_without_console_errors(dashboard):
         r["command"].startswith("gnnq ")
         and r["hardware"] not in ("", "-")
         and re.fullmatch(r"\d{4}-\d\d-\d\d", r["date"])
+        and r["ranks"] == "2"
+        and r["hosts"] == "1"
+        and re.fullmatch(r"[0-9a-f]{10}(\+dirty)?", r["commit"])
+        and r["torch"].startswith("2.")
+        and r["wire_mb"] > r["halo_mb"]  # the gradient all-reduce on top of the halo
         for r in rows
     )
+    # the command wraps between words only: each word is one unbreakable span
+    cell = re.search(r'<td data-key="command"[^>]*>(.*?)</td>', dom, re.S).group(1)
+    assert cell.startswith("<span>gnnq</span> <span>") and cell.count("<span>") == len(rows[0]["command"].split())
     assert console == []
 
 
