@@ -339,7 +339,7 @@ class LoggerConfig:
     entity: Optional[str] = None
     mode: str = "offline"  # offline | online
     tags: List[str] = field(default_factory=list)
-    # W&B group; null: in a multirun the sweep (sweep-<date>-<time>), else dataset-model-parallel-quantizer
+    # W&B group; null: in a multirun sweep-<the sweep dir's last two path parts>, else dataset-model-parallel-quantizer
     group: Optional[str] = None
 
 
