@@ -124,6 +124,9 @@ class WandbLogger(NullLogger):
                 name=wandb_run_name(cfg),
                 group=wandb_group(cfg),
                 job_type="train",
+                # W&B's own lines: where the run is saved, not its history and summary (the record has them);
+                # WANDB_QUIET / WANDB_SILENT in the environment decide instead
+                settings=None if {"WANDB_QUIET", "WANDB_SILENT"} & set(os.environ) else wandb.Settings(quiet=True),
                 tags=[f"{k}:{v}" for k, v in choices.items()]
                 + [f"ranks:{world}", f"attempt:{attempt}"]
                 + list(cfg.logger.tags),
