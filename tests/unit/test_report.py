@@ -258,3 +258,22 @@ def test_leaderboard_notes_orders_within_the_noise_and_shows_ranks_commit_torch_
         "ranks 1, 2: fewer than two seeds on one side, so no noise estimate; their order may be noise "
         "(run more seeds: trainer.seed=0,1,2)"
     ]
+
+
+def test_curves_are_the_mean_over_seeds_with_a_band_and_axes_name_the_metric(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from gnnq.report.aggregate import Group
+    from gnnq.report.plots import mean_curve, metric_name, plot_curves
+
+    t, mean, std = mean_curve([[(1.0, 0.5), (2.0, 0.7), (3.0, 0.9)], [(1.2, 0.6), (2.2, 0.8)]])
+    assert list(t) == pytest.approx([1.1, 2.1]) and list(mean) == pytest.approx([0.55, 0.75])
+    assert list(std) == pytest.approx([0.0707107, 0.0707107])  # sample std over the 2 seeds; steps both reached
+    runs = [(Path("a"), {"summary": {"metric": "micro_f1"}}), (Path("b"), {"summary": {"metric": "micro_f1"}})]
+    assert metric_name([Group("yelp", [], runs)]) == "micro-F1"
+    assert metric_name([Group("cora", [], [(Path("c"), {"summary": {"metric": "accuracy"}})])]) == "accuracy"
+    (png, svg) = plot_curves(
+        [("Vanilla", [[(1.0, 0.5), (2.0, 0.7)], [(1.1, 0.6), (2.1, 0.8)]])], tmp_path, "c", "t", ylabel="val accuracy"
+    )
+    assert png.stat().st_size > 0 and svg.is_file()
