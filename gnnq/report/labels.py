@@ -40,9 +40,12 @@ def _preset(group: Group) -> str | None:
 
 
 def builtin_method(group: Group) -> str:
+    """The method's name; a fixed-width code with its width (``uniform 4-bit``, ``AdaQP-p + uniform 2-bit``)."""
     config = group.runs[0][1]["config"] if group.runs else {}
     names = tuple((config.get(g) or {}).get("name", "?") for g in METHOD_GROUPS)
-    return METHOD_NAMES.get(names, " + ".join(names))
+    name = METHOD_NAMES.get(names, " + ".join(names))
+    bits = (config.get("quantizer") or {}).get("bits")
+    return f"{name} {bits}-bit" if name.endswith("uniform") and isinstance(bits, int) else name
 
 
 def method_labels(groups: list[Group], specs: list[dict] = ()) -> list[str]:

@@ -94,8 +94,8 @@ def test_labels_name_methods_by_spec_preset_or_strategy():
         "PipeGCN",
         "PipeGCN parallel.momentum=0.95",
         "Vanilla",
-        "uniform quantizer.bits=4",
-        "uniform quantizer.bits=2",
+        "uniform 4-bit",
+        "uniform 2-bit",
         "PipeQS",
     ]
     # presets are named in the methods' own spelling; a preset's name only where it sets same-named rows apart
