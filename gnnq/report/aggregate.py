@@ -232,6 +232,13 @@ def welch_p(a: Stat, b: Stat) -> float | None:
     return float(ttest_ind_from_stats(a.mean, a.std, a.n, b.mean, b.std, b.n, equal_var=False).pvalue)
 
 
+def _pm(stat: Stat) -> str:
+    """``4.34 ± 0.06``: the mean to 4 significant digits, the std to as many decimals."""
+    size = abs(stat.mean) if stat.mean else 1.0
+    decimals = max(0, 3 - int(np.floor(np.log10(size))))
+    return stat.text(f".{decimals}f")
+
+
 def noise_notes(ranked: list[Group], criterion: str) -> list[str]:
     """Where the order of ranked neighbours is within the noise: one line per pair whose lead Welch's t-test over
     seeds does not separate (p >= NOISE_P), and one line naming the ranks that have fewer than two seeds (no noise
@@ -247,7 +254,7 @@ def noise_notes(ranked: list[Group], criterion: str) -> list[str]:
         elif p >= NOISE_P:
             out.append(
                 f"rank {rank} ({above.label or above.config}) over {rank + 1} ({below.label or below.config}): "
-                f"{what} {a.text('.4g')} vs {b.text('.4g')} over {a.n} and {b.n} seeds is within the noise "
+                f"{what} {_pm(a)} vs {_pm(b)} over {a.n} and {b.n} seeds is within the noise "
                 f"(Welch's t-test p = {p:.2f})"
             )
     if single:
