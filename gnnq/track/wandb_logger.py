@@ -112,7 +112,7 @@ class WandbLogger(NullLogger):
             )
         world = cfg.cluster.nproc * cfg.cluster.hosts
         # a sweep point run again after failed attempts (set aside as *.failed-<n>): attempt n+1, so tagged
-        attempt = len(set_aside_attempts(run_dir)) + 1
+        attempt = max(set_aside_attempts(run_dir), default=0) + 1
         try:
             self.run = wandb.init(
                 project=cfg.logger.project,
