@@ -119,6 +119,6 @@ def report_runs(tmp_path_factory) -> Path:
         "model=gcn,sage",
         "trainer.seed=0,1",
     ]
-    res = run_gnnq(args, root / "runs", root / "data")
+    res = run_gnnq(args, root / "runs", root / "data", timeout=900)  # 4 runs; a hang guard, also on a busy machine
     assert res.returncode == 0, res.stderr
     return root / "runs"

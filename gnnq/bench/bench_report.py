@@ -9,6 +9,8 @@ import pandas as pd
 
 from gnnq.bench.compare import Point
 from gnnq.bench.machine import describe_machine
+from gnnq.report import fields
+from gnnq.report.overrides import config_overrides
 from gnnq.track.progress import markdown_table
 
 CSV_FIELDS = [
@@ -170,9 +172,29 @@ def eval_every(points: list[Point]) -> str:
     return ", ".join(str(v) for v in values) or "?"
 
 
+def point_runs_with(p: Point) -> str:
+    """``4 ranks on 1 host, evaluation every 5 epochs`` as the point's runs ran (values joined where they differ)."""
+    recs = [rec for rec in p.runs.values() if "config" in rec]
+
+    def distinct(read) -> str:
+        return "/".join(dict.fromkeys(str(v) for rec in recs if (v := read(rec)) is not None)) or "?"
+
+    every = distinct(lambda rec: (rec["config"].get("trainer") or {}).get("eval_every"))
+    return f"{distinct(fields.ranks)} ranks on {distinct(fields.hosts)} host(s), evaluation every {every} epoch(s)"
+
+
+def full_overrides(p: Point) -> str:
+    """Every key the point's runs set away from gnnq's defaults (the sweep file's and the command line's), seed
+    left out: ``gnnq`` with these reruns one of them (add ``trainer.seed=N``)."""
+    rec = next((rec for rec in p.runs.values() if isinstance(rec.get("config"), dict)), None)
+    if rec is None:
+        return " ".join(p.overrides)
+    return " ".join(config_overrides(rec["config"], exclude=frozenset({"trainer.seed"})))
+
+
 def plot_bounds(rows: list[dict], out: Path, title: str) -> list[Path]:
     """Measured speedup beside its bounds (no overlap, perfect overlap), a group of bars per method and setting."""
-    from gnnq.report.plots import _pyplot, _save
+    from gnnq.report.plots import LEGEND, _pyplot, _save
 
     shown = [r for r in rows if r["bound_overlap"] is not None and r["speedup"] is not None]
     if not shown:
@@ -197,7 +219,7 @@ def plot_bounds(rows: list[dict], out: Path, title: str) -> list[Path]:
     ax.set(ylabel="speedup over the baseline (epoch time)")
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=8)
+    ax.legend(**LEGEND)  # beside the axes: never over a bar
     fig.tight_layout()
     paths = _save(fig, out, "speedup_vs_bound")
     plt.close(fig)
@@ -274,11 +296,16 @@ def write_outputs(
             + [f"- {r['method']} repeat {f['repeat']}: {f['error']} ({f['run_dir']})" for r, f in failed]
             + [""]
         )
+    by_index = {p.index: p for p in points}
     md += (
-        ["Every point's full overrides:", ""]
+        [
+            "Every point: what its runs ran with, and its full overrides against gnnq's defaults (the sweep "
+            "file's settings and the command line's; `gnnq` + these reruns it, seed aside):",
+            "",
+        ]
         + [
             f"- {r['method']}{' ' if r['setting'] else ''}{' '.join(f'{k}={v}' for k, v in r['setting'].items())}: "
-            f"`{' '.join(r['overrides'])}`"
+            f"{point_runs_with(by_index[r['point']])}; `{full_overrides(by_index[r['point']])}`"
             for r in rows
         ]
         + [""]

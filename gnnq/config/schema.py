@@ -47,6 +47,7 @@ class FilesDatasetConfig(SeededSplitDatasetConfig):
 
     name: str = "files"
     path: Optional[str] = None  # required: the directory holding edges, features and labels
+    graph_name: Optional[str] = None  # what run dirs, W&B and reports call this graph (null: path's folder name)
 
 
 @dataclass
@@ -339,7 +340,7 @@ class LoggerConfig:
     entity: Optional[str] = None
     mode: str = "offline"  # offline | online
     tags: List[str] = field(default_factory=list)
-    # W&B group; null: in a multirun the sweep (sweep-<date>-<time>), else dataset-model-parallel-quantizer
+    # W&B group; null: in a multirun sweep-<the sweep dir's last two path parts>, else dataset-model-parallel-quantizer
     group: Optional[str] = None
 
 

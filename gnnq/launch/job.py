@@ -11,6 +11,7 @@ from typing import Callable
 
 from omegaconf import DictConfig, OmegaConf
 
+from gnnq.config.dataset_name import FILES, graph_name
 from gnnq.contract import CONFIG_FILE, INTERNAL_DIR, RECORD_FILE, RESULT_FILE, RESUME_FILE
 from gnnq.data.gamlp import gamlp_graph
 from gnnq.data.part_cache import prepare_parts
@@ -60,6 +61,8 @@ def _run_claimed(cfg: DictConfig, run_dir: Path, extra: dict | None) -> dict:
     try:
         logger = make_logger(cfg, run_dir, resume=(run_dir / INTERNAL_DIR / RESUME_FILE).is_file())
         parts_dir, meta = prepare_data(cfg)
+        if "dataset_fingerprint" in meta:  # a files graph: reports tell graphs apart by it (gnnq.config.dataset_name)
+            extra["dataset_fingerprint"] = meta.pop("dataset_fingerprint")
         extra["partition"] = meta
         summary = launch(cfg, run_dir, parts_dir, logger.log_epoch)
         record = build_record(config, "ok", summary, extra=extra)
@@ -152,9 +155,10 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
             f"{graph.num_nodes} nodes"
         )
     say(
-        f"dataset {graph.name}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges, {graph.num_features} features, "
-        f"{graph.num_classes} classes ({time.perf_counter() - t0:.1f}s)"
+        f"dataset {graph_name(cfg.dataset)}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges, "
+        f"{graph.num_features} features, {graph.num_classes} classes ({time.perf_counter() - t0:.1f}s)"
     )
+    fingerprint = {"dataset_fingerprint": graph.fingerprint()} if cfg.dataset.name == FILES else {}
     declared = method_resources(cfg)
     method = declared["parallel"]
     if method.single_label and graph.multilabel:
@@ -193,6 +197,7 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
         ) from None
     meta = {
         **meta,
+        **fingerprint,
         "memory_estimate_mib_per_rank": check_launch_resources(
             cfg, meta, graph.num_features, graph_mib(graph), graph.num_classes
         ),

@@ -5,7 +5,9 @@ gnnq's command line leaves the overrides every point shares out of ``override_di
 ``3_cluster.nproc=4,model=sage`` (Hydra sorts them). Names are filesystem-safe (one path component, no spaces or
 slashes),
 at most ``MAX_NAME`` characters (a longer one is cut and ends in a hash of the whole), and unique (the number).
-The resolver is registered on import; gnnq.launch.run_dir imports this module because its Hydra callback
+A single run's directory is ``<time>_<graph>_<method>`` (``run_name``: the graph as gnnq.config.dataset_name
+names it, the ``experiment=`` preset, else the model and any parallel and quantizer choice besides sync and fp32).
+The resolvers are registered on import; gnnq.launch.run_dir imports this module because its Hydra callback
 travels with every job, also to a Slurm node.
 """
 
@@ -16,7 +18,11 @@ import re
 
 from omegaconf import OmegaConf
 
+from gnnq.config.dataset_name import safe_graph_name
+
 RESOLVER = "gnnq_job_dir"
+RUN_RESOLVER = "gnnq_run_name"
+PLAIN = {"parallel": "sync", "quantizer": "fp32"}  # choices a run's name leaves out (conf/config.yaml's defaults)
 MAX_NAME = 80
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+@-]+")
 
@@ -44,9 +50,29 @@ def shared_keys(points: list[list[str]]) -> list[str]:
     return [override_key(o) for o in points[0] if all(o in p for p in points[1:])]
 
 
+def method_name(choices, config) -> str:
+    """The ``experiment=`` preset; else ``gcn``, ``gcn-stale``, ``sage-sync-uniform`` from the choices."""
+    experiment = choices.get("experiment") if choices is not None else None
+    if experiment:
+        return str(experiment)
+    picked = [str(config.get(group, {}).get("name", "")) for group in ("model", "parallel", "quantizer")]
+    if picked[1:] == [PLAIN["parallel"], PLAIN["quantizer"]]:
+        return picked[0]
+    return "-".join(p for p in picked if p)
+
+
+def run_name(*, _root_) -> str:
+    """``<graph>_<method>`` of the composed config (``hydra.run.dir``'s tail after the time)."""
+    choices = OmegaConf.select(_root_, "hydra.runtime.choices", default=None)
+    method = _UNSAFE.sub("_", method_name(choices, _root_)).strip("_")
+    return f"{safe_graph_name(_root_.dataset)}_{method}"
+
+
 def register() -> None:
     if not OmegaConf.has_resolver(RESOLVER):
         OmegaConf.register_new_resolver(RESOLVER, job_dir_name)
+    if not OmegaConf.has_resolver(RUN_RESOLVER):
+        OmegaConf.register_new_resolver(RUN_RESOLVER, run_name)
 
 
 register()

@@ -2,7 +2,7 @@
 
 Rerunning a multirun with the same ``hydra.sweep.dir`` resumes the sweep: a point whose directory holds an
 ``ok`` record of the same config is skipped, a failed one is run again (its record, config, metrics and logs
-are kept beside as ``*.failed-<n>``), and ``overwrite=true`` runs every point again.
+and W&B run are kept beside as ``*.failed-<n>``), and ``overwrite=true`` runs every point again.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from pathlib import Path
 from gnnq.contract import CONFIG_FILE, METRICS_FILE, RECORD_FILE
 from gnnq.launch.run_dir import PlaceError, clear_earlier_attempt
 from gnnq.report.overrides import IGNORED_GROUPS, IGNORED_KEYS  # keys that do not change what a run computes
+from gnnq.track.record import set_aside_attempts
+from gnnq.track.wandb_logger import WANDB_DIR
 
 
 def flat_config(config: dict, leave_out: frozenset[str] = frozenset(), prefix: str = "") -> dict[str, str]:
@@ -75,13 +77,11 @@ def earlier_attempt(run_dir: Path, config: dict, point: str) -> tuple[str, str]:
 
 
 def set_aside(run_dir: Path) -> int:
-    """Rename the earlier attempt's record, config, metrics and logs to ``*.failed-<n>``; remove its checkpoints and
-    hand-offs."""
+    """Rename the earlier attempt's record, config, metrics, logs and W&B run to ``*.failed-<n>`` (n: one more than
+    any earlier set-aside attempt's); remove its checkpoints and hand-offs."""
     run_dir = Path(run_dir)
-    n = 1
-    while (run_dir / f"record.failed-{n}.json").exists():
-        n += 1
-    for name in (RECORD_FILE, CONFIG_FILE, METRICS_FILE, "logs"):
+    n = max(set_aside_attempts(run_dir), default=0) + 1
+    for name in (RECORD_FILE, CONFIG_FILE, METRICS_FILE, "logs", WANDB_DIR):
         path = run_dir / name
         if path.exists():
             stem, dot, ext = name.partition(".")

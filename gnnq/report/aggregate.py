@@ -81,6 +81,26 @@ class Group:
     def hardware(self) -> str | None:
         return "; ".join(dict.fromkeys(h for _, rec in self.runs if (h := fields.hardware(rec)))) or None
 
+    def _distinct(self, read) -> str | None:
+        """The runs' distinct values of ``read(record)``, in order, joined by ``; `` (None: no run has one)."""
+        return "; ".join(dict.fromkeys(str(v) for _, rec in self.runs if (v := read(rec)) is not None)) or None
+
+    @property
+    def ranks(self) -> str | None:
+        return self._distinct(fields.ranks)
+
+    @property
+    def hosts(self) -> str | None:
+        return self._distinct(fields.hosts)
+
+    @property
+    def commit(self) -> str | None:
+        return self._distinct(fields.git_commit)
+
+    @property
+    def torch(self) -> str | None:
+        return self._distinct(fields.torch_version)
+
     @property
     def date(self) -> str | None:
         """The day the last of its runs finished."""
@@ -116,7 +136,7 @@ def runs_frame(records: list[tuple[Path, dict]], seed_keys: frozenset[str] = SEE
     """One row per successful run: dataset, config (its overrides minus ``seed_keys``), run_dir and each metric."""
     rows = [
         {
-            "dataset": rec["config"]["dataset"]["name"],
+            "dataset": fields.dataset(rec),
             "config": tuple(config_overrides(rec["config"], exclude=seed_keys)),
             "run": i,
             **{m: _number(v) for m, v in fields.metrics(rec).items()},
@@ -154,8 +174,9 @@ class Leaderboard:
     others: list[
         Group
     ]  # not ranked (below the accuracy cut, never reaching the target, no value), sorted by the criterion
-    target: float | None = None  # time criterion: validation target
+    target: float | None = None  # the validation target of time to target (best mean best-val minus tolerance)
     reasons: list[str] = field(default_factory=list)  # why each of ``others`` is not ranked
+    noise: list[str] = field(default_factory=list)  # where the order rests on differences within the noise
 
     @property
     def accuracy_cut(self) -> bool:
@@ -184,6 +205,66 @@ def _time_to_target(g: Group, target: float) -> tuple[Stat, int]:
     return (Stat.of(times) if reached == len(times) else Stat(None, None, 0)), reached
 
 
+NOISE_P = 0.05  # a neighbour's lead counts as within the noise when Welch's t-test gives p >= NOISE_P
+CRITERION_NAMES = {
+    "throughput": "epochs/s",
+    "bytes": "halo bytes/epoch",
+    "test": "test",
+    "val": "best val",
+    "time": "time to target s",
+}
+
+
+def _ranked_stat(g: Group, criterion: str) -> Stat:
+    if criterion == "time":
+        return g.time_to_target or Stat(None, None, 0)
+    return g.stats[RANK_BY[criterion][0]]
+
+
+def welch_p(a: Stat, b: Stat) -> float | None:
+    """Two-sided p of Welch's t-test that two means over seeds are equal; None without two values on each side."""
+    from scipy.stats import ttest_ind_from_stats
+
+    if a.mean is None or b.mean is None or a.std is None or b.std is None:
+        return None
+    if a.std == 0 and b.std == 0:
+        return 1.0 if a.mean == b.mean else 0.0
+    return float(ttest_ind_from_stats(a.mean, a.std, a.n, b.mean, b.std, b.n, equal_var=False).pvalue)
+
+
+def _pm(stat: Stat) -> str:
+    """``4.34 ± 0.06``: the mean to 4 significant digits, the std to as many decimals."""
+    size = abs(stat.mean) if stat.mean else 1.0
+    decimals = max(0, 3 - int(np.floor(np.log10(size))))
+    return stat.text(f".{decimals}f")
+
+
+def noise_notes(ranked: list[Group], criterion: str) -> list[str]:
+    """Where the order of ranked neighbours is within the noise: one line per pair whose lead Welch's t-test over
+    seeds does not separate (p >= NOISE_P), and one line naming the ranks that have fewer than two seeds (no noise
+    estimate at all)."""
+    out, what, single = [], CRITERION_NAMES[criterion], []
+    for rank, (above, below) in enumerate(zip(ranked, ranked[1:]), start=1):
+        a, b = _ranked_stat(above, criterion), _ranked_stat(below, criterion)
+        if a.mean is None or b.mean is None:
+            continue
+        p = welch_p(a, b)
+        if p is None:
+            single += [r for r in (rank, rank + 1) if r not in single]
+        elif p >= NOISE_P:
+            out.append(
+                f"rank {rank} ({above.label or above.config}) over {rank + 1} ({below.label or below.config}): "
+                f"{what} {_pm(a)} vs {_pm(b)} over {a.n} and {b.n} seeds is within the noise "
+                f"(Welch's t-test p = {p:.2f})"
+            )
+    if single:
+        out.append(
+            f"ranks {', '.join(map(str, single))}: fewer than two seeds on one side, so no noise estimate; "
+            "their order may be noise (run more seeds: trainer.seed=0,1,2)"
+        )
+    return out
+
+
 def leaderboards(groups: list[Group], criterion: str = "throughput", tolerance: float = 0.003) -> list[Leaderboard]:
     """Per dataset, configurations ranked by ``criterion``.
 
@@ -191,8 +272,8 @@ def leaderboards(groups: list[Group], criterion: str = "throughput", tolerance: 
     seeds), bytes: halo bytes per epoch, both among configurations whose mean test metric is within
     ``tolerance`` of the best; test, val: mean test or best validation metric (every configuration
     ranked); time: training time (epochs and overheads) until the validation metric first reaches
-    the best configuration's mean best validation minus ``tolerance`` (every seed must reach it).
-    Configurations not ranked follow, sorted by the criterion, each with the reason.
+    the best configuration's mean best validation minus ``tolerance`` (every seed must reach it; computed and shown
+    under every criterion). Configurations not ranked follow, sorted by the criterion, each with the reason.
     """
     if criterion not in CRITERIA:
         raise ValueError(f"criterion {criterion!r} is unknown; allowed: {', '.join(CRITERIA)}")
@@ -205,19 +286,22 @@ def leaderboards(groups: list[Group], criterion: str = "throughput", tolerance: 
         best_test = max(g.stats["test"].mean for g in mine)
         board = Leaderboard(dataset, criterion, best_test, tolerance, [], [])
         why: dict[int, str] = {}
+        # time to target is shown under every criterion; only the time criterion ranks by it
+        vals = [g.stats["best_val"].mean for g in mine if g.stats["best_val"].mean is not None]
+        board.target = max(vals) - tolerance if vals else None
+        reached = {}
         for g in mine:
             g.time_to_target = None
+            if board.target is not None:
+                g.time_to_target, reached[id(g)] = _time_to_target(g, board.target)
         if criterion == "time":
-            vals = [g.stats["best_val"].mean for g in mine if g.stats["best_val"].mean is not None]
-            board.target = max(vals) - tolerance if vals else None
             for g in mine:
                 if board.target is None:
                     why[id(g)] = "no validation metric"
                     continue
-                g.time_to_target, reached = _time_to_target(g, board.target)
                 if g.time_to_target.mean is None:
                     why[id(g)] = (
-                        f"{reached} of {len(g.runs)} seeds reached val {board.target:.4f} (best val "
+                        f"{reached[id(g)]} of {len(g.runs)} seeds reached val {board.target:.4f} (best val "
                         f"{g.stats['best_val'].text()})"
                     )
         else:
@@ -230,5 +314,6 @@ def leaderboards(groups: list[Group], criterion: str = "throughput", tolerance: 
         board.ranked = _sorted([g for g in mine if id(g) not in why], criterion)
         board.others = _sorted([g for g in mine if id(g) in why], criterion)
         board.reasons = [why[id(g)] for g in board.others]
+        board.noise = noise_notes(board.ranked, criterion)
         boards.append(board)
     return boards

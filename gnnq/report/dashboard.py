@@ -14,6 +14,7 @@ import base64
 import html
 import json
 import math
+import shlex
 from pathlib import Path
 
 from gnnq.config.compose import compose_config
@@ -35,8 +36,13 @@ COLUMNS = [  # key, header, numeric
     ("overhead_s", "overhead s", True),
     ("comm_ms", "exposed comm ms", True),
     ("halo_mb", "halo MB/epoch", True),
+    ("wire_mb", "wire MB/epoch (halo + grad)", True),
     ("time_to_target_s", "time to target s", True),
+    ("ranks", "ranks", False),
+    ("hosts", "hosts", False),
     ("hardware", "hardware", False),
+    ("commit", "commit", False),
+    ("torch", "torch", False),
     ("date", "date", False),
     ("command", "command", False),
 ]
@@ -103,10 +109,16 @@ def dashboard_rows(boards: list[Leaderboard], defaults: dict | None = None) -> l
                     "overhead_s": s["overhead_time_s"].mean,
                     "comm_ms": _scaled(s["comm_time_s"], 1e3),
                     "halo_mb": _scaled(s["comm_bytes_per_epoch"], 1e-6),
+                    "wire_mb": _scaled(s["wire_bytes_per_epoch"], 1e-6),
                     "time_to_target_s": _scaled(g.time_to_target, 1.0),
+                    "ranks": g.ranks,
+                    "hosts": g.hosts,
                     "hardware": g.hardware,
+                    "commit": g.commit,
+                    "torch": g.torch,
                     "date": g.date,
                     "command": g.command,
+                    "command_words": [shlex.quote(w) for w in ["gnnq", *g.overrides]],  # wrapped between words only
                     "why_unranked": why,
                     "run_dirs": [str(d) for d, _ in g.runs],
                     "config_diff": _config_diff(config, defaults),
@@ -157,7 +169,9 @@ def write_dashboard(
         f'src="data:image/png;base64,{b64}"><figcaption>{html.escape(stem)}</figcaption></figure>'
         for stem, b64 in images
     )
+    notes = "".join(f"<li>{html.escape(b.dataset)}: {html.escape(line)}</li>" for b in boards for line in b.noise)
     page = _TEMPLATE.format(
+        notes=f'<p>Orders within the noise:</p><ul id="noise">{notes}</ul>' if notes else "",
         title=html.escape(title),
         criterion=html.escape(_criterion_text(boards)),
         data=data,
@@ -186,15 +200,18 @@ tbody tr {{ cursor: pointer; }} tbody tr:hover {{ background: #eef5ff; }} tr.sel
 #filter {{ width: 28em; padding: 4px; margin: 0.5em 0; }}
 #details {{ background: #f8f8f8; border: 1px solid #ddd; padding: 0.8em; font-size: 12px; }}
 #details pre {{ white-space: pre-wrap; margin: 0.3em 0; }}
-td[data-key=command] {{ max-width: 30em; overflow-wrap: anywhere; }}
-figure {{ display: inline-block; margin: 0.5em; }} figure img {{ max-width: 560px; border: 1px solid #eee; }}
+td[data-key=command] {{ min-width: 24em; max-width: 40em; }}
+td[data-key=command] span {{ white-space: nowrap; }}
+figure {{ display: inline-block; margin: 0.5em; vertical-align: top; }}
+figure img {{ width: 100%; max-width: 880px; border: 1px solid #eee; cursor: zoom-in; }}
+figure img.full {{ width: auto; max-width: none; cursor: zoom-out; }}
 </style></head>
 <body>
 <h1>{title}</h1>
 <p>{summary}; per dataset {criterion}. Rank '-': not ranked (the row's details say why).
 Epochs/s: wall-clock, overheads included ('*': 1 / epoch time, the record has no wall-clock throughput).
-Click a column to sort, a row for its config.</p>
-<input id="filter" type="search" placeholder="filter rows (any text: dataset, override, ...)">
+Click a column to sort, a row for its config, a plot for its full size.</p>
+{notes}<input id="filter" type="search" placeholder="filter rows (any text: dataset, override, ...)">
 <span id="count"></span>
 <table id="board"><thead><tr></tr></thead><tbody></tbody></table>
 <h2>Configuration</h2>
@@ -232,8 +249,17 @@ DATA.rows.forEach((row, i) => {{
   tr.dataset.index = String(i);
   DATA.columns.forEach(([key, , numeric]) => {{
     const td = document.createElement("td");
-    td.textContent = fmt(key, row[key]) +
-      (key === "epochs_per_s" && row[key] !== null && !row.throughput_measured ? "*" : "");
+    if (key === "command" && row.command_words) {{
+      row.command_words.forEach((word, j) => {{
+        const span = document.createElement("span");
+        span.textContent = word;
+        if (j) td.append(" ");
+        td.append(span);
+      }});
+    }} else {{
+      td.textContent = fmt(key, row[key]) +
+        (key === "epochs_per_s" && row[key] !== null && !row.throughput_measured ? "*" : "");
+    }}
     td.dataset.key = key;
     if (numeric && row[key] !== null && row[key] !== undefined) td.dataset.value = String(row[key]);
     if (!numeric) td.className = "text";
@@ -301,6 +327,8 @@ function showConfig(i, tr) {{
 }}
 
 applyFilter();
+document.querySelectorAll("#plots img").forEach(img =>
+  img.addEventListener("click", () => img.classList.toggle("full")));
 
 // Commands in the URL fragment, carried out as real events: #sort=key[,desc]  #filter=text  #open=row
 for (const part of decodeURIComponent(location.hash.slice(1)).split("&").filter(Boolean)) {{

@@ -3,11 +3,15 @@ metrics, wall-clock throughput, hardware and date."""
 
 from __future__ import annotations
 
+import hashlib
 import math
+
+from gnnq.config.dataset_name import FILES, graph_name
 
 # The record's own metrics (top-level keys), and those the report derives from the record.
 RECORD_METRICS = ("test", "best_val", "epoch_time_s", "comm_time_s", "comm_bytes_per_epoch")
-DERIVED_METRICS = ("throughput", "overhead_time_s", "num_params")
+# wire_bytes_per_epoch: every training byte on the wire, halo messages and the gradient all-reduce together.
+DERIVED_METRICS = ("throughput", "overhead_time_s", "num_params", "wire_bytes_per_epoch")
 
 
 def number(value) -> float | None:
@@ -15,6 +19,20 @@ def number(value) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)
+
+
+def dataset(rec: dict) -> str:
+    """The graph a run trained on, as reports group by it: the dataset's name; for ``dataset=files`` its graph name
+    and the first 8 hex digits of its content fingerprint (``road@1f2e3d4c``), so that two graphs of the same name
+    never share a leaderboard (records without a fingerprint: a hash of the path, ``road@path-9a8b7c6d``)."""
+    node = (rec.get("config") or {}).get("dataset") or {}
+    name = graph_name(node)
+    if node.get("name") != FILES:
+        return name
+    fingerprint = rec.get("dataset_fingerprint")
+    if isinstance(fingerprint, str) and fingerprint:
+        return f"{name}@{fingerprint[:8]}"
+    return f"{name}@path-{hashlib.sha1(str(node.get('path')).encode()).hexdigest()[:8]}"
 
 
 def summary(rec: dict) -> dict:
@@ -43,6 +61,12 @@ def num_params(rec: dict) -> float | None:
     )
 
 
+def wire_bytes_per_epoch(rec: dict) -> float | None:
+    """Halo bytes plus gradient all-reduce bytes per training epoch (all ranks); None where either is unknown."""
+    halo, grad = number(rec.get("comm_bytes_per_epoch")), number(summary(rec).get("grad_sync_bytes_per_epoch"))
+    return None if halo is None or grad is None else halo + grad
+
+
 def metrics(rec: dict) -> dict[str, float | None]:
     """Every metric the report aggregates over seeds, as floats or None."""
     return {
@@ -50,7 +74,46 @@ def metrics(rec: dict) -> dict[str, float | None]:
         "throughput": throughput(rec)[0],
         "overhead_time_s": overhead_time_s(rec),
         "num_params": num_params(rec),
+        "wire_bytes_per_epoch": wire_bytes_per_epoch(rec),
     }
+
+
+METRIC_NAMES = {"accuracy": "accuracy", "micro_f1": "micro-F1"}
+
+
+def metric_name(rec: dict) -> str:
+    """The name of the run's test and validation metric (``summary.metric``): accuracy, micro-F1."""
+    metric = summary(rec).get("metric")
+    return METRIC_NAMES.get(metric, str(metric)) if metric else "metric"
+
+
+def ranks(rec: dict) -> int | None:
+    """How many ranks trained: the record's ``world_size``, else nproc × hosts of its config."""
+    world = rec.get("world_size")
+    if isinstance(world, int):
+        return world
+    cluster = (rec.get("config") or {}).get("cluster") or {}
+    nproc, hosts = cluster.get("nproc"), cluster.get("hosts")
+    return nproc * hosts if isinstance(nproc, int) and isinstance(hosts, int) else None
+
+
+def hosts(rec: dict) -> int | None:
+    """How many hosts (machines, emulated hosts, Slurm nodes) the ranks ran on: ``cluster.hosts``."""
+    value = ((rec.get("config") or {}).get("cluster") or {}).get("hosts")
+    return value if isinstance(value, int) else None
+
+
+def git_commit(rec: dict) -> str | None:
+    """The short commit gnnq ran from, ``+dirty`` with uncommitted changes; None outside a git checkout."""
+    commit = rec.get("git_commit")
+    if not isinstance(commit, str) or not commit:
+        return None
+    return commit[:10] + ("+dirty" if rec.get("git_dirty") else "")
+
+
+def torch_version(rec: dict) -> str | None:
+    version = (rec.get("versions") or {}).get("torch") if isinstance(rec.get("versions"), dict) else None
+    return str(version) if version else None
 
 
 def emulated_cores(rec: dict) -> dict | None:

@@ -43,6 +43,9 @@ GROUPS_SHOWN = [
     Shown("overhead s", "overhead_time_s", ".2f", best="min"),
     Shown("comm ms", "comm_time_s", ".1f", 1e3, best="min"),
     Shown("halo MB/epoch", "comm_bytes_per_epoch", ".3f", 1e-6, best="min"),
+    Shown("wire MB/epoch", "wire_bytes_per_epoch", ".3f", 1e-6, best="min"),
+    Shown("ranks", "ranks"),
+    Shown("hosts", "hosts"),
 ]
 LEADERBOARD_SHOWN = [
     Shown("rank", "rank"),
@@ -54,12 +57,19 @@ LEADERBOARD_SHOWN = [
     Shown("epoch ms", "epoch_time_s", ".1f", 1e3, best="min"),
     Shown("overhead s", "overhead_time_s", ".2f", best="min"),
     Shown("halo MB/epoch", "comm_bytes_per_epoch", ".3f", 1e-6, best="min"),
+    Shown("wire MB/epoch", "wire_bytes_per_epoch", ".3f", 1e-6, best="min"),
     Shown("time to target s", "time_to_target_s", ".1f", best="min"),
     Shown("runs", "runs"),
+    Shown("ranks", "ranks"),
+    Shown("hosts", "hosts"),
     Shown("hardware", "hardware"),
+    Shown("commit", "commit"),
+    Shown("torch", "torch"),
     Shown("date", "date"),
     Shown("command", "command"),
 ]
+# Too wide for a page (LaTeX): left out of the LaTeX leaderboard.
+WIDE_COLUMNS = ("command", "why_unranked", "commit", "torch")
 UNRANKED_SHOWN = Shown("not ranked because", "why_unranked")
 
 
@@ -75,7 +85,11 @@ def _about(g: Group) -> dict:
         "runs": len(g.runs),
         "seeds": ",".join(map(str, g.seeds)),
         "throughput_measured": g.throughput_measured,
+        "ranks": g.ranks,
+        "hosts": g.hosts,
         "hardware": g.hardware,
+        "commit": g.commit,
+        "torch": g.torch,
         "date": g.date,
         "command": g.command,
     }
@@ -95,11 +109,15 @@ def groups_frame(groups: list[Group]) -> pd.DataFrame:
         "runs",
         *(f"{m}_{s}" for m in METRICS for s in ("mean", "std")),
         "throughput_measured",
+        "ranks",
+        "hosts",
         "hardware",
+        "commit",
+        "torch",
         "date",
         "command",
     ]
-    return _numeric(pd.DataFrame(rows, columns=columns), columns[4:-4])
+    return _numeric(pd.DataFrame(rows, columns=columns), columns[4:-8])
 
 
 def leaderboard_frame(board: Leaderboard) -> pd.DataFrame:
@@ -122,6 +140,7 @@ def leaderboard_frame(board: Leaderboard) -> pd.DataFrame:
                 **stat_columns("epoch_time_s", s["epoch_time_s"]),
                 **stat_columns("overhead_time_s", s["overhead_time_s"]),
                 **stat_columns("comm_bytes_per_epoch", s["comm_bytes_per_epoch"]),
+                **stat_columns("wire_bytes_per_epoch", s["wire_bytes_per_epoch"]),
                 **stat_columns("time_to_target_s", g.time_to_target),
                 "why_unranked": reason,
             }
@@ -145,15 +164,21 @@ def leaderboard_frame(board: Leaderboard) -> pd.DataFrame:
         "overhead_time_s_std",
         "comm_bytes_per_epoch_mean",
         "comm_bytes_per_epoch_std",
+        "wire_bytes_per_epoch_mean",
+        "wire_bytes_per_epoch_std",
         "time_to_target_s_mean",
         "time_to_target_s_std",
         "throughput_measured",
+        "ranks",
+        "hosts",
         "hardware",
+        "commit",
+        "torch",
         "date",
         "command",
         "why_unranked",
     ]
-    frame = _numeric(pd.DataFrame(rows, columns=columns), ["runs", *columns[5:20]])
+    frame = _numeric(pd.DataFrame(rows, columns=columns), ["runs", *columns[5:22]])
     frame["rank"] = frame["rank"].astype("Int64")
     return frame
 

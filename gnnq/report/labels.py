@@ -1,7 +1,8 @@
 """What to call a configuration in legends and leaderboards: the table spec's row label, else the
-method preset it was run with (``experiment=pipegcn``), else the method its strategy and quantizer
-make (``PipeGCN``); then, only where several configurations share that name, the overrides that
-tell them apart (``uniform quantizer.bits=4``)."""
+method its strategy and quantizer make, in the methods' own spelling (``PipeGCN``, ``AdaQP``, ``Vanilla``,
+whether or not a preset such as ``experiment=adaqp`` chose it); then, only where several configurations
+share that name, what tells them apart: their method presets (``PipeGCN (pipegcn_gnnq)``) and overrides
+(``uniform quantizer.bits=4``)."""
 
 from __future__ import annotations
 
@@ -33,22 +34,33 @@ def preset_method(group: Group) -> str | None:
     return name if preset and set(METHOD_GROUPS) & set(preset.choices) else None
 
 
+def _preset(group: Group) -> str | None:
+    """The ``experiment=`` preset the configuration is written with, if any."""
+    return next((o.removeprefix("experiment=") for o in group.overrides if o.startswith("experiment=")), None)
+
+
 def builtin_method(group: Group) -> str:
+    """The method's name; a fixed-width code with its width (``uniform 4-bit``, ``AdaQP-p + uniform 2-bit``)."""
     config = group.runs[0][1]["config"] if group.runs else {}
     names = tuple((config.get(g) or {}).get("name", "?") for g in METHOD_GROUPS)
-    return METHOD_NAMES.get(names, " + ".join(names))
+    name = METHOD_NAMES.get(names, " + ".join(names))
+    bits = (config.get("quantizer") or {}).get("bits")
+    return f"{name} {bits}-bit" if name.endswith("uniform") and isinstance(bits, int) else name
 
 
 def method_labels(groups: list[Group], specs: list[dict] = ()) -> list[str]:
     """One label per configuration, unique among ``groups`` where their overrides differ."""
-    names = [spec_label(g, list(specs)) or preset_method(g) or builtin_method(g) for g in groups]
+    names = [spec_label(g, list(specs)) or builtin_method(g) for g in groups]
     labels = []
     for g, name in zip(groups, names):
-        peers = [o.overrides for o, n in zip(groups, names) if n == name]
+        peers = [o for o, n in zip(groups, names) if n == name]
         if len(peers) == 1:
             labels.append(name)
             continue
-        common = set.intersection(*(set(p) for p in peers))
+        common = set.intersection(*(set(p.overrides) for p in peers))
         extra = [o for o in g.overrides if o not in common and not o.startswith("experiment=")]
+        preset = _preset(g)
+        if preset and len({_preset(p) for p in peers}) > 1:
+            extra.insert(0, f"({preset})")
         labels.append(" ".join([name, *extra]))
     return labels

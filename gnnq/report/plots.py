@@ -9,7 +9,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from gnnq.contract import LINK_PRESETS_MBIT
+from gnnq.report import fields
 from gnnq.report.aggregate import Group, lookup
 from gnnq.report.curves import read_curve
 from gnnq.report.overrides import IGNORED_GROUPS, IGNORED_KEYS
@@ -45,6 +48,12 @@ def _legend(ax) -> None:
     ax.legend(**LEGEND)
 
 
+def metric_name(groups: list[Group]) -> str:
+    """The metric the runs' test and validation values are in (``accuracy / micro-F1`` where they differ)."""
+    names = dict.fromkeys(fields.metric_name(rec) for g in groups for _, rec in g.runs)
+    return " / ".join(names) or "metric"
+
+
 def pareto_front(points: list[tuple[float, float]]) -> list[int]:
     """Indices of the points no other point beats in both coordinates (higher is better in both)."""
     front = []
@@ -73,7 +82,7 @@ def plot_accuracy_vs_throughput(groups: list[Group], out: Path, dataset: str) ->
     front = pareto_front(points)
     if front:
         ax.plot([points[i][0] for i in front], [points[i][1] for i in front], "k--", linewidth=1, label="Pareto front")
-    ax.set(xlabel="throughput (training epochs / s, overheads included)", ylabel="test metric")
+    ax.set(xlabel="throughput (training epochs / s, overheads included)", ylabel=f"test {metric_name(mine)}")
     ax.set_title(f"{dataset}: accuracy vs throughput (mean ± std over seeds)", fontsize=11)
     if any(not g.throughput_measured for g in mine):
         fig.text(0.01, 0.01, "* 1 / epoch time: the record has no wall-clock throughput", fontsize=8)
@@ -102,18 +111,42 @@ def plot_bytes(groups: list[Group], out: Path, dataset: str) -> list[Path]:
     return paths
 
 
+Curve = list[tuple[float, float]]
+
+
+def mean_curve(curves: list[Curve]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean and std over seeds of the validation metric at each evaluated step every seed reached, against the mean
+    training time at that step (seeds evaluate at the same epochs; their clocks differ a little)."""
+    steps = min(len(c) for c in curves) if curves else 0
+    if steps == 0:
+        return np.zeros(0), np.zeros(0), np.zeros(0)
+    t = np.array([[p[0] for p in c[:steps]] for c in curves])
+    v = np.array([[p[1] for p in c[:steps]] for c in curves])
+    return t.mean(axis=0), v.mean(axis=0), v.std(axis=0, ddof=1) if len(curves) > 1 else np.zeros(steps)
+
+
 def plot_curves(
-    series: list[tuple[str, list[tuple[float, float]]]], out: Path, stem: str, title: str, target: float | None = None
+    series: list[tuple[str, list[Curve]]],
+    out: Path,
+    stem: str,
+    title: str,
+    target: float | None = None,
+    ylabel: str = "validation metric",
 ) -> list[Path]:
-    """Validation metric against training time, one line per (label, curve)."""
+    """Validation metric against training time: per (label, one curve per seed) the mean line, and a band of
+    ± one std where there are several seeds."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(10, 5))
-    for label, curve in series:
-        t, v = zip(*curve) if curve else ((), ())
-        ax.plot(t, v, marker="o" if len(t) <= 40 else None, markersize=3, label=label)
+    for label, curves in series:
+        t, mean, std = mean_curve([c for c in curves if c])
+        n = sum(1 for c in curves if c)
+        shown = label + (f" ({n} seeds)" if n > 1 else "")
+        (line,) = ax.plot(t, mean, marker="o" if len(t) <= 40 else None, markersize=3, label=shown)
+        if n > 1:
+            ax.fill_between(t, mean - std, mean + std, color=line.get_color(), alpha=0.2, linewidth=0)
     if target is not None:
         ax.axhline(target, color="grey", linestyle="--", linewidth=1, label=f"target {target:.3f}")
-    ax.set(xlabel="training time (s, slowest rank; epochs and overheads)", ylabel="validation metric")
+    ax.set(xlabel="training time (s, slowest rank; epochs and overheads)", ylabel=ylabel)
     ax.set_title(title, fontsize=11)
     ax.grid(alpha=0.3)
     _legend(ax)
@@ -124,9 +157,15 @@ def plot_curves(
 
 
 def plot_training_curves(groups: list[Group], out: Path, dataset: str) -> list[Path]:
-    """One curve per configuration: its first seed's run."""
-    series = [(label, read_curve(g.runs[0][0])) for g, label in zip(groups, labels(groups))]
-    return plot_curves(series, out, f"curves-{dataset}", f"{dataset}: validation vs training time (first seed)")
+    """One line per configuration: the mean over its seeds, with a ± std band."""
+    series = [(label, [read_curve(d) for d, _ in g.runs]) for g, label in zip(groups, labels(groups))]
+    return plot_curves(
+        series,
+        out,
+        f"curves-{dataset}",
+        f"{dataset}: validation vs training time (mean ± std over seeds)",
+        ylabel=f"validation {metric_name(groups)}",
+    )
 
 
 def _config(g: Group) -> dict:

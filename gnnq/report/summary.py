@@ -17,8 +17,10 @@ from gnnq.config.compose import SWEEPS_DIR, resolve_config_dir
 from gnnq.contract import RECORD_FILE
 from gnnq.report.aggregate import CRITERIA, MISSING, Leaderboard, group_runs, leaderboards, lookup
 from gnnq.report.dashboard import write_dashboard
+from gnnq.report.fields import dataset
 from gnnq.report.frames import (
     GROUPS_SHOWN,
+    WIDE_COLUMNS,
     groups_frame,
     latex_view,
     leaderboard_frame,
@@ -65,7 +67,7 @@ def records_table(records: list[tuple[Path, dict]]) -> str:
         rows.append(
             [
                 run_dir.name,
-                c["dataset"]["name"],
+                dataset(r),
                 c["model"]["name"],
                 c["partitioner"]["name"],
                 c["parallel"]["name"],
@@ -115,6 +117,8 @@ def leaderboard_title(board: Leaderboard) -> str:
             else "halo bytes per epoch"
         )
         how = f"{what} among configurations within {pts} of the best mean test {board.best_test:.4f}"
+    if board.criterion != "time" and board.target is not None:
+        how += f"; time to target: until validation first reaches {board.target:.4f}"
     return f"Leaderboard: {board.dataset}, ranked by {how}"
 
 
@@ -267,6 +271,7 @@ def main(argv: list[str]) -> None:
             f"## {leaderboard_title(board)}",
             "",
             *_with_notes(markdown_table(*text_view(frame, leaderboard_shown(frame))), frame),
+            *([f"Within the noise: {line}" for line in board.noise] + [""] if board.noise else []),
         ]
     for spec in specs:
         try:
@@ -318,7 +323,5 @@ def _write(out: Path, text: str, tables: dict, boards: list[Leaderboard]) -> Non
     for board in boards:
         frame = tables[f"leaderboard/{board.dataset}"]
         frame.to_csv(out / f"leaderboard-{board.dataset}.csv", index=False)
-        shown = [
-            s for s in leaderboard_shown(frame) if s.column not in ("command", "why_unranked")
-        ]  # too wide for a page
+        shown = [s for s in leaderboard_shown(frame) if s.column not in WIDE_COLUMNS]
         (out / f"leaderboard-{board.dataset}.tex").write_text(latex_view(frame, shown, leaderboard_title(board)))

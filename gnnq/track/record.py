@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import platform
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -90,6 +91,16 @@ def build_record(
 def _planned_world_size(config: dict) -> int | None:
     cluster = config.get("cluster") or {}
     return cluster["nproc"] * cluster["hosts"] if "nproc" in cluster and "hosts" in cluster else None
+
+
+_SET_ASIDE = re.compile(r"\.failed-(\d+)(?:\.|$)")  # record.failed-2.json, logs.failed-2, wandb.failed-2
+
+
+def set_aside_attempts(run_dir: Path) -> list[int]:
+    """The numbers n of the earlier attempts a resumed sweep set aside in ``run_dir`` as ``*.failed-<n>*``."""
+    run_dir = Path(run_dir)
+    found = {int(m.group(1)) for p in run_dir.iterdir() if (m := _SET_ASIDE.search(p.name))} if run_dir.is_dir() else ()
+    return sorted(found)
 
 
 def read_metric_rows(run_dir: Path) -> list[dict]:

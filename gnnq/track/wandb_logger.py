@@ -14,10 +14,14 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from gnnq.config.dataset_name import graph_name
 from gnnq.contract import CONFIG_FILE, INTERNAL_DIR, METRICS_FILE, RECORD_FILE
 from gnnq.errors import GnnqError
 from gnnq.track.files import json_safe, write_text_atomic
-from gnnq.track.record import read_metric_rows
+from gnnq.track.record import read_metric_rows, set_aside_attempts
+
+WANDB_DIR = "wandb"  # under the run dir (W&B's own folder name; a sweep sets an earlier attempt's aside)
+FAILED_TAG = "failed"  # the tag (and name suffix) of a W&B run whose gnnq run failed
 
 RUN_ID_FILE = "wandb_run_id"  # under the run's .gnnq/: a resumed run logs to the same W&B run
 ARTIFACT_TYPE = "run-record"
@@ -36,13 +40,13 @@ def wandb_group(cfg: DictConfig) -> str:
     """``logger.group`` (set for every point of a multirun), else dataset-model-parallel-quantizer."""
     if cfg.logger.group:
         return cfg.logger.group
-    return f"{cfg.dataset.name}-{cfg.model.name}-{cfg.parallel.name}-{cfg.quantizer.name}"
+    return f"{graph_name(cfg.dataset)}-{cfg.model.name}-{cfg.parallel.name}-{cfg.quantizer.name}"
 
 
 def wandb_run_name(cfg: DictConfig) -> str:
     """dataset-model-parallel-quantizer-seed, e.g. ``cora-gcn-sync-uniform4-seed0`` (a fixed width is named)."""
     quantizer = f"uniform{cfg.quantizer.bits}" if cfg.quantizer.name == "uniform" else cfg.quantizer.name
-    return f"{cfg.dataset.name}-{cfg.model.name}-{cfg.parallel.name}-{quantizer}-seed{cfg.trainer.seed}"
+    return f"{graph_name(cfg.dataset)}-{cfg.model.name}-{cfg.parallel.name}-{quantizer}-seed{cfg.trainer.seed}"
 
 
 def wandb_summary(record: dict) -> dict:
@@ -94,13 +98,21 @@ class WandbLogger(NullLogger):
         check_wandb_mode_env()
 
         choices = {
-            "dataset": cfg.dataset.name,
+            "dataset": graph_name(cfg.dataset),
             "model": cfg.model.name,
             "partitioner": cfg.partitioner.name,
             "quantizer": cfg.quantizer.name,
             "parallel": cfg.parallel.name,
         }
+        if os.environ.get("WANDB_DIR"):  # W&B would put its files there; gnnq keeps them beside the run's record
+            print(
+                f"[gnnq] W&B files go to {Path(run_dir) / WANDB_DIR} (WANDB_DIR={os.environ['WANDB_DIR']} is not "
+                "used: a run's W&B files stay in its run dir)",
+                flush=True,
+            )
         world = cfg.cluster.nproc * cfg.cluster.hosts
+        # a sweep point run again after failed attempts (set aside as *.failed-<n>): attempt n+1, so tagged
+        attempt = max(set_aside_attempts(run_dir), default=0) + 1
         try:
             self.run = wandb.init(
                 project=cfg.logger.project,
@@ -111,7 +123,13 @@ class WandbLogger(NullLogger):
                 resume="allow" if resume else None,
                 name=wandb_run_name(cfg),
                 group=wandb_group(cfg),
-                tags=[f"{k}:{v}" for k, v in choices.items()] + [f"ranks:{world}"] + list(cfg.logger.tags),
+                job_type="train",
+                # W&B's own lines: where the run is saved, not its history and summary (the record has them);
+                # WANDB_QUIET / WANDB_SILENT in the environment decide instead
+                settings=None if {"WANDB_QUIET", "WANDB_SILENT"} & set(os.environ) else wandb.Settings(quiet=True),
+                tags=[f"{k}:{v}" for k, v in choices.items()]
+                + [f"ranks:{world}", f"attempt:{attempt}"]
+                + list(cfg.logger.tags),
                 config=OmegaConf.to_container(cfg, resolve=True),
             )
         except Exception as exc:  # noqa: BLE001 - wandb raises many kinds (no login, no network, bad entity)
@@ -151,6 +169,9 @@ class WandbLogger(NullLogger):
                 if (run_dir / name).is_file():
                     artifact.add_file(str(run_dir / name), name=name)
             self.run.log_artifact(artifact)
+            if record["status"] != "ok":  # told apart from the attempt that reruns it under the same name
+                self.run.tags = (*self.run.tags, FAILED_TAG)
+                self.run.name = f"{self.run.name}-{FAILED_TAG}"
         finally:
             self.run.finish(exit_code=0 if record["status"] == "ok" else 1)
 

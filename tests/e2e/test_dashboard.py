@@ -58,7 +58,7 @@ def _rows(dom: str) -> list[dict]:
     for attrs, cells in re.findall(r'<tr data-index="\d+"([^>]*)>(.*?)</tr>', dom, re.S):
         row = {"hidden": "hidden" in attrs}
         for key, value, text in re.findall(r'<td data-key="(\w+)"(?: data-value="([^"]*)")?[^>]*>(.*?)</td>', cells):
-            row[key] = float(value) if value else text
+            row[key] = float(value) if value else re.sub(r"<[^>]+>", "", text)
         rows.append(row)
     return rows
 
@@ -81,6 +81,14 @@ def test_rows_render_without_console_errors(dashboard):
         and re.fullmatch(r"\d{4}-\d\d-\d\d", r["date"])
         for r in rows
     )
+    for r in rows:  # where the runs ran, from which commit and torch; bytes with the gradient all-reduce
+        assert (r["ranks"], r["hosts"], r["torch"][:2]) == ("2", "1", "2."), r
+        # one commit, or several joined by "; " when the checkout changed while the runs ran
+        assert re.fullmatch(r"[0-9a-f]{10}(\+dirty)?(; [0-9a-f]{10}(\+dirty)?)*", r["commit"]), r
+        assert r["wire_mb"] > r["halo_mb"], r
+    # the command wraps between words only: each word is one unbreakable span
+    cell = re.search(r'<td data-key="command"[^>]*>(.*?)</td>', dom, re.S).group(1)
+    assert cell.startswith("<span>gnnq</span> <span>") and cell.count("<span>") == len(rows[0]["command"].split())
     assert console == []
 
 

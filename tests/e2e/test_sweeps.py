@@ -158,3 +158,23 @@ def test_a_reader_that_goes_away_does_not_stop_the_run(tmp_path, data_root):
     assert "BrokenPipe" not in err and "Traceback" not in err
     assert read_record(run_dir)["status"] == "ok"
     assert "| status" in (run_dir / "cli.log").read_text()  # what the reader missed is in the log
+
+
+def test_a_rerun_point_leaves_its_failed_wandb_run_set_aside_and_tagged(tmp_path, data_root):
+    """Real W&B offline runs: the failed attempt's run is moved to wandb.failed-1/, tagged ``failed`` and
+    ``attempt:1`` and named ``...-failed``; the rerun's is attempt 2 under the plain name, in the same group."""
+    from gnnq.track.wandb_file import read_offline_run
+
+    sweep = tmp_path / "sweep"
+    args = ["-m", *TINY[1:], "logger=wandb", "logger.mode=offline", "cluster.nproc=2", f"hydra.sweep.dir={sweep}"]
+    first = run_gnnq(args, tmp_path / "runs", data_root, env={"GNNQ_FAULT_INJECT": "rank=1,epoch=1"})
+    assert first.returncode == 1, first.stderr
+    second = run_gnnq(args, tmp_path / "runs", data_root)
+    assert second.returncode == 0, second.stderr
+    (point,) = [p.parent for p in sweep.glob("*/record.json")]
+    failed = read_offline_run(next((point / "wandb.failed-1").glob("offline-run-*")))
+    rerun = read_offline_run(next((point / "wandb").glob("offline-run-*")))
+    assert "failed" in failed.tags and "attempt:1" in failed.tags and failed.exit_code == 1
+    assert "failed" not in rerun.tags and "attempt:2" in rerun.tags and rerun.exit_code == 0
+    assert failed.name == rerun.name + "-failed" and failed.group == rerun.group and failed.run_id != rerun.run_id
+    assert failed.summary["status"] == "failed" and rerun.summary["status"] == "ok"
