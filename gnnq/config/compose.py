@@ -15,6 +15,7 @@ from hydra.errors import HydraException, MissingConfigException, OverrideParseEx
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
+import gnnq.config.published  # noqa: F401 - registers the resolver ${published:...} the presets read
 from gnnq.config.registry import group_registries
 from gnnq.config.schema import Config
 from gnnq.config.validate import no_such_key_message, validate
