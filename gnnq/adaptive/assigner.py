@@ -91,9 +91,7 @@ class AdaptiveAssigner:
             return fit_time_model(self.comm, [n * self.dim * 4 for n in most_rows], repeats=c.profile_repeats)
         if c.profile_range == "published":
             high, low = published_sizes(most_rows, self.feature_dim, self.dim, self.bit_choices)
-            return fit_time_model(
-                self.comm, high, repeats=c.profile_repeats, steps=PUBLISHED_STEPS, low_bytes=low
-            )
+            return fit_time_model(self.comm, high, repeats=c.profile_repeats, steps=PUBLISHED_STEPS, low_bytes=low)
         lo, hi = self.row_bytes[self.bit_choices[0]], self.row_bytes[self.bit_choices[-1]]
         return fit_time_model(
             self.comm, [n * hi for n in most_rows], repeats=c.profile_repeats, low_bytes=[n * lo for n in most_rows]

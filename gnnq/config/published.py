@@ -37,7 +37,8 @@ def published_value(method: str, dataset: str, key: str, default=None):
     ``key`` may index a list (``partitions.1``). ConfigError for an unknown method or key."""
     table = PUBLISHED.get(str(method))
     if table is None:
-        raise ConfigError(f"${{{RESOLVER}:...}}: no published settings for method {method!r}; known: {', '.join(PUBLISHED)}")
+        known = ", ".join(PUBLISHED)
+        raise ConfigError(f"${{{RESOLVER}:...}}: no published settings for method {method!r}; known: {known}")
     settings = table.get(str(dataset))
     name, _, index = str(key).partition(".")
     known = {k for row in table.values() for k in row}
