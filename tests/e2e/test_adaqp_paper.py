@@ -9,6 +9,7 @@ model on a dataset, and are composed by the dry run). The partition axis changes
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -20,16 +21,10 @@ from tests.data_fixtures import FIXTURE_ENV, write_adaqp_datasets
 
 METHODS = 7
 SHRUNK = ["cluster.nproc=2", "trainer.epochs=2", "trainer.eval_every=1", "adaqp_paper/partitions@_global_=fewer"]
-# The sweep file the test runs: sweeps/adaqp_paper.yaml with adaptive points cycling every epoch (the published
-# cycles are longer than 2 epochs) and profiled once per size; a command-line quantizer.* key would reach its fp32
-# points too, which have no such key.
-FIXTURE_SWEEP = """defaults:
-  - adaqp_paper
-  - optional fixture/quantizer@quantizer: ${{quantizer}}
-  - _self_
-hydra:
-  searchpath: [file://{sweeps}]
-"""
+# The sweep the test runs: sweeps/adaqp_paper.yaml (and its groups) copied, plus one default: its adaptive points
+# cycle every epoch (the published cycles are longer than 2 epochs) and profile each size once. A command-line
+# quantizer.* key would reach its fp32 points too, which have no such key.
+FIXTURE_DEFAULT = "  - optional fixture/quantizer@quantizer: ${quantizer}\n"
 ADAPTIVE = "assign_cycle: 1\ngroup_size: 20\nprofile_repeats: 1\n"
 HALVES = [("reddit,ogbn-products", "gcn"), ("yelp,amazon-products", "sage")]
 
@@ -44,9 +39,12 @@ def test_dry_run_lists_every_point(tmp_path):
 
 def test_every_dataset_and_method_trains_on_real_formats_and_renders(tmp_path):
     data = write_adaqp_datasets(tmp_path / "data")
-    sweep = tmp_path / "sweep" / "adaqp_paper_fixture.yaml"
+    sweep = tmp_path / "sweep" / "adaqp_paper.yaml"
+    shutil.copytree(SWEEPS_DIR / "adaqp_paper", sweep.parent / "adaqp_paper")
+    text = (SWEEPS_DIR / "adaqp_paper.yaml").read_text()
+    assert text.count("  - _self_\n") == 1
+    sweep.write_text(text.replace("  - _self_\n", FIXTURE_DEFAULT + "  - _self_\n"))
     (sweep.parent / "fixture" / "quantizer").mkdir(parents=True)
-    sweep.write_text(FIXTURE_SWEEP.format(sweeps=SWEEPS_DIR))
     (sweep.parent / "fixture" / "quantizer" / "adaptive.yaml").write_text(ADAPTIVE)
     runs = tmp_path / "runs"
     for datasets, model in HALVES:
