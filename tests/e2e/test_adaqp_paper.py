@@ -64,6 +64,8 @@ def test_every_dataset_and_method_trains_on_real_formats_and_renders(tmp_path):
         assert datasets == ["amazon-products", "ogbn-products", "reddit", "yelp"], (row["label"], datasets)
     published = [r for r in records if r["config"]["quantizer"].get("solver") == "milp"]
     assert len(published) == 4 and all(r["config"]["quantizer"]["profile_range"] == "published" for r in published)
+    for rec in published:  # AdaQP's 200 profiled sizes, one fitted sample each per channel
+        assert [row["samples"] for row in rec["summary"]["adaptive"]["time_model"]] == [200, 200]
     # the table, once per model, with the paper's column beside each of ours
     found = [r for _, r in find_records([runs])[0]]
     for model, filled in (("gcn", ("Reddit", "products")), ("sage", ("Yelp", "AmazonProducts"))):
