@@ -26,7 +26,7 @@ import torch
 
 from gnnq.adaptive.influence import adaqp_backward_sums, message_influence
 from gnnq.adaptive.solver import SOLVERS, BitProblem, Channel
-from gnnq.adaptive.time_model import TimeModel, fit_time_model, fixed_link_model
+from gnnq.adaptive.time_model import PUBLISHED_STEPS, TimeModel, fit_time_model, fixed_link_model, published_sizes
 from gnnq.comm.accounting import OVERHEAD
 from gnnq.comm.communicator import Communicator
 from gnnq.comm.direction import Direction
@@ -57,6 +57,7 @@ class AdaptiveAssigner:
         ``part``: this rank's partition, needed for ``backward_influence=adaqp`` (its global out-degrees)."""
         self.overheads = overheads if overheads is not None else OverheadClock()
         self.cfg, self.comm, self.exchange, self.dim = qcfg, comm, exchange, dim
+        self.feature_dim = int(part.x.shape[1]) if part is not None else dim  # profile_range=published reads it
         self.quant = exchange.quant
         # Keys hold the plain direction strings: they travel pickled to rank 0 and into checkpoints.
         self.keys = [(layer, d.value) for layer in range(1, layers) for d in DIRECTIONS]
@@ -88,6 +89,9 @@ class AdaptiveAssigner:
             )
         if c.profile_range == "fp32":
             return fit_time_model(self.comm, [n * self.dim * 4 for n in most_rows], repeats=c.profile_repeats)
+        if c.profile_range == "published":
+            high, low = published_sizes(most_rows, self.feature_dim, self.dim, self.bit_choices)
+            return fit_time_model(self.comm, high, repeats=c.profile_repeats, steps=PUBLISHED_STEPS, low_bytes=low)
         lo, hi = self.row_bytes[self.bit_choices[0]], self.row_bytes[self.bit_choices[-1]]
         return fit_time_model(
             self.comm, [n * hi for n in most_rows], repeats=c.profile_repeats, low_bytes=[n * lo for n in most_rows]

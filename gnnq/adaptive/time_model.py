@@ -4,7 +4,8 @@ AdaQP's public code profiled one rank pair at a time, but training posts all sen
 here every channel is profiled while all of them are active (gnnq.comm.channel_profile). The
 sizes are AdaQP's (``sent_sizes``: the range of the messages adaptive widths produce, from the
 lowest to the highest width) unless ``quantizer.profile_range=fp32`` asks for gnnq's earlier range
-around the fp32 message (``profile_sizes``, at least 1 MiB), where low-width sizes are extrapolated. The
+around the fp32 message (``profile_sizes``, at least 1 MiB), where low-width sizes are extrapolated, or
+``published`` for AdaQP's code's own 200 sizes (``published_sizes``). The
 profile uses point-to-point sends (to time each channel apart), while training moves the same
 bytes with one all_to_all; the backends implement both over the same links, but not the same code.
 """
@@ -136,6 +137,22 @@ def sent_sizes(high_bytes: list[int], low_bytes: list[int], steps: int = 5) -> l
     return [
         [round(float(v)) for v in column] for column in np.linspace([s[0] for s in spans], [s[1] for s in spans], steps)
     ]
+
+
+# AdaQP's code profiles this many message sizes (profile_data_length in all four of its dataset configs).
+PUBLISHED_STEPS = 200
+
+
+def published_sizes(rows: list[int], feature_dim: int, hidden: int, bits: Sequence[int]) -> tuple[list[int], list[int]]:
+    """AdaQP's profile range per peer as (high, low) bytes, for ``sent_sizes`` with PUBLISHED_STEPS steps.
+
+    AdaQP/assigner/profile.py ``build_dummy``: low = rows * min(features, hidden) * lowest bits / 8 and
+    high = rows * max(features, hidden) * highest bits / 8 (its exchange also quantizes layer 0's input
+    features; no row parameters counted), both rounded; ``sent_sizes`` then spans low - low/2 to high + low/2."""
+    lo_dim, hi_dim = min(feature_dim, hidden), max(feature_dim, hidden)
+    low = [round(n * lo_dim * min(bits) / 8) for n in rows]
+    high = [round(n * hi_dim * max(bits) / 8) for n in rows]
+    return high, low
 
 
 def fit_time_model(

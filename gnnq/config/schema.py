@@ -150,7 +150,9 @@ class AdaptiveQuantizerConfig(UniformQuantizerConfig):
     link_latency_ms: float = 0.1  # time_model=fixed only
     profile_repeats: int = 3  # repeats of each size in the startup time-model profile
     # sizes the profile times: sent (AdaQP's range: from the 2-bit to the 8-bit message, with row parameters) |
-    # fp32 (1/8 to 2x the fp32 message, at least 1 MiB; gnnq before issue 18)
+    # fp32 (1/8 to 2x the fp32 message, at least 1 MiB; gnnq before issue 18) |
+    # published (AdaQP's code: 200 sizes from the 2-bit message at min(features, hidden) values per row - half of it to
+    # the 8-bit message at max(features, hidden) + that half, no row parameters)
     profile_range: str = "sent"
     refit_time_model: bool = False  # re-profile the channels at every reassignment
 

@@ -20,7 +20,7 @@ ALLOWED = {
     "quantizer.time_model": ("profile", "fixed"),
     "quantizer.time_objective": ("max_channel", "ring_rounds", "sender_uplink"),
     "quantizer.trace": ("cycle", "last_epoch"),
-    "quantizer.profile_range": ("sent", "fp32"),
+    "quantizer.profile_range": ("sent", "fp32", "published"),
     "quantizer.backward_influence": ("returned", "adaqp"),
     "quantizer.param_dtype": ("fp16", "fp32"),
     "quantizer.nonfinite": ("error", "zero"),

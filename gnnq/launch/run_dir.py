@@ -20,6 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import gnnq.config.published  # noqa: F401 - registers the resolver ${published:...} of the presets (also on Slurm)
 import gnnq.launch.job_names  # noqa: F401 - registers the resolver of hydra.sweep.subdir (also on a Slurm node)
 from gnnq.contract import (
     CONFIG_FILE,

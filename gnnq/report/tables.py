@@ -18,6 +18,7 @@ row and its column over seeds (mean ± std) for the column's metric (a record ke
       - {label: Cora test, metric: test, match: {dataset.name: cora}}
     paper:                        # optional published numbers, shown beside ours
       Vanilla: {Cora test: 0.815}
+    paper_columns: true           # optional: the '(paper)' columns even where no number is copied ('-')
     also_run: ["experiment=minibatch cluster.nproc=1"]   # optional: runs outside the sweep that fill rows
 
 ``ratio_to: ROW`` divides each cell by the same column's cell in row ROW (this row / ROW);
@@ -97,6 +98,8 @@ def load_spec(path: Path) -> dict:
     paper = spec.get("paper") or {}
     if not isinstance(paper, dict) or not all(isinstance(v, dict) for v in paper.values()):
         raise TableSpecError(f"{path}: 'paper' maps row labels to {{column label: number}}")
+    if not isinstance(spec.get("paper_columns", False), bool):
+        raise TableSpecError(f"{path}: 'paper_columns' is true or false")
     also = spec.get("also_run", [])
     if not isinstance(also, list) or not all(isinstance(a, str) for a in also):
         raise TableSpecError(f"{path}: 'also_run' must be a list of override strings")
@@ -197,7 +200,7 @@ def _formats(spec: dict) -> list[str]:
 
 
 def _has_paper(spec: dict) -> bool:
-    return bool(spec.get("paper"))
+    return bool(spec.get("paper")) or bool(spec.get("paper_columns"))
 
 
 def _header_and_rows(spec: dict, cells: list[list[Cell]], pm: str = " ± ") -> tuple[list[str], list[list[str]]]:

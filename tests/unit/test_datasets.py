@@ -479,3 +479,24 @@ def test_files_report_huge_numbers_as_given(tmp_path):
     with pytest.raises(DatasetError) as e:
         load_dataset(cfg("files", path=str(d)))
     assert "1e+300" in error_line(e) and "float32" in error_line(e) and "node 3, feature 2" in error_line(e)
+
+
+@pytest.mark.parametrize("name", ["reddit", "yelp", "ogbn-products", "amazon-products"])
+def test_adaqps_datasets_load_from_small_files_in_their_real_formats(name, tmp_path, monkeypatch):
+    """tests/data_fixtures.py writes each in its loader's real on-disk format; the real loader reads it, and refuses
+    another node count than the published one unless GNNQ_FIXTURE_DATA=1 (test-only)."""
+    from tests.data_fixtures import SHAPES, write_adaqp_datasets
+
+    write_adaqp_datasets(tmp_path)
+    c = cfg(name, root=str(tmp_path), download=False)
+    features, classes, multilabel = SHAPES[name]
+    if name != "ogbn-products":  # PyG's loaders check the published node count (OGB's files carry their own)
+        monkeypatch.delenv("GNNQ_FIXTURE_DATA", raising=False)
+        with pytest.raises(DatasetError) as e:
+            load_dataset(c)
+        assert f"give 160 nodes, not {expected_num_nodes(c)}" in error_line(e)
+    monkeypatch.setenv("GNNQ_FIXTURE_DATA", "1")
+    g = load_dataset(c)
+    assert (g.num_nodes, g.x.shape[1], g.num_classes, g.multilabel) == (160, features, classes, multilabel)
+    assert g.train_mask.sum() == 96 and g.val_mask.sum() == 32 and g.test_mask.sum() == 32
+    assert g.metric == ("micro_f1" if multilabel else "accuracy") and g.edge_index.shape[1] > 1000

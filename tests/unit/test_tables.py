@@ -24,6 +24,7 @@ def test_there_are_specs():
         "bitwidths.table.yaml",
         "table4.table.yaml",
         "adaqp_emulated.table.yaml",
+        "adaqp_paper.table.yaml",
     }
 
 
@@ -127,3 +128,16 @@ def test_speedup_over_is_the_base_rows_value_over_this_rows_and_missing_cells_ar
     assert r"fast & \textbf{525 $\pm$ 35} & \textbf{4.00} & \textbf{0.25} & - \\" in tex
     assert r"slow & 2100 $\pm$ 141 & 1.00 & 1.00 & - \\" in tex
     assert render_csv(spec, cells).splitlines()[3] == "none" + ",,,0" * 4  # mean, std (blank), n per column
+
+
+def test_paper_columns_show_beside_every_column_without_numbers(tmp_path):
+    """``paper_columns: true`` renders the '(paper)' columns where the spec copies no number ('-')."""
+    path = tmp_path / "t.table.yaml"
+    path.write_text("paper_columns: true\nrows: [{label: a}]\ncolumns: [{label: test, metric: test}]\n")
+    spec = load_spec(path)
+    records = [{"status": "ok", "config": {"trainer": {"seed": 0}}, "test": 0.5}]
+    headers, rows = _header_and_rows(spec, build_table(spec, records))
+    assert headers == ["", "test", "test (paper)"] and rows == [["a", "0.5000", "-"]]
+    path.write_text("paper_columns: yes please\nrows: [{label: a}]\ncolumns: [{label: test, metric: test}]\n")
+    with pytest.raises(TableSpecError, match="paper_columns"):
+        load_spec(path)
