@@ -13,7 +13,8 @@ trained, a 5-layer one starts from it, the 10-layer one from the 5-layer one. Be
   class, -1 elsewhere.
 
 Every stage runs ``iterations`` ADMM iterations with nu = rho starting at the stage's rho and the
-paper's schedule (``gnnq.admm.schedule``, capped at ``rho_max``), and its own weight decay mu.
+paper's schedule (``gnnq.admm.schedule``, capped at ``rho_max``, with the stage's stall tolerance), and
+its own weight decay mu.
 Every rank computes the chain alike on the training rows, so nothing is sent.
 """
 
@@ -36,6 +37,7 @@ class Stage:
     iterations: int
     rho: float  # start of rho = nu
     mu: float  # weight decay on ||W||^2
+    stall_tol: float = STALL_TOLERANCE  # rho x10 after two iterations whose loss fell by less than this
 
 
 @dataclass(frozen=True)
@@ -45,20 +47,19 @@ class Published:
     q_grid: object = None  # parallel.chain_quantize: q projected on the grid in every stage (their Q chain)
     z_out: str = "gnnq"  # parallel.z_out
     z_pick: str = "gnnq"  # parallel.z_pick
-    stall_tol: float = STALL_TOLERANCE  # parallel.chain_stall_tol: the stages' stall tolerance
 
 
 def chain_published(pcfg, q_grid) -> Published:
     """The chain's published behaviours from ``parallel.*``; q_grid is the run's grid (None in fp32)."""
-    tol = STALL_TOLERANCE if pcfg.chain_stall_tol is None else float(pcfg.chain_stall_tol)
-    return Published(q_grid if pcfg.chain_quantize else None, str(pcfg.z_out), str(pcfg.z_pick), tol)
+    return Published(q_grid if pcfg.chain_quantize else None, str(pcfg.z_out), str(pcfg.z_pick))
 
 
 def chain_stages(pcfg) -> list[Stage]:
     """The stages of ``parallel.chain_*`` (validated: equal lengths, increasing depths)."""
+    tols = pcfg.chain_stall_tol or [STALL_TOLERANCE] * len(pcfg.chain_layers)
     return [
-        Stage(int(d), int(n), float(r), float(m))
-        for d, n, r, m in zip(pcfg.chain_layers, pcfg.chain_iterations, pcfg.chain_rho, pcfg.chain_mu)
+        Stage(int(d), int(n), float(r), float(m), float(t))
+        for d, n, r, m, t in zip(pcfg.chain_layers, pcfg.chain_iterations, pcfg.chain_rho, pcfg.chain_mu, tols)
     ]
 
 
@@ -112,7 +113,7 @@ def run_stage(
     block = LayerBlock(layers, len(layers), x, y, q_grid=published.q_grid, steps=steps)
     block.z_out, block.z_pick = published.z_out, published.z_pick
     block.q_below = block.u_below = block.p_above = None
-    schedule = RhoSchedule(stage.rho, "paper", rho_max, published.stall_tol)
+    schedule = RhoSchedule(stage.rho, "paper", rho_max, stage.stall_tol)
     for _ in range(stage.iterations):
         pen = Penalties(schedule.rho, schedule.rho, stage.mu)
         block.step_p(pen)

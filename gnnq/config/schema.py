@@ -237,29 +237,26 @@ class AdmmParallelConfig(ParallelConfig):
     init: str = "warmup2"
     hidden_init: str = "identity"  # init=warmup2: he | identity: square hidden-to-hidden layers start at the identity
     warmup_iterations: int = 50  # init=warmup2, > 0: layer 1 starts from a 2-layer network trained this many iterations
-    chain_layers: List[int] = field(
-        default_factory=lambda: [2, 5]
-    )  # init=chain: depths of the networks before the full one
+    # init=chain: depths of the networks before the full one
+    chain_layers: List[int] = field(default_factory=lambda: [2, 5])
     chain_iterations: List[int] = field(default_factory=lambda: [200, 10])  # init=chain: ADMM iterations of each
     chain_rho: List[float] = field(default_factory=lambda: [1e-5, 1e-5])  # init=chain: each stage's start of rho = nu
-    chain_mu: List[float] = field(
-        default_factory=lambda: [10.0, 1.0]
-    )  # init=chain: each stage's weight decay on ||W||^2
-    chain_quantize: bool = (
-        False  # init=chain, quantizer=grid: q on the grid in the chain's stages too (the authors' Q chain)
-    )
-    chain_stall_tol: Optional[float] = (
-        None  # init=chain: the stages' stall tolerance; null: 1e-3 (the authors' Q chain: 0.01)
-    )
+    # init=chain: each stage's weight decay on ||W||^2
+    chain_mu: List[float] = field(default_factory=lambda: [10.0, 1.0])
+    # init=chain, quantizer=grid: q on the grid in the chain's stages too (the authors' Q chain)
+    chain_quantize: bool = False
+    # init=chain: each stage's stall tolerance (rho x10 when the loss fell by less); null: 1e-3 in every stage
+    # (the authors' Q chain on Cora: [0.001, 0.01])
+    chain_stall_tol: Optional[List[float]] = None
     # none | grow: rho x10 (up to rho_max) when the training loss stalls 2 iterations, then wait 2 more |
-    # paper: the authors' rule, from iteration 4 on x10 after every iteration ending 2 stalled ones
+    # paper: the authors' rule, from iteration 4 on x10 after every iteration ending 2 stalled ones |
+    # paper_q: the authors' Q script's rule, x10 only in iterations 21-49 (up to 1e-2) and from 51 (up to 1e-3)
     # (gnnq/admm/schedule.py)
     rho_schedule: str = "none"
-    step_start: Optional[float] = (
-        None  # p/W steps: where the search for t starts; null: half the last accepted t; the authors': 20
-    )
+    # p/W steps: where the search for t starts; null: half the last accepted t; the authors': 20
+    step_start: Optional[float] = None
     max_backtracks: int = 30  # p/W steps: tries of t (x2 each) before the step is skipped; the authors': 11
-    rho_max: float = 100.0  # cap of rho_schedule=grow|paper and of the chain stages' schedules
+    rho_max: float = 100.0  # cap of rho_schedule=grow|paper|paper_q and of the chain stages' schedules
     # which layers each rank owns (gnnq/admm/partition.py): cost: contiguous blocks minimizing the largest
     # block's estimated FLOPs (gnnq) | layers: equal layer counts (the paper's and the public code's split)
     blocks: str = "cost"

@@ -24,7 +24,7 @@ ALLOWED = {
     "quantizer.backward_influence": ("returned", "adaqp"),
     "quantizer.param_dtype": ("fp16", "fp32"),
     "quantizer.nonfinite": ("error", "zero"),
-    "parallel.rho_schedule": ("none", "grow", "paper"),
+    "parallel.rho_schedule": ("none", "grow", "paper", "paper_q"),
     "parallel.init": ("warmup2", "chain"),
     "parallel.hidden_init": ("he", "identity"),
     "parallel.blocks": ("cost", "layers"),
@@ -252,6 +252,12 @@ def _check_chain(p: DictConfig, layers: int) -> None:
                 f"parallel.{key}={list(p[key])} is not allowed; every value must be finite and "
                 f"{'>' if strict else '>='} 0"
             )
+    tol = p.chain_stall_tol
+    if tol is not None and (len(tol) != len(depths) or not all(math.isfinite(v) and v >= 0 for v in tol)):
+        raise ConfigError(
+            f"parallel.chain_stall_tol={list(tol)} is not allowed with {len(depths)} chain stages; give one finite "
+            "value >= 0 per stage, or null (1e-3 in every stage)"
+        )
 
 
 def _check_needs(cfg: DictConfig) -> None:
