@@ -34,6 +34,8 @@ ALLOWED = {
     "parallel.smooth": ("both", "features", "gradients"),
     "parallel.sample_size": ("floor", "at_least_one"),
     "parallel.split": ("columns", "central"),
+    "parallel.inputs": ("once", "every_epoch"),
+    "parallel.stale_rows": ("post_dropout", "pre_dropout"),
     "cluster.link": ("1gbit", "10gbit", "25gbit", "custom"),
     "cluster.pin_cores": ("auto", "on", "off"),
     "cluster.backend": ("auto", "gloo", "nccl"),

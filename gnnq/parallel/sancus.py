@@ -1,16 +1,22 @@
 """SANCUS (Peng et al., VLDB 2022): skip a layer's halo message while its rows have barely changed.
 
 Every training epoch and hidden layer, each owner compares its boundary rows (the inner rows any
-peer holds as halo rows) with the copy it last sent: it re-sends them to every peer only when their
+peer holds as halo rows) with the copy it last sent. The rows compared, sent and cached are the embeddings before
+the previous layer's closing dropout (``gnnq.models.gnn.BeforeDropout``), and each receiver draws a fresh dropout
+mask on them where it uses them: rows after dropout carry a new random mask every epoch, so their relative change
+stays near the dropout's own noise (about 1 at rate 0.5) and would never fall under a threshold. Without such rows
+(evaluation, no dropout, ``model.layer_order=dropout_norm_act``) the rows as aggregated are used. An owner it re-sends them to every peer only when their
 relative change ||h - h_sent||_F / ||h_sent||_F is at least ``threshold``, or when the copy it last
 sent is more than ``max_staleness`` epochs old (SANCUS's epoch-count staleness bound), and always in
-its first epoch. Otherwise every receiver reuses the copy it cached from that owner. Before the rows
+its first epoch. This is the paper's rule as gnnq reads it (Peng et al., VLDB 2022: a relative-change threshold and
+an epoch bound); the public code (chenzhao/light-dist-gnn, models/cached_gcn.py) switches its cache off
+(``g_cache_enabled`` is reset to all-False) and broadcasts every epoch. Otherwise every receiver reuses the copy it cached from that owner. Before the rows
 move, the owners' decisions go to every peer as one flag byte each (``HaloExchange.share_flags``,
 counted with the layer's forward bytes), so both ends agree on what the row message holds; the rows
 are counted when they are sent. ``threshold=0`` re-sends every epoch: it is ``sync`` (plus the flags).
 
 Backward is exact, as in SANCUS's code (it never caches gradients): the halo rows' gradients go back
-to their owners every epoch. Layer-0 features are fetched once, and evaluation is exact.
+to their owners every epoch. Layer-0 features are fetched once (``parallel.inputs``), and evaluation is exact.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import torch
 from gnnq.comm.direction import Direction
 from gnnq.comm.halo import HaloExchange, HaloPlan, gradients_to_owners
 from gnnq.config.method import Resources
+from gnnq.models.gnn import BeforeDropout
 from gnnq.models.graph_ops import LocalGraph
 from gnnq.parallel.sync import SyncStrategy
 
@@ -27,7 +34,14 @@ from gnnq.parallel.sync import SyncStrategy
 class SancusStrategy(SyncStrategy):
     @classmethod
     def from_config(cls, pcfg, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, seed: int):
-        return cls(exchange, graph, x_inner, threshold=pcfg.threshold, max_staleness=pcfg.max_staleness)
+        return cls(
+            exchange,
+            graph,
+            x_inner,
+            threshold=pcfg.threshold,
+            max_staleness=pcfg.max_staleness,
+            inputs=pcfg.get("inputs", "once"),
+        )
 
     @classmethod
     def resources(cls, pcfg) -> Resources:
@@ -40,8 +54,9 @@ class SancusStrategy(SyncStrategy):
         x_inner: torch.Tensor,
         threshold: float = 0.1,
         max_staleness: int = 4,
+        inputs: str = "once",
     ):
-        super().__init__(exchange, graph, x_inner)
+        super().__init__(exchange, graph, x_inner, inputs)
         self.threshold, self.max_staleness = float(threshold), int(max_staleness)
         plan, device = exchange.plan, exchange.send_idx.device
         self.boundary = torch.unique(plan.send_idx)  # compared rows: each boundary row once
@@ -55,10 +70,15 @@ class SancusStrategy(SyncStrategy):
         self.halo = {}  # layer -> the halo rows as last received from each owner (the receiver's cache)
         self.sends = {}  # layer -> epochs in which this owner sent the layer's rows
 
-    def aggregate_hidden(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
+    def aggregate_hidden(
+        self, layer: int, h_inner: torch.Tensor, before_dropout: BeforeDropout | None = None
+    ) -> torch.Tensor:
         if not self.traffic.is_training:
             return super().aggregate_hidden(layer, h_inner)  # evaluation is exact
-        return self.graph.aggregate(torch.cat([h_inner, _CachedHalo.apply(h_inner, self, layer)]))
+        if before_dropout is None:
+            return self.graph.aggregate(torch.cat([h_inner, _CachedHalo.apply(h_inner, self, layer)]))
+        halo = _CachedHalo.apply(before_dropout.rows, self, layer)  # pre-dropout rows, compared and cached
+        return self.graph.aggregate(torch.cat([h_inner, before_dropout.dropout(halo)]))  # a fresh mask
 
     def resends(self, layer: int, h_inner: torch.Tensor) -> bool:
         """Whether this owner re-sends ``layer``'s rows this epoch (see the module's doc)."""

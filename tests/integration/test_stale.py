@@ -48,8 +48,8 @@ def _train(world_size: int, strategy_name: str, model_name: str, lr: float, opti
     seen = []
     aggregate = strategy.aggregate_hidden
 
-    def recording(layer, h_inner):
-        out = aggregate(layer, h_inner)
+    def recording(layer, h_inner, before_dropout=None):
+        out = aggregate(layer, h_inner, before_dropout)
         used = strategy.halo[layer] if hasattr(strategy, "halo") else None
         seen[-1][layer] = (h_inner.detach().clone(), None if used is None else used.clone())
         return out
@@ -241,9 +241,9 @@ def _wait_order(world_size: int, options: dict):
         start(src, layer, direction, traffic, plan), direction, layer, epoch_now[0]
     )
 
-    def logged_aggregate(layer, h_inner):
+    def logged_aggregate(layer, h_inner, before_dropout=None):
         log[-1].append(("agg", layer))
-        return aggregate(layer, h_inner)
+        return aggregate(layer, h_inner, before_dropout)
 
     strategy.aggregate_hidden = logged_aggregate
     for epoch in range(1, EPOCHS + 1):

@@ -33,7 +33,7 @@ def test_layer_order_is_the_named_sequence(name, order):
             norm.bias.uniform_(-1.0, 1.0)
     x = torch.randn(10, 6)
     torch.manual_seed(7)
-    out = model(x, lambda layer, h: h)
+    out = model(x, lambda layer, h, before: h)
     torch.testing.assert_close(out, _by_hand(model, x, order, seed=7))
     other = "dropout_norm_act" if order == "norm_act_dropout" else "norm_act_dropout"
     assert not torch.allclose(out, _by_hand(model, x, other, seed=7))
