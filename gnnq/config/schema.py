@@ -204,6 +204,9 @@ class StaleParallelConfig(FullGraphParallelConfig):
     smooth: str = (
         "both"  # which stale buffers momentum smooths: both | features | gradients (PipeGCN's corr_feat / corr_grad)
     )
+    # rows that go stale: post_dropout (gnnq: as aggregated, with the sender's dropout mask) | pre_dropout (PipeGCN's
+    # code: the rows before dropout; the receiver draws a fresh mask on the stale rows)
+    stale_rows: str = "post_dropout"
 
 
 @dataclass

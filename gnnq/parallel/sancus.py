@@ -1,19 +1,22 @@
 """SANCUS (Peng et al., VLDB 2022): skip a layer's halo message while its rows have barely changed.
 
 Every training epoch and hidden layer, each owner compares its boundary rows (the inner rows any
-peer holds as halo rows) with the copy it last sent. The rows compared, sent and cached are the embeddings before
-the previous layer's closing dropout (``gnnq.models.gnn.BeforeDropout``), and each receiver draws a fresh dropout
-mask on them where it uses them: rows after dropout carry a new random mask every epoch, so their relative change
-stays near the dropout's own noise (about 1 at rate 0.5) and would never fall under a threshold. Without such rows
-(evaluation, no dropout, ``model.layer_order=dropout_norm_act``) the rows as aggregated are used. An owner it re-sends them to every peer only when their
+peer holds as halo rows) with the copy it last sent: it re-sends them to every peer only when their
 relative change ||h - h_sent||_F / ||h_sent||_F is at least ``threshold``, or when the copy it last
 sent is more than ``max_staleness`` epochs old (SANCUS's epoch-count staleness bound), and always in
-its first epoch. This is the paper's rule as gnnq reads it (Peng et al., VLDB 2022: a relative-change threshold and
-an epoch bound); the public code (chenzhao/light-dist-gnn, models/cached_gcn.py) switches its cache off
-(``g_cache_enabled`` is reset to all-False) and broadcasts every epoch. Otherwise every receiver reuses the copy it cached from that owner. Before the rows
+its first epoch. Otherwise every receiver reuses the copy it cached from that owner. Before the rows
 move, the owners' decisions go to every peer as one flag byte each (``HaloExchange.share_flags``,
 counted with the layer's forward bytes), so both ends agree on what the row message holds; the rows
 are counted when they are sent. ``threshold=0`` re-sends every epoch: it is ``sync`` (plus the flags).
+
+The rows compared, sent and cached are the embeddings before the previous layer's closing dropout
+(``gnnq.models.gnn.BeforeDropout``); each receiver draws a fresh dropout mask on them where it uses
+them. Rows after dropout carry a new random mask every epoch, so their relative change stays near the
+dropout's own noise (about 1 at rate 0.5) and never falls under a threshold. Without such rows
+(evaluation, no dropout, ``model.layer_order=dropout_norm_act``) the rows as aggregated are compared.
+This is the paper's rule as gnnq reads it (a relative-change threshold and an epoch bound); the public
+code (chenzhao/light-dist-gnn, models/cached_gcn.py) resets ``g_cache_enabled`` to all-False, so it
+broadcasts every epoch.
 
 Backward is exact, as in SANCUS's code (it never caches gradients): the halo rows' gradients go back
 to their owners every epoch. Layer-0 features are fetched once (``parallel.inputs``), and evaluation is exact.

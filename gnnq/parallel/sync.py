@@ -10,7 +10,6 @@ from gnnq.config.method import Resources
 from gnnq.models.gnn import BeforeDropout
 from gnnq.models.graph_ops import LocalGraph
 
-
 INPUTS = ("once", "every_epoch")
 
 
