@@ -52,19 +52,27 @@ class AdaptiveAssigner:
         cache_dir: Path | None = None,
         overheads: OverheadClock | None = None,
         part: Part | None = None,
+        input_dim: int | None = None,
     ):
         """``overheads`` times the startup profile, the α exchange and every reassignment (outside epochs);
-        ``part``: this rank's partition, needed for ``backward_influence=adaqp`` (its global out-degrees)."""
+        ``part``: this rank's partition, needed for ``backward_influence=adaqp`` (its global out-degrees);
+        ``input_dim``: the layer-0 features' width when they travel every epoch (``parallel.inputs=every_epoch``):
+        their forward message then gets widths of its own, as in AdaQP's assigner (None: fetched once, no widths)."""
         self.overheads = overheads if overheads is not None else OverheadClock()
         self.cfg, self.comm, self.exchange, self.dim = qcfg, comm, exchange, dim
         self.feature_dim = int(part.x.shape[1]) if part is not None else dim  # profile_range=published reads it
         self.quant = exchange.quant
         # Keys hold the plain direction strings: they travel pickled to rank 0 and into checkpoints.
-        self.keys = [(layer, d.value) for layer in range(1, layers) for d in DIRECTIONS]
+        inputs = [(0, Direction.FORWARD.value)] if input_dim is not None else []
+        self.keys = inputs + [(layer, d.value) for layer in range(1, layers) for d in DIRECTIONS]
+        self.dims = {key: input_dim if key[0] == 0 else dim for key in self.keys}  # row width of each message
         self.layouts: dict[tuple[int, str], WireLayout] = {}  # per (layer, direction): the widths in force
         self.range_squares: dict[tuple[int, str], torch.Tensor] = {}  # per (layer, direction): Σ range² traced
         self.bit_choices = tuple(sorted(int(b) for b in qcfg.bit_choices))
-        self.row_bytes = {b: self.quant.forward.at_bits(b).row_bytes(dim) for b in self.bit_choices}
+        self.row_bytes = {  # per row width: bytes of one row at each bit-width
+            d: {b: self.quant.forward.at_bits(b).row_bytes(d) for b in self.bit_choices}
+            for d in set(self.dims.values())
+        }
         with self.overheads.measure("influence"):
             backward_sums = None
             if qcfg.backward_influence == "adaqp":
@@ -92,7 +100,7 @@ class AdaptiveAssigner:
         if c.profile_range == "published":
             high, low = published_sizes(most_rows, self.feature_dim, self.dim, self.bit_choices)
             return fit_time_model(self.comm, high, repeats=c.profile_repeats, steps=PUBLISHED_STEPS, low_bytes=low)
-        lo, hi = self.row_bytes[self.bit_choices[0]], self.row_bytes[self.bit_choices[-1]]
+        lo, hi = self.row_bytes[self.dim][self.bit_choices[0]], self.row_bytes[self.dim][self.bit_choices[-1]]
         return fit_time_model(
             self.comm, [n * hi for n in most_rows], repeats=c.profile_repeats, low_bytes=[n * lo for n in most_rows]
         )
@@ -163,7 +171,7 @@ class AdaptiveAssigner:
         alpha = self.influence[direction].double().cpu()
         squares = self.range_squares.get(key)
         squares = torch.zeros_like(alpha) if squares is None else squares.double().cpu()
-        weight = (alpha * alpha * squares * (self.dim / 6.0)).numpy()
+        weight = (alpha * alpha * squares * (self.dims[key] / 6.0)).numpy()
         size = int(self.cfg.group_size)
         groups, orders = {}, {}
         start = 0
@@ -193,7 +201,7 @@ class AdaptiveAssigner:
             problem = BitProblem(
                 tuple(channels),
                 self.bit_choices,
-                self.row_bytes,
+                self.row_bytes[self.dims[key]],
                 float(self.cfg.variance_weight),
                 self.cfg.time_objective,
                 self.comm.world_size,

@@ -182,7 +182,7 @@ PARALLEL = Registry(
     [
         Choice(
             "sync",
-            s.ParallelConfig,
+            s.FullGraphParallelConfig,
             "gnnq.parallel.sync:SyncStrategy",
             "every layer waits for current halo rows",
             FULL_GRAPH_TRAINER,

@@ -176,13 +176,23 @@ class GridQuantizerConfig(QuantizerConfig):
 
 @dataclass
 class ParallelConfig:
-    """sync: no keys of its own."""
+    """The key every strategy has."""
 
     name: str = "sync"
 
 
 @dataclass
-class OverlapParallelConfig(ParallelConfig):
+class FullGraphParallelConfig(ParallelConfig):
+    """sync, and the keys every full-graph strategy shares."""
+
+    # layer-0 halo input features: once (gnnq: fetched once at setup, in fp32 unless quantizer.quantize_input) |
+    # every_epoch (AdaQP's code: exchanged in every forward pass like a hidden layer's rows, quantized in training
+    # when a quantizer is set)
+    inputs: str = "once"
+
+
+@dataclass
+class OverlapParallelConfig(FullGraphParallelConfig):
     name: str = "overlap"
     # what aggregates while halo rows are in flight: columns (every inner column's term, so all rows' inner
     # neighbours; then the halo columns' terms) | central (AdaQP's published split: only rows without a halo
@@ -191,17 +201,20 @@ class OverlapParallelConfig(ParallelConfig):
 
 
 @dataclass
-class StaleParallelConfig(ParallelConfig):
+class StaleParallelConfig(FullGraphParallelConfig):
     name: str = "stale"
     momentum: float = 0.0  # smoothing of stale rows: stale = momentum * stale + (1 - momentum) * received
     warmup: str = "sync"  # first epoch: sync (exchange and wait, gnnq) | zeros (zero buffers, PipeGCN's code)
     smooth: str = (
         "both"  # which stale buffers momentum smooths: both | features | gradients (PipeGCN's corr_feat / corr_grad)
     )
+    # rows that go stale: post_dropout (gnnq: as aggregated, with the sender's dropout mask) | pre_dropout (PipeGCN's
+    # code: the rows before dropout; the receiver draws a fresh mask on the stale rows)
+    stale_rows: str = "post_dropout"
 
 
 @dataclass
-class SamplingParallelConfig(ParallelConfig):
+class SamplingParallelConfig(FullGraphParallelConfig):
     name: str = "sampling"
     sampling_rate: float = 0.1  # fraction p of each peer's boundary rows exchanged per training epoch
     sample_size: str = (
@@ -210,7 +223,7 @@ class SamplingParallelConfig(ParallelConfig):
 
 
 @dataclass
-class SancusParallelConfig(ParallelConfig):
+class SancusParallelConfig(FullGraphParallelConfig):
     name: str = "sancus"
     threshold: float = 0.1  # an owner re-sends a layer's rows when their relative change since its last send is >= this
     max_staleness: int = 4  # or when its last send is more than this many epochs old (SANCUS's epoch bound)

@@ -34,6 +34,8 @@ ALLOWED = {
     "parallel.smooth": ("both", "features", "gradients"),
     "parallel.sample_size": ("floor", "at_least_one"),
     "parallel.split": ("columns", "central"),
+    "parallel.inputs": ("once", "every_epoch"),
+    "parallel.stale_rows": ("post_dropout", "pre_dropout"),
     "cluster.link": ("1gbit", "10gbit", "25gbit", "custom"),
     "cluster.pin_cores": ("auto", "on", "off"),
     "cluster.backend": ("auto", "gloo", "nccl"),
@@ -315,6 +317,16 @@ def _check_parallel(cfg: DictConfig) -> None:
     p = cfg.parallel
     _check_needs(cfg)
     _check_gamlp(cfg)
+    if p.get("inputs") == "every_epoch" and cfg.quantizer.get("quantize_input"):
+        raise ConfigError(
+            "quantizer.quantize_input=true is not allowed with parallel.inputs=every_epoch (the features then travel "
+            "as every forward message does, quantized in training); use quantize_input with parallel.inputs=once"
+        )
+    if p.get("stale_rows") == "pre_dropout" and cfg.model.get("layer_order") == "dropout_norm_act":
+        raise ConfigError(
+            "parallel.stale_rows=pre_dropout is not allowed with model.layer_order=dropout_norm_act (its rows end in "
+            "LayerNorm and ReLU, not dropout); use model.layer_order=norm_act_dropout or stale_rows=post_dropout"
+        )
     if cfg.trainer.checkpoint_every and p.name == "minibatch":
         raise ConfigError(
             f"trainer.checkpoint_every={cfg.trainer.checkpoint_every} is not supported with parallel=minibatch "

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from gnnq.config.method import Resources
+from gnnq.models.gnn import LAYER_ORDERS as ORDERS
 
 
 class GAMLP(nn.Module):
@@ -18,14 +19,28 @@ class GAMLP(nn.Module):
 
     @classmethod
     def from_config(cls, mcfg, in_dim: int, out_dim: int) -> "GAMLP":
-        return cls(in_dim, mcfg.hidden, out_dim, mcfg.layers, mcfg.dropout, mcfg.norm)
+        return cls(
+            in_dim, mcfg.hidden, out_dim, mcfg.layers, mcfg.dropout, mcfg.norm, mcfg.get("layer_order", ORDERS[0])
+        )
 
     @classmethod
     def resources(cls, mcfg) -> Resources:
         return Resources(propagated_inputs=True)  # the launcher prepares [X, AX, ..., A^hops X] (gnnq.data.gamlp)
 
-    def __init__(self, in_dim: int, hidden: int, out_dim: int, layers: int, dropout: float, norm: str):
+    def __init__(
+        self,
+        in_dim: int,
+        hidden: int,
+        out_dim: int,
+        layers: int,
+        dropout: float,
+        norm: str,
+        layer_order: str = "norm_act_dropout",
+    ):
         super().__init__()
+        if layer_order not in ORDERS:
+            raise ValueError(f"model.layer_order={layer_order!r}; allowed: {', '.join(ORDERS)}")
+        self.dropout_first = layer_order == "dropout_norm_act"
         dims = [in_dim] + [hidden] * (layers - 1) + [out_dim]
         self.linears = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
         self.norms = nn.ModuleList(
@@ -38,6 +53,9 @@ class GAMLP(nn.Module):
         last = len(self.linears) - 1
         for i, linear in enumerate(self.linears):
             h = linear(h)
-            if i < last:
-                h = self.dropout(torch.relu(self.norms[i](h)))
+            if i < last:  # model.layer_order, as in gnnq.models.gnn
+                if self.dropout_first:
+                    h = torch.relu(self.norms[i](self.dropout(h)))
+                else:
+                    h = self.dropout(torch.relu(self.norms[i](h)))
         return h

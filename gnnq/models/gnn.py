@@ -1,9 +1,12 @@
 """GCN and GraphSAGE (mean) for one partition.
 
-The model never talks to other ranks: at each layer it asks ``propagate(layer, h_inner)``
+The model never talks to other ranks: at each layer it asks ``propagate(layer, h_inner, before_dropout)``
 for the normalized neighbourhood aggregate of its inner rows, A @ [h_inner; h_halo], and
 whoever supplies that callable (a parallel strategy) decides how and when halo rows move
-and in which order the aggregation runs.
+and in which order the aggregation runs. ``before_dropout`` (a :class:`BeforeDropout`, or None)
+gives the same rows as they were before the dropout that ended the previous layer, with that
+dropout: a strategy that keeps or caches halo rows across epochs may keep those and draw a fresh
+mask where it uses them (PipeGCN's stale rows, SANCUS's cache), instead of reusing the sender's mask.
 
 Mini-batch blocks (``gnnq.train.neighbor_sampler``) reuse the same forward: layer i's input
 rows are its block's source nodes, destination nodes first, and ``num_dst[i]`` says how many
@@ -12,14 +15,25 @@ leading rows are the destinations (SAGE's root term and the layer's output rows)
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
 
 import torch
 from torch import nn
 
 from gnnq.config.method import Resources
 
-Propagate = Callable[[int, torch.Tensor], torch.Tensor]
+
+@dataclass(frozen=True)
+class BeforeDropout:
+    """A layer's input rows as they were before the previous layer's closing dropout (``rows``: in the autograd
+    graph), and that dropout (``dropout(rows)`` draws a fresh mask, of the same rate and mode)."""
+
+    rows: torch.Tensor
+    dropout: nn.Module
+
+
+Propagate = Callable[[int, torch.Tensor, Optional[BeforeDropout]], torch.Tensor]
 
 
 class GCNLayer(nn.Module):
@@ -107,16 +121,20 @@ class GNN(nn.Module):
         self, x_inner: torch.Tensor, propagate: Propagate, num_dst: Sequence[int] | None = None
     ) -> torch.Tensor:
         """Full graph: ``num_dst`` None. Blocks: per layer, the number of leading rows of h that are its outputs."""
-        h = x_inner
+        h, before = x_inner, None
         last = len(self.convs) - 1
         for i, conv in enumerate(self.convs):
-            aggregated = propagate(i, h)
+            aggregated = propagate(i, h, before)
             h = conv(h if num_dst is None else h[: num_dst[i]], aggregated)
             if i < last:
-                h = self._between_layers(i, h)
+                h, before = self._between_layers(i, h)
         return h
 
-    def _between_layers(self, i: int, h: torch.Tensor) -> torch.Tensor:
+    def _between_layers(self, i: int, h: torch.Tensor) -> tuple[torch.Tensor, BeforeDropout | None]:
+        """The next layer's input rows and, when a dropout that is active ends them, the rows before it."""
         if self.dropout_first:
-            return torch.relu(self.norms[i](self.dropout(h)))
-        return self.dropout(torch.relu(self.norms[i](h)))
+            return torch.relu(self.norms[i](self.dropout(h))), None
+        h = torch.relu(self.norms[i](h))
+        if not (self.dropout.training and self.dropout.p > 0):
+            return h, None
+        return self.dropout(h), BeforeDropout(h, self.dropout)

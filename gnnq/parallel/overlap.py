@@ -68,20 +68,22 @@ SPLITS = ("columns", "central")
 class OverlapStrategy(SyncStrategy):
     @classmethod
     def from_config(cls, pcfg, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, seed: int):
-        return cls(exchange, graph, x_inner, split=pcfg.split)
+        return cls(exchange, graph, x_inner, split=pcfg.split, inputs=pcfg.get("inputs", "once"))
 
     @classmethod
     def resources(cls, pcfg) -> Resources:
         return Resources(halo_buffers=True)  # halo rows in flight while the inner aggregate runs
 
-    def __init__(self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, split: str = "columns"):
+    def __init__(
+        self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, split: str = "columns", inputs="once"
+    ):
         if split not in SPLITS:
             raise ValueError(f"parallel.split={split!r}: allowed {', '.join(SPLITS)}")
-        super().__init__(exchange, graph, x_inner)
+        super().__init__(exchange, graph, x_inner, inputs)
         self.split, self.by_columns = CentralMarginal(graph), split == "columns"
         exchange.use_side_stream()
 
-    def aggregate_hidden(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
+    def aggregate_hidden(self, layer: int, h_inner: torch.Tensor, before_dropout=None) -> torch.Tensor:
         return _OverlappedAggregate.apply(h_inner, self, layer, self.traffic)
 
 

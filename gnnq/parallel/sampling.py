@@ -79,7 +79,15 @@ def draw_sample(
 class SamplingStrategy(SyncStrategy):
     @classmethod
     def from_config(cls, pcfg, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, seed: int):
-        return cls(exchange, graph, x_inner, rate=pcfg.sampling_rate, seed=seed, sample_size=pcfg.sample_size)
+        return cls(
+            exchange,
+            graph,
+            x_inner,
+            rate=pcfg.sampling_rate,
+            seed=seed,
+            sample_size=pcfg.sample_size,
+            inputs=pcfg.get("inputs", "once"),
+        )
 
     @classmethod
     def resources(cls, pcfg) -> Resources:
@@ -93,8 +101,9 @@ class SamplingStrategy(SyncStrategy):
         rate: float = 0.1,
         seed: int = 0,
         sample_size: str = "at_least_one",
+        inputs: str = "once",
     ):
-        super().__init__(exchange, graph, x_inner)
+        super().__init__(exchange, graph, x_inner, inputs)
         if sample_size not in SAMPLE_SIZES:
             raise ValueError(f"sample_size={sample_size!r}: allowed {', '.join(SAMPLE_SIZES)}")
         self.rate, self.seed, self.sample_size = float(rate), int(seed), sample_size
@@ -106,7 +115,7 @@ class SamplingStrategy(SyncStrategy):
             self.exchange.plan, self.rate, self.seed, epoch, self.exchange.comm.rank, self.sample_size
         )
 
-    def aggregate_hidden(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
+    def aggregate_hidden(self, layer: int, h_inner: torch.Tensor, before_dropout=None) -> torch.Tensor:
         if not self.traffic.is_training:
             return super().aggregate_hidden(layer, h_inner)  # evaluation: the full graph
         s = self.sample

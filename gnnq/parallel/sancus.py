@@ -9,8 +9,17 @@ move, the owners' decisions go to every peer as one flag byte each (``HaloExchan
 counted with the layer's forward bytes), so both ends agree on what the row message holds; the rows
 are counted when they are sent. ``threshold=0`` re-sends every epoch: it is ``sync`` (plus the flags).
 
+The rows compared, sent and cached are the embeddings before the previous layer's closing dropout
+(``gnnq.models.gnn.BeforeDropout``); each receiver draws a fresh dropout mask on them where it uses
+them. Rows after dropout carry a new random mask every epoch, so their relative change stays near the
+dropout's own noise (about 1 at rate 0.5) and never falls under a threshold. Without such rows
+(evaluation, no dropout, ``model.layer_order=dropout_norm_act``) the rows as aggregated are compared.
+This is the paper's rule as gnnq reads it (a relative-change threshold and an epoch bound); the public
+code (chenzhao/light-dist-gnn, models/cached_gcn.py) resets ``g_cache_enabled`` to all-False, so it
+broadcasts every epoch.
+
 Backward is exact, as in SANCUS's code (it never caches gradients): the halo rows' gradients go back
-to their owners every epoch. Layer-0 features are fetched once, and evaluation is exact.
+to their owners every epoch. Layer-0 features are fetched once (``parallel.inputs``), and evaluation is exact.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ import torch
 from gnnq.comm.direction import Direction
 from gnnq.comm.halo import HaloExchange, HaloPlan, gradients_to_owners
 from gnnq.config.method import Resources
+from gnnq.models.gnn import BeforeDropout
 from gnnq.models.graph_ops import LocalGraph
 from gnnq.parallel.sync import SyncStrategy
 
@@ -27,7 +37,14 @@ from gnnq.parallel.sync import SyncStrategy
 class SancusStrategy(SyncStrategy):
     @classmethod
     def from_config(cls, pcfg, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, seed: int):
-        return cls(exchange, graph, x_inner, threshold=pcfg.threshold, max_staleness=pcfg.max_staleness)
+        return cls(
+            exchange,
+            graph,
+            x_inner,
+            threshold=pcfg.threshold,
+            max_staleness=pcfg.max_staleness,
+            inputs=pcfg.get("inputs", "once"),
+        )
 
     @classmethod
     def resources(cls, pcfg) -> Resources:
@@ -40,8 +57,9 @@ class SancusStrategy(SyncStrategy):
         x_inner: torch.Tensor,
         threshold: float = 0.1,
         max_staleness: int = 4,
+        inputs: str = "once",
     ):
-        super().__init__(exchange, graph, x_inner)
+        super().__init__(exchange, graph, x_inner, inputs)
         self.threshold, self.max_staleness = float(threshold), int(max_staleness)
         plan, device = exchange.plan, exchange.send_idx.device
         self.boundary = torch.unique(plan.send_idx)  # compared rows: each boundary row once
@@ -55,10 +73,15 @@ class SancusStrategy(SyncStrategy):
         self.halo = {}  # layer -> the halo rows as last received from each owner (the receiver's cache)
         self.sends = {}  # layer -> epochs in which this owner sent the layer's rows
 
-    def aggregate_hidden(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
+    def aggregate_hidden(
+        self, layer: int, h_inner: torch.Tensor, before_dropout: BeforeDropout | None = None
+    ) -> torch.Tensor:
         if not self.traffic.is_training:
             return super().aggregate_hidden(layer, h_inner)  # evaluation is exact
-        return self.graph.aggregate(torch.cat([h_inner, _CachedHalo.apply(h_inner, self, layer)]))
+        if before_dropout is None:
+            return self.graph.aggregate(torch.cat([h_inner, _CachedHalo.apply(h_inner, self, layer)]))
+        halo = _CachedHalo.apply(before_dropout.rows, self, layer)  # pre-dropout rows, compared and cached
+        return self.graph.aggregate(torch.cat([h_inner, before_dropout.dropout(halo)]))  # a fresh mask
 
     def resends(self, layer: int, h_inner: torch.Tensor) -> bool:
         """Whether this owner re-sends ``layer``'s rows this epoch (see the module's doc)."""

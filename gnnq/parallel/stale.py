@@ -13,6 +13,13 @@ With ``momentum`` Î³ > 0 the stale values are smoothed as they arrive, stale = Î
 (PipeGCN's smoothed variant); ``smooth`` says which buffers: ``both``, ``features`` (forward halo
 rows) or ``gradients`` (returned gradients). With zero buffers the average starts from zero, as in
 PipeGCN; after a sync warm-up it starts from the warm-up's rows.
+
+Which rows go stale (``stale_rows``): ``post_dropout`` (gnnq's default) sends a layer's input rows as the model
+aggregates them, so the receiver reuses them with the sender's dropout mask of the epoch they were sent;
+``pre_dropout`` (PipeGCN's code: its buffer is filled before the dropout, module/model.py) sends the rows before the
+previous layer's closing dropout and the receiver draws a fresh mask on the stale rows when it uses them; their
+gradients go back to the owner's pre-dropout rows. Where the model has no such rows (evaluation, no dropout,
+``model.layer_order=dropout_norm_act``) both are the same.
 """
 
 from __future__ import annotations
@@ -22,10 +29,12 @@ import torch
 from gnnq.comm.direction import Direction
 from gnnq.comm.halo import Arrived, HaloExchange, inner_gradient
 from gnnq.config.method import Resources
+from gnnq.models.gnn import BeforeDropout
 from gnnq.models.graph_ops import LocalGraph
 from gnnq.parallel.sync import SyncStrategy
 
 WARMUPS = ("sync", "zeros")
+STALE_ROWS = ("post_dropout", "pre_dropout")
 SMOOTHED = {
     "both": (Direction.FORWARD, Direction.BACKWARD),
     "features": (Direction.FORWARD,),
@@ -36,7 +45,16 @@ SMOOTHED = {
 class StaleStrategy(SyncStrategy):
     @classmethod
     def from_config(cls, pcfg, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, seed: int):
-        return cls(exchange, graph, x_inner, momentum=pcfg.momentum, warmup=pcfg.warmup, smooth=pcfg.smooth)
+        return cls(
+            exchange,
+            graph,
+            x_inner,
+            momentum=pcfg.momentum,
+            warmup=pcfg.warmup,
+            smooth=pcfg.smooth,
+            inputs=pcfg.get("inputs", "once"),
+            stale_rows=pcfg.get("stale_rows", "post_dropout"),
+        )
 
     @classmethod
     def resources(cls, pcfg) -> Resources:
@@ -50,10 +68,15 @@ class StaleStrategy(SyncStrategy):
         momentum: float = 0.0,
         warmup: str = "sync",
         smooth: str = "both",
+        inputs: str = "once",
+        stale_rows: str = "post_dropout",
     ):
-        super().__init__(exchange, graph, x_inner)
+        super().__init__(exchange, graph, x_inner, inputs)
         if warmup not in WARMUPS or smooth not in SMOOTHED:
             raise ValueError(f"warmup={warmup!r} / smooth={smooth!r}: allowed {WARMUPS} / {tuple(SMOOTHED)}")
+        if stale_rows not in STALE_ROWS:
+            raise ValueError(f"parallel.stale_rows={stale_rows!r}: allowed {', '.join(STALE_ROWS)}")
+        self.pre_dropout = stale_rows == "pre_dropout"
         self.momentum, self.warmup = float(momentum), warmup
         self.smoothed = SMOOTHED[smooth] if self.momentum > 0 else ()
         exchange.use_side_stream()  # on GPU: encode, send and decode off the compute stream (no effect on CPU)
@@ -80,9 +103,14 @@ class StaleStrategy(SyncStrategy):
         for direction, layer in list(self.in_flight):
             self._fold(direction, layer)
 
-    def aggregate_hidden(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
+    def aggregate_hidden(
+        self, layer: int, h_inner: torch.Tensor, before_dropout: BeforeDropout | None = None
+    ) -> torch.Tensor:
         if not self.traffic.is_training:
             return super().aggregate_hidden(layer, h_inner)  # evaluation is exact
+        if self.pre_dropout and before_dropout is not None:
+            stale = _StaleHalo.apply(before_dropout.rows, self, layer)
+            return self.graph.aggregate(torch.cat([h_inner, before_dropout.dropout(stale)]))  # a fresh mask
         return _StaleAggregate.apply(h_inner, self, layer)
 
     def exchange_rows(self, direction: Direction, layer: int, rows: torch.Tensor) -> torch.Tensor:
@@ -140,3 +168,24 @@ class _StaleAggregate(torch.autograd.Function):
             ),  # last epoch's, or the warm-up's
         )
         return grad_inner, None, None
+
+
+class _StaleHalo(torch.autograd.Function):
+    """The stale halo rows of ``rows`` (pre-dropout rows, ``stale_rows=pre_dropout``); backward: the halo rows'
+    gradients go to their owners, and last epoch's returned gradients are ``rows``' gradient."""
+
+    @staticmethod
+    def forward(ctx, rows, strategy: StaleStrategy, layer: int):
+        ctx.strategy, ctx.layer, ctx.shape = strategy, layer, rows.shape
+        return strategy.exchange_rows(Direction.FORWARD, layer, rows.detach()).detach()  # not the stored tensor
+
+    @staticmethod
+    def backward(ctx, grad_halo):
+        strategy = ctx.strategy
+        grad_rows = inner_gradient(
+            strategy.exchange,
+            grad_halo,
+            lambda: grad_halo.new_zeros(ctx.shape),
+            lambda g: Arrived(strategy.exchange_rows(Direction.BACKWARD, ctx.layer, g)),
+        )
+        return grad_rows, None, None

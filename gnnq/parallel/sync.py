@@ -7,11 +7,17 @@ import torch
 from gnnq.comm.halo import EVALUATION, HaloExchange, Traffic
 from gnnq.comm.row_buffers import RowBuffers
 from gnnq.config.method import Resources
+from gnnq.models.gnn import BeforeDropout
 from gnnq.models.graph_ops import LocalGraph
+
+INPUTS = ("once", "every_epoch")
 
 
 class SyncStrategy:
-    """Supplies the model's aggregates A @ [h_inner; h_halo]. Layer-0 inputs never change: fetched once.
+    """Supplies the model's aggregates A @ [h_inner; h_halo]. Layer-0 inputs never change: with ``inputs="once"``
+    (gnnq's default) their halo rows are fetched once, at setup; with ``inputs="every_epoch"`` (AdaQP's code) layer 0
+    goes the way of every hidden layer instead (``aggregate_hidden``): its halo rows are exchanged in every forward
+    pass, quantized in training when a quantizer is set, and counted as layer 0's forward bytes.
 
     ``traffic`` says what the messages of the current step are (training of an epoch, or evaluation);
     it goes with every message, so the exchange holds no epoch of its own. Each hidden layer's
@@ -23,22 +29,27 @@ class SyncStrategy:
 
     @classmethod
     def from_config(cls, pcfg, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, seed: int):
-        """The strategy with its own keys from ``parallel.*`` (sync has none)."""
-        return cls(exchange, graph, x_inner)
+        """The strategy with its own keys from ``parallel.*`` (sync: ``inputs`` only)."""
+        return cls(exchange, graph, x_inner, inputs=pcfg.get("inputs", "once"))
 
     @classmethod
     def resources(cls, pcfg) -> Resources:
         """Every layer's activations for backward; no halo buffer kept across epochs."""
         return Resources()
 
-    def __init__(self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor):
+    def __init__(self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, inputs: str = "once"):
+        if inputs not in INPUTS:
+            raise ValueError(f"parallel.inputs={inputs!r}: allowed {', '.join(INPUTS)}")
         self.exchange = exchange
         self.graph = graph
+        self.inputs_every_epoch = inputs == "every_epoch"
         n = x_inner.shape[0]
         self.x_full = x_inner.new_empty((n + exchange.num_halo,) + tuple(x_inner.shape[1:]))
         self.x_full[:n] = x_inner
         self.x_inner = x_inner  # the model's layer-0 input on every step: its rows are in x_full already
-        self.x_halo = exchange.fetch_static(x_inner, out=self.x_full[n:])  # a view of x_full
+        self.x_halo = self.x_full[n:]  # a view of x_full: the halo inputs, fetched once unless every epoch
+        if not self.inputs_every_epoch:
+            exchange.fetch_static(x_inner, out=self.x_halo)
         self.traffic = Traffic.training(0)
         self.buffers = RowBuffers()
 
@@ -64,10 +75,11 @@ class SyncStrategy:
     def load_state_dict(self, state: dict) -> None:
         pass
 
-    def __call__(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
-        if layer == 0:
+    def __call__(self, layer: int, h_inner: torch.Tensor, before_dropout: BeforeDropout | None = None) -> torch.Tensor:
+        """The model's ``propagate`` (gnnq.models.gnn)."""
+        if layer == 0 and not self.inputs_every_epoch:
             return self.graph.aggregate(self.input_rows(h_inner))
-        return self.aggregate_hidden(layer, h_inner)
+        return self.aggregate_hidden(layer, h_inner, before_dropout)
 
     def input_rows(self, h_inner: torch.Tensor) -> torch.Tensor:
         """[h_inner; x_halo]: the held ``x_full``, with ``h_inner`` copied into its inner rows unless it is the
@@ -80,7 +92,11 @@ class SyncStrategy:
             self.x_full[:n].copy_(h_inner)
         return self.x_full
 
-    def aggregate_hidden(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
+    def aggregate_hidden(
+        self, layer: int, h_inner: torch.Tensor, before_dropout: BeforeDropout | None = None
+    ) -> torch.Tensor:
+        """A @ [h_inner; current halo rows] (the rows as sent: ``before_dropout`` is only for strategies that keep
+        rows across epochs)."""
         return self.graph.aggregate(
             self.exchange.fetch_into(h_inner, layer, self.traffic, self.full_rows(layer, h_inner))
         )

@@ -73,16 +73,27 @@ class FullGraphTrainer(Trainer):
         self.exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, self.quant)
         self.strategy = make_strategy(cfg.parallel, self.exchange, graph, part.x, seed)
         self.assigner = None
+        inputs_keys = [(0, "fwd")] if cfg.parallel.get("inputs", "once") == "every_epoch" else []
         if cfg.quantizer.name == "adaptive":
             m = cfg.model
             self.assigner = AdaptiveAssigner(
-                cfg.quantizer, comm, self.exchange, graph, m.name, m.hidden, m.layers, cache_dir, self.overheads, part
+                cfg.quantizer,
+                comm,
+                self.exchange,
+                graph,
+                m.name,
+                m.hidden,
+                m.layers,
+                cache_dir,
+                self.overheads,
+                part,
+                input_dim=part.x.shape[1] if inputs_keys else None,
             )
         self.masks = [part.train_mask, part.val_mask, part.test_mask]
         self.num_train = comm.all_reduce(part.train_mask.sum().to(torch.float64), category=CONTROL).item()
         setup = torch.tensor([float(comm.stats.total_bytes(HALO_SETUP))], **self.f64)
         self.setup_comm_bytes = comm.all_reduce(setup, category=CONTROL).item()
-        self.layer_keys = [(layer, d) for layer in range(1, cfg.model.layers) for d in ("fwd", "bwd")]
+        self.layer_keys = inputs_keys + [(layer, d) for layer in range(1, cfg.model.layers) for d in ("fwd", "bwd")]
         self.layer_bytes = torch.zeros(
             len(self.layer_keys), **self.f64
         )  # halo bytes of training steps, summed over epochs

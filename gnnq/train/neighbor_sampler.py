@@ -68,7 +68,8 @@ class Blocks:
     def num_sampled_edges(self) -> int:
         return sum(b.num_sampled_edges for b in self.blocks)
 
-    def __call__(self, layer: int, h_src: torch.Tensor) -> torch.Tensor:
+    def __call__(self, layer: int, h_src: torch.Tensor, before_dropout=None) -> torch.Tensor:
+        """The model's ``propagate`` (nothing is kept across steps, so ``before_dropout`` is not needed)."""
         return self.blocks[layer].graph.aggregate(h_src)
 
 

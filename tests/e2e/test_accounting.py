@@ -48,6 +48,9 @@ RUNS = {
     "sampling": ["parallel=sampling", f"parallel.sampling_rate={RATE}"],
     "uniform4": ["quantizer=uniform", "quantizer.bits=4", "cluster.nproc=3"],
     "adaptive": ["parallel=overlap", "quantizer=adaptive", "quantizer.assign_cycle=2", "quantizer.time_model=fixed"],
+    # parallel.inputs=every_epoch (AdaQP's layer-0 exchange): the layer-0 features go with every training step
+    "sync_inputs": ["parallel.inputs=every_epoch"],
+    "uniform4_inputs": ["quantizer=uniform", "quantizer.bits=4", "cluster.nproc=3", "parallel.inputs=every_epoch"],
     "admm": ["experiment=pdadmm_g", "model.layers=4", "parallel.warmup_iterations=2", "model.hops=2"],
 }
 FULL_GRAPH = [name for name in RUNS if name != "admm"]
@@ -88,8 +91,12 @@ def _message_rows(parts: list, name: str, epoch: int, seed: int) -> int:
 
 def _expected_epoch_bytes(name: str, record: dict, row: dict, parts: list, widths: dict[int, int] | None) -> int:
     """Halo bytes of one training epoch from the send plans: forward rows out and their gradients back, per hidden
-    layer."""
+    layer; with parallel.inputs=every_epoch also the layer-0 features' forward message, in the forward codec."""
     messages = 2 * (LAYERS - 1)
+    if name.endswith("_inputs"):
+        features, rows = record["config"]["dataset"]["feature_dim"], _message_rows(parts, name, row["epoch"], 0)
+        inputs = rows * (row_bytes(features, 4, torch.float16) if name.startswith("uniform4") else features * 4)
+        return inputs + _expected_epoch_bytes(name.removesuffix("_inputs"), record, row, parts, widths)
     if name == "adaptive":  # the widths in force: the first cycle at 8 bits, then the last assignment's histogram
         if widths is None:
             return messages * _message_rows(parts, name, row["epoch"], 0) * row_bytes(HIDDEN, 8, torch.float16)
@@ -115,7 +122,9 @@ def test_halo_bytes_equal_the_send_plans(runs, name):
         == sum(r["comm_bytes"] for r in rows) // len(rows)
     )
     by_layer = summary["comm_bytes_per_epoch_by_layer"]
-    assert sorted(by_layer) == sorted(f"{layer}.{d}" for layer in range(1, LAYERS) for d in ("fwd", "bwd"))
+    inputs = ["0.fwd"] if name.endswith("_inputs") else []
+    assert sorted(by_layer) == sorted(inputs + [f"{layer}.{d}" for layer in range(1, LAYERS) for d in ("fwd", "bwd")])
+    assert by_layer.get("0.fwd", 1) > 0
     assert sum(by_layer.values()) == pytest.approx(
         record["comm_bytes_per_epoch"], abs=len(by_layer)
     )  # integer division per layer

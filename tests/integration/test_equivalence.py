@@ -146,8 +146,8 @@ def test_overlap_equals_sync(world_size, splits):
                 assert overlap["train_bytes"] == sync["train_bytes"]
 
 
-def _quantized_step(world_size: int):
-    """One step with 4-bit forward / 8-bit backward messages, twice with the same seed."""
+def _quantized_step(world_size: int, inputs: str = "once"):
+    """One step with 4-bit forward / 8-bit backward messages, twice with the same seed (``inputs``: parallel.inputs)."""
     from omegaconf import OmegaConf as OC
 
     from gnnq.comm.codec import message_quantization
@@ -171,11 +171,12 @@ def _quantized_step(world_size: int):
     exchange = HaloExchange(
         comm, part.send_idx, part.send_counts, part.halo_counts, message_quantization(qcfg, 5, comm.rank)
     )
-    strategy = SyncStrategy(exchange, local_graph_for("gcn", part), part.x)
+    strategy = SyncStrategy(exchange, local_graph_for("gcn", part), part.x, inputs=inputs)
     for _ in range(2):  # the second step decodes into the halo buffers the first one left
         torch.manual_seed(0)
         model = build_model(_cfg("gcn"), part)
         before = comm.stats.total_bytes(HALO_TRAIN)
+        before_inputs = comm.stats.bytes.get((HALO_TRAIN, 0, "fwd"), 0)
         strategy.begin_training_epoch(3)
         logits, _ = forward_backward(model, part, strategy, float(graph.train_mask.sum()), comm)
         out.append(
@@ -183,6 +184,7 @@ def _quantized_step(world_size: int):
                 "logits": logits.detach(),
                 "grads": [p.grad.clone() for p in model.parameters()],
                 "train_bytes": comm.stats.total_bytes(HALO_TRAIN) - before,
+                "input_bytes": comm.stats.bytes.get((HALO_TRAIN, 0, "fwd"), 0) - before_inputs,
                 "setup_bytes": comm.stats.total_bytes(HALO_SETUP),
                 "sent_rows": int(part.send_idx.numel()),
                 "halo_rows": part.num_halo,
@@ -195,11 +197,15 @@ def _quantized_step(world_size: int):
     return out
 
 
-def test_quantized_exchange_counts_exact_wire_bytes_and_is_reproducible():
+@pytest.mark.parametrize("inputs", ["once", "every_epoch"])
+def test_quantized_exchange_counts_exact_wire_bytes_and_is_reproducible(inputs):
+    """Bytes per training step = the analytic count from the send plan: rows sent x wire bytes per row, per message.
+    parallel.inputs=once: the layer-0 features once, in fp32 (setup); every_epoch: with every step, quantized like a
+    forward message (AdaQP's code), and nothing at setup."""
     from gnnq.comm.kernels.torch_codec import row_bytes
 
     graph = random_graph()
-    for rank_result in run_distributed(3, _quantized_step, 3):
+    for rank_result in run_distributed(3, _quantized_step, 3, inputs):
         first, second = rank_result
         assert torch.equal(first["logits"], second["logits"]), "same seed and epoch, same draws"
         assert all(torch.equal(a, b) for a, b in zip(first["grads"], second["grads"]))
@@ -209,5 +215,12 @@ def test_quantized_exchange_counts_exact_wire_bytes_and_is_reproducible():
         fwd, bwd = row_bytes(HIDDEN, 4, torch.float16), row_bytes(HIDDEN, 8, torch.float16)
         assert (fwd, bwd) == (HIDDEN * 4 // 8 + 4, HIDDEN + 4)
         expected = (first["sent_rows"] * fwd + first["halo_rows"] * bwd) * (LAYERS - 1)
-        assert first["train_bytes"] == expected
-        assert first["setup_bytes"] == first["sent_rows"] * graph.num_features * 4, "layer-0 features stay fp32"
+        if inputs == "once":
+            assert first["train_bytes"] == second["train_bytes"] == expected
+            assert first["input_bytes"] == 0
+            assert first["setup_bytes"] == first["sent_rows"] * graph.num_features * 4, "layer-0 features stay fp32"
+        else:
+            features = first["sent_rows"] * row_bytes(graph.num_features, 4, torch.float16)
+            assert first["input_bytes"] == second["input_bytes"] == features
+            assert first["train_bytes"] == second["train_bytes"] == expected + features
+            assert first["setup_bytes"] == 0, "nothing fetched at setup"

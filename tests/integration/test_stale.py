@@ -48,8 +48,8 @@ def _train(world_size: int, strategy_name: str, model_name: str, lr: float, opti
     seen = []
     aggregate = strategy.aggregate_hidden
 
-    def recording(layer, h_inner):
-        out = aggregate(layer, h_inner)
+    def recording(layer, h_inner, before_dropout=None):
+        out = aggregate(layer, h_inner, before_dropout)
         used = strategy.halo[layer] if hasattr(strategy, "halo") else None
         seen[-1][layer] = (h_inner.detach().clone(), None if used is None else used.clone())
         return out
@@ -241,9 +241,9 @@ def _wait_order(world_size: int, options: dict):
         start(src, layer, direction, traffic, plan), direction, layer, epoch_now[0]
     )
 
-    def logged_aggregate(layer, h_inner):
+    def logged_aggregate(layer, h_inner, before_dropout=None):
         log[-1].append(("agg", layer))
-        return aggregate(layer, h_inner)
+        return aggregate(layer, h_inner, before_dropout)
 
     strategy.aggregate_hidden = logged_aggregate
     for epoch in range(1, EPOCHS + 1):
@@ -304,3 +304,95 @@ def test_smooth_picks_the_buffers_momentum_smooths(smooth):
             assert torch.equal(plain, plain_src)
             torch.testing.assert_close(smoothed, (1 - gamma) * smoothed_src, rtol=1e-6, atol=1e-7)
             assert smoothed_src.abs().sum() > 0
+
+
+class _AggregateLog:
+    """A local graph whose ``aggregate`` keeps a copy of every [inner; halo] it is given."""
+
+    def __init__(self, graph):
+        self.graph, self.calls = graph, []
+
+    def aggregate(self, full):
+        self.calls.append(full.detach().clone())
+        return self.graph.aggregate(full)
+
+    def __getattr__(self, name):
+        return getattr(self.graph, name)
+
+
+def _train_with_dropout(stale_rows: str):
+    """2 ranks, dropout 0.5: per epoch, layer 1's rows before and after dropout, the rows sent and the halo rows
+    aggregated."""
+    comm = Communicator()
+    graph = random_graph(num_nodes=150, num_edges=900, seed=2)
+    part = build_parts(graph, partition_nodes(graph.edge_index, graph.num_nodes, 2, "metis", 1), 2)[comm.rank]
+    cfg = OmegaConf.create(
+        {
+            "model": {"name": "gcn", "layers": LAYERS, "hidden": HIDDEN, "dropout": 0.5, "norm": "layer"},
+            "trainer": {"optimizer": "adam", "lr": 0.01, "weight_decay": 0.0},
+        }
+    )
+    torch.manual_seed(0)
+    model = build_model(cfg, part)
+    optimizer = make_optimizer(cfg, model.parameters())
+    strategy = STRATEGIES["stale"](
+        HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts),
+        local_graph_for("gcn", part),
+        part.x,
+        stale_rows=stale_rows,
+    )
+    log = _AggregateLog(strategy.graph)
+    strategy.graph = log
+    epochs, aggregate, exchange_rows = [], strategy.aggregate_hidden, strategy.exchange_rows
+
+    def recording(layer, h_inner, before_dropout=None):
+        if layer == 1:
+            epochs[-1]["post"] = h_inner.detach()[part.send_idx].clone()
+            epochs[-1]["pre"] = before_dropout.rows.detach()[part.send_idx].clone()
+            log.calls.clear()
+        return aggregate(layer, h_inner, before_dropout)
+
+    def recording_rows(kind, layer, rows):
+        if kind == "fwd" and layer == 1:
+            epochs[-1]["sent"] = rows[part.send_idx].clone()
+        return exchange_rows(kind, layer, rows)
+
+    strategy.aggregate_hidden, strategy.exchange_rows = recording, recording_rows
+    for epoch in range(1, 4):
+        epochs.append({})
+        strategy.begin_training_epoch(epoch)
+        optimizer.zero_grad()
+        _, loss = forward_backward(model, part, strategy, float(graph.train_mask.sum()), comm)
+        epochs[-1]["used"] = log.calls[0][part.num_inner :].clone() if log.calls else None
+        epochs[-1]["loss"] = loss.item()
+        optimizer.step()
+    strategy.close()
+    return epochs
+
+
+def test_pre_dropout_stale_rows_get_a_fresh_mask_at_the_receiver():
+    """parallel.stale_rows=pre_dropout (PipeGCN's code): the rows sent are the rows before dropout, and the halo rows
+    used in epoch t+1 are the peer's epoch-t rows under a mask drawn at the receiver, not the sender's."""
+    results = run_distributed(2, _train_with_dropout, "pre_dropout")
+    for rank, epochs in enumerate(results):
+        peer = results[1 - rank]
+        for t in range(len(epochs)):
+            assert torch.equal(epochs[t]["sent"], epochs[t]["pre"]), "the rows before dropout go out"
+            assert not torch.equal(epochs[t]["sent"], epochs[t]["post"])
+        for t in (1, 2):
+            stale, used = peer[t - 1]["sent"], epochs[t]["used"]  # 2 ranks: the peer sends all its rows here
+            kept = used != 0
+            torch.testing.assert_close(used[kept], 2 * stale[kept])  # dropout 0.5 scales kept entries by 2
+            nonzero = stale != 0
+            dropped = (~kept & nonzero).sum() / nonzero.sum()
+            assert 0.35 < dropped < 0.65, dropped  # about half of the nonzero entries dropped, at the receiver
+            assert not torch.equal(kept, peer[t - 1]["post"] != 0), "not the sender's mask"
+        assert all(torch.isfinite(torch.tensor(e["loss"])) for e in epochs)
+
+
+def test_post_dropout_stale_rows_carry_the_senders_mask():
+    """gnnq's default: the rows sent are the rows after the sender's dropout; the receiver uses them as they came."""
+    results = run_distributed(2, _train_with_dropout, "post_dropout")
+    for rank, epochs in enumerate(results):
+        for t in range(len(epochs)):
+            assert torch.equal(epochs[t]["sent"], epochs[t]["post"])

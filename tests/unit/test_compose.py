@@ -342,6 +342,20 @@ BAD = {
     ),
     "gamlp hops": (["model=gamlp", "model.hops=-1"], ["model.hops", ">= 0"]),
     "optimizer": (["trainer.optimizer=lbfgs"], ["trainer.optimizer='lbfgs'", "adadelta"]),
+    "inputs choice": (["parallel.inputs=twice"], ["parallel.inputs='twice'", "once, every_epoch"]),
+    "inputs every epoch with quantize_input": (
+        ["quantizer=uniform", "quantizer.quantize_input=true", "parallel.inputs=every_epoch"],
+        ["quantizer.quantize_input=true", "parallel.inputs=every_epoch"],
+    ),
+    "stale rows choice": (
+        ["parallel=stale", "parallel.stale_rows=both"],
+        ["parallel.stale_rows='both'", "pre_dropout"],
+    ),
+    "pre-dropout stale rows with AdaQP's order": (
+        ["experiment=pipegcn", "model.layer_order=dropout_norm_act"],
+        ["parallel.stale_rows=pre_dropout", "model.layer_order=dropout_norm_act"],
+    ),
+    "gamlp layer order": (["model=gamlp", "model.layer_order=relu_first"], ["model.layer_order='relu_first'"]),
     "minibatch batch 0": (
         ["parallel=minibatch", "cluster.nproc=1", "parallel.batch_size=0"],
         ["parallel.batch_size", ">= 1"],

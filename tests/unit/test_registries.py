@@ -84,7 +84,7 @@ OTHER_OPTION = {
     ),
     "sampling key with sync": (
         ["parallel.sampling_rate=0.5"],
-        "parallel.sampling_rate: no such key for parallel=sync; allowed keys: name",
+        "parallel.sampling_rate: no such key for parallel=sync; allowed keys: name, inputs",
     ),
     "stale key with sampling": (
         ["parallel=sampling", "parallel.momentum=0.5"],
