@@ -16,8 +16,8 @@ from hydra.errors import HydraException, MissingConfigException, OverrideParseEx
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
-import gnnq.config.resolvers  # noqa: F401 - registers gnnq_path and gnnq_assign_cycle (conf/, the schema)
 import gnnq.config.published  # noqa: F401 - registers the resolver ${published:...} the presets read
+import gnnq.config.resolvers  # noqa: F401 - registers gnnq_path and gnnq_assign_cycle (conf/, the schema)
 from gnnq.config.registry import group_registries
 from gnnq.config.schema import Config
 from gnnq.config.validate import no_such_key_message, validate
