@@ -40,14 +40,14 @@ static inline __attribute__((always_inline)) void T(keys)(uint32_t k0, uint32_t 
 }
 
 /* Philox4x32-10 of W counters (call0 + lane, r0, r1, 0): lanes 0-7 serve columns [64 g, 64 g + 64) with
-   call0 = 8 g, lanes 8-15 (W = 16) the next 64 columns. N (1 or 2) independent batches at call0 + 8 W n are
+   call0 = 8 g, lanes 8-15 (W = 16) the next 64 columns. N (1 or 2) independent batches at call0 + W n (8 W columns apart) are
    computed side by side: each round's multiplies wait on the previous round, so one batch alone is bound by
    latency, not by the multiplier's throughput. */
 static inline __attribute__((always_inline)) void T(philox)(uint32_t call0, int n, uint32_t r0, uint32_t r1,
                                                             const T(vu) ks[2 * PHILOX_ROUNDS], T(vu) w[2][4]) {
     T(vu) c0[2], c1[2], c2[2], c3[2], hi0, lo0, hi1, lo1;
     for (int b = 0; b < n; b++) {
-        for (int l = 0; l < W; l++) c0[b][l] = call0 + (uint32_t)(8 * W * b + l);
+        for (int l = 0; l < W; l++) c0[b][l] = call0 + (uint32_t)(W * b + l); /* 8 W columns further: W calls further */
         c1[b] = (T(vu)){0} + r0, c2[b] = (T(vu)){0} + r1, c3[b] = (T(vu)){0};
     }
     for (int round = 0; round < PHILOX_ROUNDS; round++)
