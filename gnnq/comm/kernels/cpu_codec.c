@@ -1,5 +1,5 @@
 /* Fused CPU codec: one pass over each row, bit-identical to torch_codec (see its docstring), with
-the draws computed inline by Philox4x32-10 exactly as philox.py defines them.
+the draws computed inline by Philox4x32-7 exactly as philox.py defines them.
 
 Built by c_codec.py with -O3 -ffp-contract=off and without -ffast-math: every operation below
 is the same IEEE fp32 operation, in the same order, that the torch path performs. */
@@ -85,13 +85,13 @@ static void params16(float mn, float mx, float levels, uint16_t *zw, uint16_t *s
     *zw = zh, *sw = sh | STEP_FLAG, *z = zf, *s = bf16_to_f32(sh);
 }
 
-/* ---- The draws: Philox4x32-10 (Random123 constants), as philox.py defines them ---- */
+/* ---- The draws: Philox4x32-7 (Random123 constants, 7 rounds), as philox.py defines them ---- */
 
 #define PHILOX_M0 0xD2511F53u
 #define PHILOX_M1 0xCD9E8D57u
 #define PHILOX_W0 0x9E3779B9u
 #define PHILOX_W1 0xBB67AE85u
-#define PHILOX_ROUNDS 10
+#define PHILOX_ROUNDS 7 /* philox.ROUNDS */
 
 /* The reference: one call, counter (c0, r0, r1, 0) under key (k0, k1). */
 static void philox_scalar(uint32_t c0, uint32_t r0, uint32_t r1, uint32_t k0, uint32_t k1, uint32_t w[4]) {
@@ -178,10 +178,15 @@ static void quantize_scalar(const float *x, int64_t dim, int bits, float z, floa
 #define W 8
 #define NAME generic
 #define MUL_EPU32(a, b) (((a) & 0xffffffffu) * ((b) & 0xffffffffu))
-#define VMIN(a, b) ((vf_generic)((((vi_generic)(a < b)) & (vi_generic)a) | (~((vi_generic)(a < b)) & (vi_generic)b)))
-#define VMAX(a, b) ((vf_generic)((((vi_generic)(a > b)) & (vi_generic)a) | (~((vi_generic)(a > b)) & (vi_generic)b)))
+#define VMIN(a, b) select_generic((a) < (b), a, b)
+#define VMAX(a, b) select_generic((a) > (b), a, b)
 #define REDUCE_MIN(v) reduce_generic((const float *)&(v), 0)
 #define REDUCE_MAX(v) reduce_generic((const float *)&(v), 1)
+typedef float vf_generic __attribute__((vector_size(32)));
+typedef int32_t vi_generic __attribute__((vector_size(32)));
+static inline vf_generic select_generic(vi_generic m, vf_generic a, vf_generic b) {
+    return (vf_generic)((m & (vi_generic)a) | (~m & (vi_generic)b));
+}
 static float reduce_generic(const float *v, int max) {
     float r = v[0];
     for (int j = 1; j < 8; j++) r = max ? (v[j] > r ? v[j] : r) : (v[j] < r ? v[j] : r);

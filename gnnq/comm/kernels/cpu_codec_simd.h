@@ -22,41 +22,48 @@ typedef uint8_t T(b32) __attribute__((vector_size(32)));
 typedef uint8_t T(b16) __attribute__((vector_size(16)));
 typedef uint8_t T(b8) __attribute__((vector_size(8)));
 
-/* 32x32 -> 64-bit products of the even and odd lanes as SIMD multiplies of zero-extended halves (pmuludq:
-   MUL_EPU32, which cpu_codec.c defines per instruction set, as the compiler may pick a slower 64-bit multiply). */
-static inline __attribute__((always_inline)) void T(mulhilo)(uint32_t m, T(vu) c, T(vu) * hi, T(vu) * lo) {
-    const T(vq) low32 = (T(vq)){0} + 0xffffffffu, mv = (T(vq)){0} + m;
-    T(vq) q = (T(vq))c, even = (T(vq))MUL_EPU32(q, mv), odd = (T(vq))MUL_EPU32(q >> 32, mv);
-    *lo = (T(vu))((even & low32) | (odd << 32));
-    *hi = (T(vu))((even >> 32) | (odd & ~low32));
-}
-
-/* A row's Philox key schedule, broadcast: the round keys (k0, k1) of each round. */
-static inline __attribute__((always_inline)) void T(keys)(uint32_t k0, uint32_t k1, T(vu) ks[2 * PHILOX_ROUNDS]) {
+/* A row's Philox key schedule, broadcast to 64-bit lanes: the round keys (k0, k1) of each round, each computed
+   from the round number (GCC 12 at -O3 miscomputed a running sum k0 += W0 here on the baseline target). */
+static inline __attribute__((always_inline)) void T(keys)(uint32_t k0, uint32_t k1, T(vq) ks[2 * PHILOX_ROUNDS]) {
     for (int round = 0; round < PHILOX_ROUNDS; round++) {
-        ks[2 * round] = (T(vu)){0} + k0, ks[2 * round + 1] = (T(vu)){0} + k1;
-        k0 += PHILOX_W0, k1 += PHILOX_W1;
+        uint32_t a = k0 + (uint32_t)round * PHILOX_W0, b = k1 + (uint32_t)round * PHILOX_W1; /* mod 2^32 */
+        ks[2 * round] = (T(vq)){0} + a, ks[2 * round + 1] = (T(vq)){0} + b;
     }
 }
 
-/* Philox4x32-10 of W counters (call0 + lane, r0, r1, 0): lanes 0-7 serve columns [64 g, 64 g + 64) with
-   call0 = 8 g, lanes 8-15 (W = 16) the next 64 columns. N (1 or 2) independent batches at call0 + W n (8 W columns apart) are
-   computed side by side: each round's multiplies wait on the previous round, so one batch alone is bound by
-   latency, not by the multiplier's throughput. */
+/* Philox4x32-7 of W counters (call0 + lane, r0, r1, 0): lanes 0-7 serve columns [64 g, 64 g + 64) with
+   call0 = 8 g, lanes 8-15 (W = 16) the next 64 columns. The state is kept as 64-bit lanes, even calls in one
+   vector and odd calls in another, so each 32x32 -> 64-bit product is one SIMD multiply of the lanes' low
+   halves (pmuludq: MUL_EPU32, which cpu_codec.c defines per instruction set) whose low half is the product's
+   low word and whose high half, shifted down, its high word. The high halves of the other words are garbage
+   that the multiplies ignore; the words' low halves are interleaved back into 32-bit lanes at the end.
+   N (1 or 2) independent batches W calls apart (8 W columns) are computed side by side: each round waits on
+   the previous one's multiplies, so one batch alone is bound by latency, not by the multiplier's throughput. */
 static inline __attribute__((always_inline)) void T(philox)(uint32_t call0, int n, uint32_t r0, uint32_t r1,
-                                                            const T(vu) ks[2 * PHILOX_ROUNDS], T(vu) w[2][4]) {
-    T(vu) c0[2], c1[2], c2[2], c3[2], hi0, lo0, hi1, lo1;
-    for (int b = 0; b < n; b++) {
-        for (int l = 0; l < W; l++) c0[b][l] = call0 + (uint32_t)(W * b + l); /* 8 W columns further: W calls further */
-        c1[b] = (T(vu)){0} + r0, c2[b] = (T(vu)){0} + r1, c3[b] = (T(vu)){0};
-    }
-    for (int round = 0; round < PHILOX_ROUNDS; round++)
-        for (int b = 0; b < n; b++) {
-            T(mulhilo)(PHILOX_M0, c0[b], &hi0, &lo0);
-            T(mulhilo)(PHILOX_M1, c2[b], &hi1, &lo1);
-            c0[b] = hi1 ^ c1[b] ^ ks[2 * round], c1[b] = lo1, c2[b] = hi0 ^ c3[b] ^ ks[2 * round + 1], c3[b] = lo0;
+                                                            const T(vq) ks[2 * PHILOX_ROUNDS], T(vu) w[2][4]) {
+    T(vq) c0[4], c1[4], c2[4], c3[4], p0, p1; /* [2 b + parity] */
+    for (int b = 0; b < n; b++)
+        for (int par = 0; par < 2; par++) {
+            int k = 2 * b + par;
+            uint64_t lanes[W / 2];
+            for (int l = 0; l < W / 2; l++) lanes[l] = call0 + (uint32_t)(W * b + 2 * l + par);
+            memcpy(&c0[k], lanes, sizeof lanes);
+            c1[k] = (T(vq)){0} + r0, c2[k] = (T(vq)){0} + r1, c3[k] = (T(vq)){0};
         }
-    for (int b = 0; b < n; b++) w[b][0] = c0[b], w[b][1] = c1[b], w[b][2] = c2[b], w[b][3] = c3[b];
+    for (int round = 0; round < PHILOX_ROUNDS; round++)
+        for (int k = 0; k < 2 * n; k++) {
+            p0 = (T(vq))MUL_EPU32(c0[k], (T(vq)){0} + PHILOX_M0);
+            p1 = (T(vq))MUL_EPU32(c2[k], (T(vq)){0} + PHILOX_M1);
+            c0[k] = (p1 >> 32) ^ c1[k] ^ ks[2 * round], c1[k] = p1;
+            c2[k] = (p0 >> 32) ^ c3[k] ^ ks[2 * round + 1], c3[k] = p0;
+        }
+    const T(vq) low32 = (T(vq)){0} + 0xffffffffu;
+    for (int b = 0; b < n; b++) {
+        w[b][0] = (T(vu))((c0[2 * b] & low32) | (c0[2 * b + 1] << 32));
+        w[b][1] = (T(vu))((c1[2 * b] & low32) | (c1[2 * b + 1] << 32));
+        w[b][2] = (T(vu))((c2[2 * b] & low32) | (c2[2 * b + 1] << 32));
+        w[b][3] = (T(vu))((c3[2 * b] & low32) | (c3[2 * b + 1] << 32));
+    }
 }
 
 /* The row's min and max (as torch.aminmax: see first_equal) and whether it holds NaN or inf: 4 W running
@@ -98,17 +105,16 @@ static int T(range)(const float *x, int64_t dim, float *mn_out, float *mx_out) {
 }
 
 /* W codes of columns x[0..W) with draws from word w, 16-bit half h: floor((x - z) / d + u) clamped to
-   [0, levels] (clamp, then truncation: the same for t >= 0; NaN -> 0 as the scalar path). */
+   [0, levels] (clamp, then truncation: the same for t >= 0). u = (2 u16 + 1) 2^-17 as (1 + u16 2^-16) -
+   (1 - 2^-17): the first from its bits, the difference exact (Sterbenz). VMAX (t, 0) and VMIN (t, levels) are
+   the scalar path's selections t > 0 ? t : 0 (NaN -> 0) and t < levels ? t : levels. */
 static inline __attribute__((always_inline)) T(vb) T(codes)(const float *x, T(vu) w, int h, float z, float d,
                                                             float levels) {
-    T(vu) cell = h ? ((w >> 15) & 0x1fffeu) | 1u : ((w << 1) & 0x1fffeu) | 1u; /* 2 u16 + 1 */
-    T(vf) u = __builtin_convertvector((T(vi))cell, T(vf)) * 0x1p-17f, v;
+    T(vu) one = (h ? (w >> 9) : (w << 7)) & 0x7fff80u; /* u16 in the mantissa's top 16 bits */
+    T(vf) u = (T(vf))(one | 0x3f800000u) - (1.0f - 0x1p-17f), v;
     memcpy(&v, x, sizeof v);
     T(vf) t = (v - z) / d + u;
-    T(vi) pos = t > 0;
-    t = (T(vf))((T(vi))t & pos); /* t > 0 ? t : +0 */
-    T(vi) below = t < levels;
-    t = (T(vf))(((T(vi))t & below) | ((T(vi))((T(vf)){0} + levels) & ~below));
+    t = VMIN(VMAX(t, (T(vf)){0}), (T(vf)){0} + levels);
     return __builtin_convertvector(__builtin_convertvector(t, T(vi)), T(vb));
 }
 
@@ -164,6 +170,16 @@ static inline __attribute__((always_inline)) void T(batch)(const float *x, const
     memcpy(codes, c, sizeof c);
 }
 
+/* The codes of the batch of columns [base, base + 8 W) into their bytes of out. */
+static inline __attribute__((always_inline)) void T(emit)(const float *x, int64_t base, const int bits,
+                                                          const T(vu) w[4], float z, float d, float levels,
+                                                          uint8_t *codes, uint8_t *out) {
+    uint8_t *o = out + base * bits / 8;
+    T(batch)(x + base, w, z, d, levels, bits == 8 ? o : codes);
+    if (bits != 8)
+        for (int p = 0; p < 8 * W; p += 64) T(pack64)(codes + p, bits, o + p * bits / 8);
+}
+
 /* The codes of one row at a constant width (inlined per width, so the packing is straight-line): two
    batches of 8 W columns at a time, then one, then the last columns element by element. */
 static inline __attribute__((always_inline)) void T(quantize_bits)(const float *x, int64_t dim, const int bits,
@@ -172,17 +188,18 @@ static inline __attribute__((always_inline)) void T(quantize_bits)(const float *
     const float levels = (float)((1 << bits) - 1);
     uint8_t codes[8 * W] __attribute__((aligned(64)));
     int64_t base = 0;
-    T(vu) w[2][4], ks[2 * PHILOX_ROUNDS];
+    T(vu) w[2][4];
+    T(vq) ks[2 * PHILOX_ROUNDS];
     T(keys)(k0, k1, ks);
-    while (base + 8 * W <= dim) {
-        int n = base + 16 * W <= dim ? 2 : 1;
-        T(philox)((uint32_t)(base >> 6) << 3, n, r0, r1, ks, w);
-        for (int b = 0; b < n; b++, base += 8 * W) {
-            uint8_t *o = out + base * bits / 8;
-            T(batch)(x + base, w[b], z, d, levels, bits == 8 ? o : codes);
-            if (bits != 8)
-                for (int p = 0; p < 8 * W; p += 64) T(pack64)(codes + p, bits, o + p * bits / 8);
-        }
+    for (; base + 16 * W <= dim; base += 16 * W) { /* n constant in each call: the rounds unroll */
+        T(philox)((uint32_t)(base >> 6) << 3, 2, r0, r1, ks, w);
+        T(emit)(x, base, bits, w[0], z, d, levels, codes, out);
+        T(emit)(x, base + 8 * W, bits, w[1], z, d, levels, codes, out);
+    }
+    if (base + 8 * W <= dim) {
+        T(philox)((uint32_t)(base >> 6) << 3, 1, r0, r1, ks, w);
+        T(emit)(x, base, bits, w[0], z, d, levels, codes, out);
+        base += 8 * W;
     }
     if (base < dim) {
         T(philox)((uint32_t)(base >> 6) << 3, 1, r0, r1, ks, w);
