@@ -8,7 +8,8 @@ concurrent ranks don't race.
 
 Build flags are chosen per CPU when the cached library is built: the encoder's SIMD variants
 (AVX2, AVX-512: cpu_codec_simd.h) are compiled in only where the CPU has them (and dropped, widest
-first, if the compiler rejects them); at run time the widest one the CPU supports is taken, unless
+first, if the compiler rejects them); at run time the widest one the CPU supports is taken (the scalar
+path on CPUs with neither: there the generic vectors were slower), unless
 ``GNNQ_CODEC_SIMD=scalar|generic|avx2|avx512`` (or ``simd=``) forces one. ``scalar`` is the
 reference the others equal bit for bit. ``GNNQ_CODEC_THREADS`` (default 1: the exchange runs beside
 the compute) splits an encode's rows over threads.
@@ -41,8 +42,8 @@ FLAGS = ["-O3", "-std=c99", "-shared", "-fPIC", "-pthread", "-ffp-contract=off",
 SIMD = {"auto": 0, "scalar": 1, "generic": 2, "avx2": 3, "avx512": 4}
 # The SIMD variants a CPU can have compiled in: the /proc/cpuinfo flags each needs, and its -D flag.
 VARIANTS = {
-    "avx512": ({"avx512f", "avx512bw", "avx512dq", "avx512vl"}, "-DGNNQ_AVX512"),
-    "avx2": ({"avx2"}, "-DGNNQ_AVX2"),
+    "avx512": ({"avx512f", "avx512bw", "avx512dq", "avx512vl", "f16c"}, "-DGNNQ_AVX512"),
+    "avx2": ({"avx2", "f16c"}, "-DGNNQ_AVX2"),
 }
 
 _lib: ctypes.CDLL | None = None

@@ -8,7 +8,10 @@ is the same IEEE fp32 operation, in the same order, that the torch path performs
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
-#if defined(GNNQ_AVX2) || defined(GNNQ_AVX512)
+#if defined(GNNQ_AVX512) && !defined(GNNQ_AVX2)
+#define GNNQ_AVX2 /* every AVX-512 CPU has AVX2 (and the AVX-512 path uses its F16C parameters) */
+#endif
+#if defined(GNNQ_AVX2)
 #include <immintrin.h>
 #endif
 
@@ -64,26 +67,30 @@ static uint16_t h16_down(uint16_t b) { return b == 0 ? 0x8001 : (b & 0x8000) ? b
 #define LIMIT 0x1p126f   /* rows' min and max are clamped to +-2^126 */
 #define STEP_FLAG 0x8000 /* sign bit of the 16-bit step: bfloat16 parameters */
 
-/* torch_codec.row_params for 16-bit parameters: fp16, or flagged bf16 where fp16 overflows. */
-static void params16(float mn, float mx, float levels, uint16_t *zw, uint16_t *sw, float *z, float *s) {
-    uint16_t near = f32_to_f16(mn), zh = near, sh;
-    if (f16_to_f32(zh) > mn) zh = h16_down(zh);
-    float zf = f16_to_f32(zh), step32 = (mx - zf) / levels;
-    sh = f32_to_f16(step32);
-    if (f16_to_f32(sh) < step32) sh = h16_up(sh);
-    if (f16_finite(near) && f16_finite(zh) && f16_finite(sh)) {
-        sh &= 0x7fff;
-        *zw = zh, *sw = sh, *z = zf, *s = f16_to_f32(sh);
-        return;
+/* torch_codec.row_params for 16-bit parameters: fp16, or flagged bf16 where fp16 overflows. Instantiated with
+   the portable fp16 conversions below and, in the AVX2 region, F16C's (the same round-to-nearest-even). */
+#define PARAMS16(NAME, TO16, TO32)                                                                              \
+    static void NAME(float mn, float mx, float levels, uint16_t *zw, uint16_t *sw, float *z, float *s) {        \
+        uint16_t near = TO16(mn), zh = near, sh;                                                                \
+        if (TO32(zh) > mn) zh = h16_down(zh);                                                                   \
+        float zf = TO32(zh), step32 = (mx - zf) / levels;                                                       \
+        sh = TO16(step32);                                                                                      \
+        if (TO32(sh) < step32) sh = h16_up(sh);                                                                 \
+        if (f16_finite(near) && f16_finite(zh) && f16_finite(sh)) {                                             \
+            sh &= 0x7fff;                                                                                       \
+            *zw = zh, *sw = sh, *z = zf, *s = TO32(sh);                                                         \
+            return;                                                                                             \
+        }                                                                                                       \
+        zh = f32_to_bf16(mn);                                                                                   \
+        if (bf16_to_f32(zh) > mn) zh = h16_down(zh);                                                            \
+        zf = bf16_to_f32(zh), step32 = (mx - zf) / levels;                                                      \
+        sh = f32_to_bf16(step32);                                                                               \
+        if (bf16_to_f32(sh) < step32) sh = h16_up(sh);                                                          \
+        sh &= 0x7fff;                                                                                           \
+        *zw = zh, *sw = sh | STEP_FLAG, *z = zf, *s = bf16_to_f32(sh);                                          \
     }
-    zh = f32_to_bf16(mn);
-    if (bf16_to_f32(zh) > mn) zh = h16_down(zh);
-    zf = bf16_to_f32(zh), step32 = (mx - zf) / levels;
-    sh = f32_to_bf16(step32);
-    if (bf16_to_f32(sh) < step32) sh = h16_up(sh);
-    sh &= 0x7fff;
-    *zw = zh, *sw = sh | STEP_FLAG, *z = zf, *s = bf16_to_f32(sh);
-}
+
+PARAMS16(params16, f32_to_f16, f16_to_f32)
 
 /* ---- The draws: Philox4x32-7 (Random123 constants, 7 rounds), as philox.py defines them ---- */
 
@@ -203,11 +210,14 @@ static float reduce_generic(const float *v, int max) {
 
 #if defined(GNNQ_AVX2)
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx2,f16c"))), apply_to = function)
 #else
 #pragma GCC push_options
-#pragma GCC target("avx2")
+#pragma GCC target("avx2,f16c")
 #endif
+static inline uint16_t f32_to_f16_f16c(float f) { return (uint16_t)_cvtss_sh(f, 0); } /* 0: to nearest even */
+static inline float f16_to_f32_f16c(uint16_t h) { return _cvtsh_ss(h); }
+PARAMS16(params16_f16c, f32_to_f16_f16c, f16_to_f32_f16c)
 #define W 8
 #define NAME avx2
 #define MUL_EPU32(a, b) _mm256_mul_epu32((__m256i)(a), (__m256i)(b))
@@ -290,20 +300,22 @@ int gnnq_simd_supported(int level) {
     }
 }
 
-/* The widest path this build and CPU run. */
+/* The widest x86 path this build and CPU run, else the scalar one (on x86's baseline, SSE2, the generic vectors
+   measured twice the scalar path's time: 64-byte vectors split into 16-byte registers). */
 int gnnq_simd_best(void) {
     for (int level = SIMD_AVX512; level > SIMD_GENERIC; level--)
         if (gnnq_simd_supported(level)) return level;
-    return SIMD_GENERIC;
+    return SIMD_SCALAR;
 }
 
 typedef int (*range_fn)(const float *, int64_t, float *, float *);
+typedef void (*params_fn)(float, float, float, uint16_t *, uint16_t *, float *, float *);
 typedef void (*quantize_fn)(const float *, int64_t, int, float, float, uint32_t, uint32_t, uint32_t, uint32_t, uint8_t *);
 
 /* Encodes one row; returns 1 if it holds NaN or inf (its bytes are then meaningless), else 0. One pass from
    memory: the row (dim * 4 bytes) is read for its range, then again, from L1 or L2, to be coded. */
 static int encode_row(const float *x, int64_t dim, int bits, int fp16, uint64_t key, uint64_t ridx, uint8_t *out,
-                      range_fn range, quantize_fn quantize) {
+                      range_fn range, params_fn params, quantize_fn quantize) {
     float mn, mx, levels = (float)((1 << bits) - 1), z, s;
     if (range(x, dim, &mn, &mx)) return 1;
     if (mn == 0.0f) mn = first_equal(x, dim, mn);
@@ -312,7 +324,7 @@ static int encode_row(const float *x, int64_t dim, int bits, int fp16, uint64_t 
     mx = mx < -LIMIT ? -LIMIT : mx > LIMIT ? LIMIT : mx;
     if (fp16) {
         uint16_t zw, sw;
-        params16(mn, mx, levels, &zw, &sw, &z, &s);
+        params(mn, mx, levels, &zw, &sw, &z, &s);
         memcpy(out, &zw, 2), memcpy(out + 2, &sw, 2);
         out += 4;
     } else {
@@ -337,6 +349,7 @@ struct encode_job {
     int uniform_bits, fp16;
     uint8_t *out;
     range_fn range;
+    params_fn params;
     quantize_fn quantize;
     int64_t bad;
 };
@@ -351,7 +364,7 @@ static void *encode_rows(void *arg) {
         int b = j->bits ? j->bits[r] : j->uniform_bits;
         bad += encode_row(j->src + j->row_idx[r] * j->dim, j->dim, b, j->fp16, (uint64_t)j->keys[r],
                           (uint64_t)j->ridx[r], j->out + (j->offsets ? j->offsets[r] : r * stride), j->range,
-                          j->quantize);
+                          j->params, j->quantize);
     }
     j->bad = bad;
     return NULL;
@@ -371,13 +384,13 @@ int64_t gnnq_encode_simd(const float *src, int64_t dim, const int64_t *row_idx, 
     if (simd == SIMD_AUTO) simd = gnnq_simd_best();
     if (!gnnq_simd_supported(simd)) return -3;
     struct encode_job job = {src, dim, row_idx, keys, ridx, 0, rows, bits, offsets, uniform_bits, fp16, out,
-                             range_generic, quantize_generic, 0};
+                             range_generic, params16, quantize_generic, 0};
     if (simd == SIMD_SCALAR) job.range = range_scalar, job.quantize = quantize_scalar;
 #if defined(GNNQ_AVX2)
-    if (simd == SIMD_AVX2) job.range = range_avx2, job.quantize = quantize_avx2;
+    if (simd == SIMD_AVX2) job.range = range_avx2, job.params = params16_f16c, job.quantize = quantize_avx2;
 #endif
 #if defined(GNNQ_AVX512)
-    if (simd == SIMD_AVX512) job.range = range_avx512, job.quantize = quantize_avx512;
+    if (simd == SIMD_AVX512) job.range = range_avx512, job.params = params16_f16c, job.quantize = quantize_avx512;
 #endif
     if (threads > MAX_THREADS) threads = MAX_THREADS;
     if (threads > rows) threads = (int)rows;
