@@ -34,6 +34,7 @@ from gnnq.comm.codec import NoiseKey, UniformCodec
 from gnnq.comm.encoder import MixedWidthEncoder, UniformEncoder
 from gnnq.comm.kernels import c_codec, torch_codec
 from gnnq.comm.kernels.backends import kernels_named
+from gnnq.comm.kernels.philox import ROUNDS
 from gnnq.comm.wire_layout import WireLayout
 from gnnq.track.progress import markdown_table
 
@@ -373,8 +374,8 @@ def main(argv: list[str] | None = None) -> None:
         f"{min(encode):.1f}-{max(encode):.1f}x "
         f"({'met' if max(encode) <= 1.5 else 'missed'}). Encodes run as the exchange runs them (the encoder with "
         "the message's "
-        "noise key, 4 peers): the Philox4x32-10 draws are computed inside the kernel (the torch rows compute them with "
-        "vectorized torch ops) and included. The C codec is single-threaded; torch ops used "
+        f"noise key, 4 peers): the Philox4x32-{ROUNDS} draws are computed inside the kernel (the torch rows compute "
+        "them with vectorized torch ops) and included. The C codec ran on 1 thread (its default); torch ops used "
         f"{torch.get_num_threads()} torch thread(s). "
         "Target: C decode into the reused halo buffer within 1.0x of the copy into an existing buffer: "
         f"{min(decode):.1f}-"
@@ -398,10 +399,11 @@ def main(argv: list[str] | None = None) -> None:
             f"{args.repeats}, interleaved)",
             "",
             f"Before: `{args.before_source}` (the earlier cpu_codec.c: Philox4x32-10, 8-lane vector draws, "
-            "1 thread). After: this tree's encoder (Philox4x32-7, the widest SIMD path here: "
+            f"1 thread). After: this tree's encoder (Philox4x32-{ROUNDS}, the widest SIMD path here: "
             f"{c_codec.simd_paths()[-1]}; paths built: {', '.join(c_codec.simd_paths())}). `vs copy`: wall time "
             "over the fp32->fp16 copy into an existing buffer of the same input; `CPU vs copy`: process CPU time "
-            "over the copy's (less disturbed by other processes on a shared machine).",
+            "over the copy's (less disturbed by other processes on a shared machine). How the encoder works and "
+            "what these numbers say: [encoder_simd.md](encoder_simd.md).",
             "",
             markdown_table(
                 ["input", "bits", "encoder", "ms", "vs copy", "CPU ms", "CPU vs copy", "speedup over before"],
