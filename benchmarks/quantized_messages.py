@@ -10,11 +10,16 @@ buffer), interleaved and repeated. Encodes are timed as the exchange runs them: 
 included.
 ``--accuracy`` adds 4-rank Cora/CiteSeer runs (GCN and SAGE, 3 seeds per bit width).
 ``--codec-only`` times the codecs only and keeps the other sections of the existing results.json.
+``--before-source FILE`` adds the encoder before/after table: FILE is an earlier cpu_codec.c (e.g.
+``git show main:gnnq/comm/kernels/cpu_codec.c > /tmp/codec-before.c``), built beside the current one and
+timed against it, interleaved, on 65,536 x 256 and 16,384 x 1,024 inputs (16M elements each), with the
+current encoder at 1 and 2 threads and on each SIMD path.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import statistics
 import tempfile
@@ -29,6 +34,7 @@ from gnnq.comm.codec import NoiseKey, UniformCodec
 from gnnq.comm.encoder import MixedWidthEncoder, UniformEncoder
 from gnnq.comm.kernels import c_codec, torch_codec
 from gnnq.comm.kernels.backends import kernels_named
+from gnnq.comm.kernels.philox import ROUNDS
 from gnnq.comm.wire_layout import WireLayout
 from gnnq.track.progress import markdown_table
 
@@ -131,6 +137,109 @@ def codec_throughput(rows: int, dim: int, repeats: int, mixed_widths=MIXED_WIDTH
     return rows_out
 
 
+ENCODE_SHAPES = ((65536, 256), (16384, 1024))
+
+
+def _before_encoder(source: Path):
+    """An earlier cpu_codec.c's encode (its gnnq_encode signature: no path or thread arguments), allocating its
+    wire rows as ``c_codec.quantize_pack`` does."""
+    lib = ctypes.CDLL(str(c_codec.build(source, [], "cpu_codec_before")))
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    lib.gnnq_encode.argtypes = [ptr, i64, ptr, ptr, ptr, i64, ptr, ptr, ctypes.c_int, ctypes.c_int, ptr]
+    lib.gnnq_encode.restype = i64
+
+    def encode(x, idx, streams, bits, mixed=None):
+        rows, dim = idx.numel(), x.shape[1]
+        if mixed is None:
+            out = torch.empty((rows, torch_codec.row_bytes(dim, bits, torch.float16)), dtype=torch.uint8)
+            widths = offsets = None
+        else:
+            widths, offsets, total = mixed
+            out = torch.empty(total, dtype=torch.uint8)
+        lib.gnnq_encode(
+            x.data_ptr(),
+            dim,
+            idx.data_ptr(),
+            streams.keys.data_ptr(),
+            streams.index.data_ptr(),
+            rows,
+            None if widths is None else widths.data_ptr(),
+            None if offsets is None else offsets.data_ptr(),
+            bits,
+            1,
+            out.data_ptr(),
+        )
+        return out
+
+    return encode
+
+
+def encode_before_after(before: Path, repeats: int) -> list[dict]:
+    """Median wall and CPU (process) times of the earlier and the current C encoder beside the fp32->fp16 copy
+    into an existing buffer, interleaved; 4 peers, fp16 parameters, rows in order."""
+    old = _before_encoder(before)
+    out = []
+    for rows, dim in ENCODE_SHAPES:
+        x, idx = torch.randn(rows, dim), torch.arange(rows)
+        half = torch.empty(rows, dim, dtype=torch.float16)
+        streams = NoiseKey(0, 1, 1, "fwd", 0).streams([rows // 4] * 4, "cpu")
+        gen = torch.Generator().manual_seed(0)
+        widths = torch.tensor(MIXED_WIDTHS, dtype=torch.int8)[torch.randint(0, 3, (rows,), generator=gen)]
+        sizes = torch.tensor([torch_codec.row_bytes(dim, int(b), torch.float16) for b in MIXED_WIDTHS])[
+            torch.bucketize(widths.long(), torch.tensor(MIXED_WIDTHS))
+        ]
+        offsets = torch.cumsum(sizes, 0) - sizes
+        mixed = (widths, offsets, int(sizes.sum()))
+        cases = {"copy": lambda: half.copy_(x)}
+        paths = c_codec.simd_paths()
+        for b in (*BITS, "mixed"):
+            m = mixed if b == "mixed" else None
+            bb = 0 if m else b
+
+            def new(threads=1, simd=None, b=b, m=m):
+                if m:
+                    return c_codec.encode_mixed(x, idx, streams, *m, torch.float16, simd=simd, threads=threads)
+                return c_codec.quantize_pack(x, idx, streams, b, torch.float16, simd=simd, threads=threads)
+
+            cases[(b, "before")] = lambda bb=bb, m=m: old(x, idx, streams, bb, m)
+            cases[(b, "after")] = new
+            cases[(b, "after, 2 threads")] = lambda new=new: new(threads=2)
+            for p in paths:
+                if p != paths[-1] and b in (8, "mixed"):
+                    cases[(b, f"after, {p} path")] = lambda new=new, p=p: new(simd=p)
+        for fn in cases.values():
+            fn()
+        wall = {k: [] for k in cases}
+        cpu = {k: [] for k in cases}
+        for _ in range(repeats):
+            for k, fn in cases.items():
+                t0, c0 = time.perf_counter(), time.process_time()
+                fn()
+                wall[k].append(time.perf_counter() - t0)
+                cpu[k].append(time.process_time() - c0)
+        copy_w, copy_c = statistics.median(wall["copy"]), statistics.median(cpu["copy"])
+        for k in cases:
+            if k == "copy":
+                continue
+            w, c = statistics.median(wall[k]), statistics.median(cpu[k])
+            out.append(
+                {
+                    "shape": f"{rows}x{dim}",
+                    "bits": "/".join(map(str, MIXED_WIDTHS)) if k[0] == "mixed" else k[0],
+                    "encoder": k[1],
+                    "median_s": w,
+                    "cpu_s": c,
+                    "copy_s": copy_w,
+                    "copy_cpu_s": copy_c,
+                    "vs_copy": w / copy_w,
+                    "cpu_vs_copy_cpu": c / copy_c,
+                    "speedup": statistics.median(wall[(k[0], "before")]) / w,
+                }
+            )
+            print(f"[bench] {out[-1]}", flush=True)
+    return out
+
+
 def accuracy(data: Path, runs: Path) -> list[dict]:
     rows = []
     for dataset in ("cora", "citeseer"):
@@ -171,6 +280,7 @@ def main(argv: list[str] | None = None) -> None:
         "--codec-only", action="store_true", help="time the codecs only; keep the other sections of results.json"
     )
     p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--before-source", type=Path, help="an earlier cpu_codec.c: adds the encoder before/after table")
     p.add_argument(
         "--threads", type=int, default=1, help="torch threads for the codec timings (torchrun gives each rank 1)"
     )
@@ -187,6 +297,7 @@ def main(argv: list[str] | None = None) -> None:
         sections = {"wire_bytes": command, "accuracy": command if args.accuracy else None}
     sections["codec"] = command
     torch.set_num_threads(args.threads)
+    before_rows = encode_before_after(args.before_source, args.repeats) if args.before_source else []
     codec_rows = codec_throughput(65536, HIDDEN, args.repeats)
     machine = describe_machine()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -199,6 +310,8 @@ def main(argv: list[str] | None = None) -> None:
                 "torch_threads": torch.get_num_threads(),
                 "wire_bytes": byte_rows,
                 "codec": codec_rows,
+                "encode_before_after": before_rows,
+                "simd_paths": c_codec.simd_paths(),
                 "accuracy": acc_rows,
             },
             indent=1,
@@ -261,8 +374,8 @@ def main(argv: list[str] | None = None) -> None:
         f"{min(encode):.1f}-{max(encode):.1f}x "
         f"({'met' if max(encode) <= 1.5 else 'missed'}). Encodes run as the exchange runs them (the encoder with "
         "the message's "
-        "noise key, 4 peers): the Philox4x32-10 draws are computed inside the kernel (the torch rows compute them with "
-        "vectorized torch ops) and included. The C codec is single-threaded; torch ops used "
+        f"noise key, 4 peers): the Philox4x32-{ROUNDS} draws are computed inside the kernel (the torch rows compute "
+        "them with vectorized torch ops) and included. The C codec ran on 1 thread (its default); torch ops used "
         f"{torch.get_num_threads()} torch thread(s). "
         "Target: C decode into the reused halo buffer within 1.0x of the copy into an existing buffer: "
         f"{min(decode):.1f}-"
@@ -278,6 +391,42 @@ def main(argv: list[str] | None = None) -> None:
         "one flat buffer per message.",
         "",
     ]
+    if before_rows:
+        after = [r["vs_copy"] for r in before_rows if r["encoder"] == "after"]
+        after_cpu = [r["cpu_vs_copy_cpu"] for r in before_rows if r["encoder"] == "after"]
+        md += [
+            "## C encode with draws, before and after (fp16 parameters, 4 peers; median of "
+            f"{args.repeats}, interleaved)",
+            "",
+            f"Before: `{args.before_source}` (the earlier cpu_codec.c: Philox4x32-10, 8-lane vector draws, "
+            f"1 thread). After: this tree's encoder (Philox4x32-{ROUNDS}, the widest SIMD path here: "
+            f"{c_codec.simd_paths()[-1]}; paths built: {', '.join(c_codec.simd_paths())}). `vs copy`: wall time "
+            "over the fp32->fp16 copy into an existing buffer of the same input; `CPU vs copy`: process CPU time "
+            "over the copy's (less disturbed by other processes on a shared machine). How the encoder works and "
+            "what these numbers say: [encoder_simd.md](encoder_simd.md).",
+            "",
+            markdown_table(
+                ["input", "bits", "encoder", "ms", "vs copy", "CPU ms", "CPU vs copy", "speedup over before"],
+                [
+                    [
+                        r["shape"],
+                        r["bits"],
+                        r["encoder"],
+                        f"{r['median_s'] * 1000:.1f}",
+                        f"{r['vs_copy']:.2f}x",
+                        f"{r['cpu_s'] * 1000:.1f}",
+                        f"{r['cpu_vs_copy_cpu']:.2f}x",
+                        f"{r['speedup']:.2f}x",
+                    ]
+                    for r in before_rows
+                ],
+            ),
+            "",
+            f"Target: C encode with draws <= 1.5x the copy into an existing buffer, every width and input: "
+            f"wall {min(after):.2f}-{max(after):.2f}x ({'met' if max(after) <= 1.5 else 'missed'}), CPU time "
+            f"{min(after_cpu):.2f}-{max(after_cpu):.2f}x ({'met' if max(after_cpu) <= 1.5 else 'missed'}).",
+            "",
+        ]
     if acc_rows:
         bits_cols = [k for k in acc_rows[0] if k not in ("dataset", "model")]
         md += [

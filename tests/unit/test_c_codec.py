@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -211,3 +214,125 @@ def test_forcing_the_torch_path(monkeypatch):
     monkeypatch.setenv("GNNQ_CPU_CODEC", "fast")
     with pytest.raises(ValueError):
         kernels_for("cpu")
+
+
+def extreme_rows(dim: int, gen: torch.Generator) -> torch.Tensor:
+    """awkward_rows plus the rows that stress the vector paths: constant, one outlier at the last (tail) column,
+    alternating extremes, min and max at lane boundaries."""
+    rows = [awkward_rows(dim, gen), torch.full((2, dim), 3.4e38), torch.full((1, dim), -1.5e-45)]
+    spike = torch.zeros(2, dim)
+    spike[0, -1], spike[1, -1] = 1e30, -1e30
+    lanes = torch.randn(2, dim, generator=gen)
+    lanes[0, :: max(1, dim // 3)] = 9.0
+    lanes[1, 15 if dim > 15 else 0] = -9.0
+    return torch.cat([*rows, spike, lanes, torch.arange(dim, dtype=torch.float32)[None] % 3 - 1])
+
+
+SIMD_DIMS = [1, 3, 7, 8, 15, 16, 17, 31, 63, 64, 65, 127, 128, 129, 255, 256, 257, 383, 384, 600]
+
+
+def test_every_cpu_variant_built():
+    """The variants this CPU has are compiled in and run (a compiler that drops one fails here, not silently)."""
+    have = c_codec.cpu_flags()
+    paths = c_codec.simd_paths()
+    assert paths[:2] == ["scalar", "generic"]
+    for name, (needs, _) in c_codec.VARIANTS.items():
+        if needs <= have and c_codec.platform.machine().lower() in ("x86_64", "amd64"):
+            assert name in paths
+
+
+@pytest.mark.parametrize("pd", PARAMS)
+@pytest.mark.parametrize("bits", torch_codec.BITS)
+def test_simd_paths_equal_scalar_on_every_element(bits, pd):
+    """Each SIMD path (forced by ``simd=``) against the scalar reference: whole wire rows, every byte, at odd
+    lengths around the vector widths (8 and 16 lanes, 64 and 128 columns per Philox batch) and edge values."""
+    paths = [p for p in c_codec.simd_paths() if p != "scalar"]
+    gen = torch.Generator().manual_seed(bits)
+    for dim in SIMD_DIMS:
+        src = extreme_rows(dim, gen)
+        rows = torch.cat([torch.arange(src.shape[0]), torch.randint(0, src.shape[0], (9,), generator=gen)])
+        streams = RowStreams.of_blocks([dim * 7 + bits, 2**63 - 1], [11, rows.numel() - 11], "cpu")
+        want, finite = c_codec.quantize_pack(src, rows, streams, bits, pd, simd="scalar")
+        assert finite
+        for path in paths:
+            got, ok = c_codec.quantize_pack(src, rows, streams, bits, pd, simd=path)
+            assert ok and same(got, want), (path, dim, int((got != want).sum()))
+    assert same(want, torch_codec.quantize_rows(src, rows, streams, bits, pd)[0])  # the reference is torch's
+
+
+def test_simd_paths_flag_nonfinite_rows_alike():
+    src = torch.randn(6, 300)
+    src[1, 299], src[3, 17], src[4, 0] = float("nan"), float("inf"), -float("inf")
+    for path in c_codec.simd_paths():
+        for row in range(6):
+            _, ok = c_codec.quantize_pack(
+                src, torch.tensor([row]), RowStreams.of_blocks([1], [1], "cpu"), 4, torch.float16, simd=path
+            )
+            assert ok == (row not in (1, 3, 4)), (path, row)
+
+
+@pytest.mark.parametrize("path", ["scalar", "generic", "auto"])
+def test_mixed_widths_and_threads_equal_across_paths(path):
+    gen = torch.Generator().manual_seed(3)
+    src = extreme_rows(257, gen)
+    n = 40
+    rows = torch.randint(0, src.shape[0], (n,), generator=gen)
+    bits = torch.tensor([1, 2, 4, 8], dtype=torch.int8)[torch.randint(0, 4, (n,), generator=gen)]
+    sizes = torch.tensor([torch_codec.row_bytes(257, int(b), torch.float16) for b in bits])
+    offsets = torch.cumsum(sizes, 0) - sizes
+    streams = RowStreams.of_blocks([5, 6], [13, n - 13], "cpu")
+    total = int(sizes.sum())
+    want, _ = c_codec.encode_mixed(src, rows, streams, bits, offsets, total, torch.float16, simd="scalar")
+    for threads in (1, 2, 3):
+        got, _ = c_codec.encode_mixed(
+            src, rows, streams, bits, offsets, total, torch.float16, simd=path, threads=threads
+        )
+        assert same(got, want), threads
+        wire, _ = c_codec.quantize_pack(src, rows, streams, 2, torch.float32, simd=path, threads=threads)
+        assert same(wire, c_codec.quantize_pack(src, rows, streams, 2, torch.float32, simd="scalar")[0])
+
+
+def test_forcing_a_simd_path_by_environment(monkeypatch):
+    src, rows, streams = torch.randn(5, 70), torch.tensor([4, 0]), RowStreams.of_blocks([1], [2], "cpu")
+    monkeypatch.setenv("GNNQ_CODEC_SIMD", "scalar")
+    assert c_codec.simd_level() == c_codec.SIMD["scalar"]
+    want = c_codec.quantize_pack(src, rows, streams, 4, torch.float16)[0]
+    monkeypatch.setenv("GNNQ_CODEC_SIMD", "fastest")
+    with pytest.raises(ValueError, match="GNNQ_CODEC_SIMD must be one of auto, scalar, generic, avx2, avx512"):
+        c_codec.quantize_pack(src, rows, streams, 4, torch.float16)
+    monkeypatch.setenv("GNNQ_CODEC_SIMD", "auto")
+    assert same(c_codec.quantize_pack(src, rows, streams, 4, torch.float16)[0], want)
+    missing = [p for p in ("avx2", "avx512") if p not in c_codec.simd_paths()]
+    for p in missing:  # a path this CPU or build lacks is refused, never run
+        with pytest.raises(ValueError, match=f"{p} path is not available"):
+            c_codec.quantize_pack(src, rows, streams, 4, torch.float16, simd=p)
+    monkeypatch.setenv("GNNQ_CODEC_THREADS", "0")
+    with pytest.raises(ValueError, match="GNNQ_CODEC_THREADS must be a whole number >= 1"):
+        c_codec.quantize_pack(src, rows, streams, 4, torch.float16)
+
+
+def test_no_compiler_on_path_falls_back_with_one_warning(tmp_path):
+    """A fresh machine without any C compiler on PATH: the torch codec, one warning line, correct bytes."""
+    script = (
+        "import warnings, torch\n"
+        "from gnnq.comm.codec import NoiseKey, UniformCodec\n"
+        "from gnnq.comm.encoder import UniformEncoder\n"
+        "from gnnq.comm.kernels import philox, torch_codec\n"
+        "from gnnq.comm.kernels.backends import kernels_for\n"
+        "src, key = torch.randn(6, 9), NoiseKey(0, 0, 1, 'fwd', 0)\n"
+        "k = kernels_for('cpu'); k2 = kernels_for('cpu')\n"
+        "enc = UniformEncoder(UniformCodec(4, torch.float16), k)\n"
+        "wire = enc.encode(src, torch.tensor([5, 0]), [2], key, 't').wire\n"
+        "want = torch_codec.quantize_pack(src[[5, 0]], philox.uniforms(key.streams([2], 'cpu'), 9), 4, torch.float16)\n"
+        "assert k.name == 'torch' and torch.equal(wire, want.reshape(-1))\n"
+        "print('OK')\n"
+    )
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("CC", "GNNQ_CPU_CODEC", "GNNQ_CODEC_SIMD")}
+    env.update(PATH=str(empty), GNNQ_KERNEL_CACHE=str(tmp_path / "cache"), PYTHONWARNINGS="default")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "OK", done.stderr
+    lines = [line for line in done.stderr.splitlines() if "C CPU codec is unavailable" in line]
+    assert len(lines) == 1 and "no C compiler found" in lines[0], done.stderr
+    assert not list((tmp_path / "cache").rglob("*.so"))

@@ -160,23 +160,37 @@ def test_draws_are_keyed_per_message_and_receiver():
     assert ((a > 0) & (a < 1)).all() and torch.equal(torch.round(a * 2**17), a * 2**17), "16-bit midpoints in (0, 1)"
 
 
-def test_philox_known_answers():
-    """Random123's known-answer vectors for Philox4x32-10."""
+PHILOX_KAT = {  # Random123's kat_vectors: philox4x32 <rounds> <counter> <key> -> <words>
+    7: [
+        ([0, 0, 0, 0], [0, 0], [0x5F6FB709, 0x0D893F64, 0x4F121F81, 0x4F730A48]),
+        ([0xFFFFFFFF] * 4, [0xFFFFFFFF] * 2, [0x5207DDC2, 0x45165E59, 0x4D8EE751, 0x8C52F662]),
+        (
+            [0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344],
+            [0xA4093822, 0x299F31D0],
+            [0x4DFCCABA, 0x190A87F0, 0xC47362BA, 0xB6B5242A],
+        ),
+    ],
+    10: [
+        ([0, 0, 0, 0], [0, 0], [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]),
+        ([0xFFFFFFFF] * 4, [0xFFFFFFFF] * 2, [0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD]),
+        (
+            [0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344],
+            [0xA4093822, 0x299F31D0],
+            [0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1],
+        ),
+    ],
+}
 
-    def run(ctr, key):
-        return [
-            int(w)
-            for w in philox.philox4x32([torch.tensor([c]) for c in ctr], torch.tensor([key[0]]), torch.tensor([key[1]]))
-        ]
 
-    assert run([0, 0, 0, 0], [0, 0]) == [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]
-    assert run([0xFFFFFFFF] * 4, [0xFFFFFFFF] * 2) == [0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD]
-    assert run([0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344], [0xA4093822, 0x299F31D0]) == [
-        0xD16CFE09,
-        0x94FDCCEB,
-        0x5001E420,
-        0x24126EA1,
-    ]
+@pytest.mark.parametrize("rounds", sorted(PHILOX_KAT))
+def test_philox_known_answers(rounds):
+    """Random123's known-answer vectors for Philox4x32-7 (the codec's draws, the default rounds) and -10."""
+    for ctr, key, want in PHILOX_KAT[rounds]:
+        k0, k1 = torch.tensor([key[0]]), torch.tensor([key[1]])
+        words = philox.philox4x32([torch.tensor([c]) for c in ctr], k0, k1, rounds)
+        assert [int(w) for w in words] == want
+        if rounds == philox.ROUNDS:
+            assert [int(w) for w in philox.philox4x32([torch.tensor([c]) for c in ctr], k0, k1)] == want
 
 
 @pytest.mark.parametrize("backend", ["torch", "c"])

@@ -1,5 +1,5 @@
 /* Fused CPU codec: one pass over each row, bit-identical to torch_codec (see its docstring), with
-the draws computed inline by Philox4x32-10 exactly as philox.py defines them.
+the draws computed inline by Philox4x32-7 exactly as philox.py defines them.
 
 Built by c_codec.py with -O3 -ffp-contract=off and without -ffast-math: every operation below
 is the same IEEE fp32 operation, in the same order, that the torch path performs. */
@@ -7,6 +7,13 @@ is the same IEEE fp32 operation, in the same order, that the torch path performs
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#if defined(GNNQ_AVX512) && !defined(GNNQ_AVX2)
+#define GNNQ_AVX2 /* every AVX-512 CPU has AVX2 (and the AVX-512 path uses its F16C parameters) */
+#endif
+#if defined(GNNQ_AVX2)
+#include <immintrin.h>
+#endif
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 /* A second copy built for AVX2 (no FMA), picked at load time on CPUs that have it. */
@@ -60,63 +67,58 @@ static uint16_t h16_down(uint16_t b) { return b == 0 ? 0x8001 : (b & 0x8000) ? b
 #define LIMIT 0x1p126f   /* rows' min and max are clamped to +-2^126 */
 #define STEP_FLAG 0x8000 /* sign bit of the 16-bit step: bfloat16 parameters */
 
-/* torch_codec.row_params for 16-bit parameters: fp16, or flagged bf16 where fp16 overflows. */
-static void params16(float mn, float mx, float levels, uint16_t *zw, uint16_t *sw, float *z, float *s) {
-    uint16_t near = f32_to_f16(mn), zh = near, sh;
-    if (f16_to_f32(zh) > mn) zh = h16_down(zh);
-    float zf = f16_to_f32(zh), step32 = (mx - zf) / levels;
-    sh = f32_to_f16(step32);
-    if (f16_to_f32(sh) < step32) sh = h16_up(sh);
-    if (f16_finite(near) && f16_finite(zh) && f16_finite(sh)) {
-        sh &= 0x7fff;
-        *zw = zh, *sw = sh, *z = zf, *s = f16_to_f32(sh);
-        return;
+/* torch_codec.row_params for 16-bit parameters: fp16, or flagged bf16 where fp16 overflows. Instantiated with
+   the portable fp16 conversions below and, in the AVX2 region, F16C's (the same round-to-nearest-even). */
+#define PARAMS16(NAME, TO16, TO32)                                                                              \
+    static void NAME(float mn, float mx, float levels, uint16_t *zw, uint16_t *sw, float *z, float *s) {        \
+        uint16_t near = TO16(mn), zh = near, sh;                                                                \
+        if (TO32(zh) > mn) zh = h16_down(zh);                                                                   \
+        float zf = TO32(zh), step32 = (mx - zf) / levels;                                                       \
+        sh = TO16(step32);                                                                                      \
+        if (TO32(sh) < step32) sh = h16_up(sh);                                                                 \
+        if (f16_finite(near) && f16_finite(zh) && f16_finite(sh)) {                                             \
+            sh &= 0x7fff;                                                                                       \
+            *zw = zh, *sw = sh, *z = zf, *s = TO32(sh);                                                         \
+            return;                                                                                             \
+        }                                                                                                       \
+        zh = f32_to_bf16(mn);                                                                                   \
+        if (bf16_to_f32(zh) > mn) zh = h16_down(zh);                                                            \
+        zf = bf16_to_f32(zh), step32 = (mx - zf) / levels;                                                      \
+        sh = f32_to_bf16(step32);                                                                               \
+        if (bf16_to_f32(sh) < step32) sh = h16_up(sh);                                                          \
+        sh &= 0x7fff;                                                                                           \
+        *zw = zh, *sw = sh | STEP_FLAG, *z = zf, *s = bf16_to_f32(sh);                                          \
     }
-    zh = f32_to_bf16(mn);
-    if (bf16_to_f32(zh) > mn) zh = h16_down(zh);
-    zf = bf16_to_f32(zh), step32 = (mx - zf) / levels;
-    sh = f32_to_bf16(step32);
-    if (bf16_to_f32(sh) < step32) sh = h16_up(sh);
-    sh &= 0x7fff;
-    *zw = zh, *sw = sh | STEP_FLAG, *z = zf, *s = bf16_to_f32(sh);
-}
 
-/* Philox4x32-10 (Random123 constants) of 8 counters ((g << 3) | lane, r0, r1, 0), as philox.py.
-   Vector extensions (GCC, Clang): the 32x32->64-bit products of even and odd lanes are SIMD multiplies
-   of zero-extended halves (pmuludq), recombined into the high and low words. */
-typedef uint32_t v8u __attribute__((vector_size(32)));
-typedef uint64_t v4q __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
-typedef float v8f __attribute__((vector_size(32)));
+PARAMS16(params16, f32_to_f16, f16_to_f32)
 
-static inline __attribute__((always_inline)) void mulhilo8(uint32_t m, v8u c, v8u *hi, v8u *lo) {
-    const v4q low32 = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu};
-    v4q q = (v4q)c, even = (q & low32) * m, odd = (q >> 32) * m;
-    *lo = (v8u)((even & low32) | (odd << 32));
-    *hi = (v8u)((even >> 32) | (odd & ~low32));
-}
+/* ---- The draws: Philox4x32-7 (Random123 constants, 7 rounds), as philox.py defines them ---- */
 
-static inline __attribute__((always_inline)) void philox8(uint32_t g, uint32_t r0, uint32_t r1, uint32_t k0, uint32_t k1,
-                                                          v8u w[4]) {
-    v8u c0 = {0, 1, 2, 3, 4, 5, 6, 7}, c1 = {0}, c2 = {0}, c3 = {0}, hi0, lo0, hi1, lo1;
-    c0 |= g << 3, c1 += r0, c2 += r1;
-    for (int round = 0; round < 10; round++) {
-        mulhilo8(0xD2511F53u, c0, &hi0, &lo0);
-        mulhilo8(0xCD9E8D57u, c2, &hi1, &lo1);
-        c0 = hi1 ^ c1 ^ k0, c1 = lo1, c2 = hi0 ^ c3 ^ k1, c3 = lo0;
-        k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
+#define PHILOX_M0 0xD2511F53u
+#define PHILOX_M1 0xCD9E8D57u
+#define PHILOX_W0 0x9E3779B9u
+#define PHILOX_W1 0xBB67AE85u
+#define PHILOX_ROUNDS 7 /* philox.ROUNDS */
+
+/* The reference: one call, counter (c0, r0, r1, 0) under key (k0, k1). */
+static void philox_scalar(uint32_t c0, uint32_t r0, uint32_t r1, uint32_t k0, uint32_t k1, uint32_t w[4]) {
+    uint32_t c1 = r0, c2 = r1, c3 = 0;
+    for (int round = 0; round < PHILOX_ROUNDS; round++) {
+        uint64_t p0 = (uint64_t)PHILOX_M0 * c0, p1 = (uint64_t)PHILOX_M1 * c2;
+        c0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, c1 = (uint32_t)p1, c2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1, c3 = (uint32_t)p0;
+        k0 += PHILOX_W0, k1 += PHILOX_W1;
     }
     w[0] = c0, w[1] = c1, w[2] = c2, w[3] = c3;
 }
 
-/* The draws of columns [64 g, 64 g + 64) of one row: u[j] for column 64 g + j (philox.py's mapping). */
-static inline __attribute__((always_inline)) void uniforms64(uint32_t g, uint32_t r0, uint32_t r1, uint32_t k0, uint32_t k1,
-                                                             float u[64]) {
-    v8u w[4];
-    philox8(g, r0, r1, k0, k1, w);
-    for (int h = 0; h < 2; h++)
-        for (int wd = 0; wd < 4; wd++)
-            for (int l = 0; l < 8; l++) u[h * 32 + wd * 8 + l] = (float)(((w[wd][l] >> (16 * h)) & 0xffffu) * 2u + 1u) * 0x1p-17f;
+/* One element's code from its Philox word and 16-bit half: u = (2 u16 + 1) 2^-17, t = (x - z) / d + u,
+   clamped to [0, levels] (NaN -> 0, as torch's clamp + cast give), truncated (floor: t >= 0). */
+static inline uint8_t code_scalar(float x, uint32_t word, int half, float z, float d, float levels) {
+    float u = (float)(((word >> (16 * half)) & 0xffffu) * 2u + 1u) * 0x1p-17f;
+    float t = (x - z) / d + u;
+    t = t > 0 ? t : 0;
+    t = t < levels ? t : levels;
+    return (uint8_t)(int32_t)t;
 }
 
 /* torch.aminmax keeps the first of equal values, which decides the sign of a zero. */
@@ -126,8 +128,7 @@ static float first_equal(const float *x, int64_t dim, float v) {
     return v;
 }
 
-/* Inlined with a constant width, so the packing loop vectorizes. */
-static inline __attribute__((always_inline)) void pack_codes(const uint8_t *codes, int64_t nbytes, int bits, uint8_t *out) {
+static void pack_codes(const uint8_t *codes, int64_t nbytes, int bits, uint8_t *out) {
     int per_byte = 8 / bits;
     for (int64_t k = 0; k < nbytes; k++) {
         uint8_t byte = 0;
@@ -136,44 +137,194 @@ static inline __attribute__((always_inline)) void pack_codes(const uint8_t *code
     }
 }
 
-/* Encodes one row; returns 1 if it holds NaN or inf (its bytes are then meaningless), else 0. */
-VARIANTS
-static int encode_row(const float *x, int64_t dim, int bits, int fp16, uint64_t key, uint64_t ridx, uint8_t *out, uint8_t *codes) {
+/* n codes (codes[] must have room up to the next multiple of 8) packed into ceil(n bits / 8) bytes. */
+static void tail_pack(uint8_t *codes, int64_t n, int bits, uint8_t *out) {
+    int64_t nbytes = (n * bits + 7) / 8;
+    if (bits == 8) {
+        memcpy(out, codes, (size_t)n);
+        return;
+    }
+    for (int64_t i = n; i < nbytes * (8 / bits); i++) codes[i] = 0;
+    pack_codes(codes, nbytes, bits, out);
+}
+
+/* ---- The scalar reference path ---- */
+
+static int range_scalar(const float *x, int64_t dim, float *mn_out, float *mx_out) {
+    float mn = x[0], mx = x[0];
+    int bad = 0;
+    for (int64_t i = 0; i < dim; i++) {
+        mn = x[i] < mn ? x[i] : mn;
+        mx = x[i] > mx ? x[i] : mx;
+        bad |= x[i] - x[i] != 0; /* NaN or inf */
+    }
+    *mn_out = mn, *mx_out = mx;
+    return bad;
+}
+
+/* Element by element, one Philox call per 8 columns (philox.py's mapping: column c from call
+   ((c >> 6) << 3) | (c & 7), word (c >> 3) & 3, half (c >> 5) & 1), 64 columns at a time. */
+static void quantize_scalar(const float *x, int64_t dim, int bits, float z, float d, uint32_t r0, uint32_t r1,
+                            uint32_t k0, uint32_t k1, uint8_t *out) {
+    const float levels = (float)((1 << bits) - 1);
+    uint8_t codes[64];
+    uint32_t w[8][4];
+    for (int64_t base = 0; base < dim; base += 64) {
+        for (int l = 0; l < 8; l++) philox_scalar((uint32_t)(base >> 6) << 3 | (uint32_t)l, r0, r1, k0, k1, w[l]);
+        int64_t n = dim - base < 64 ? dim - base : 64;
+        for (int64_t j = 0; j < n; j++) codes[j] = code_scalar(x[base + j], w[j & 7][(j >> 3) & 3], (int)(j >> 5), z, d, levels);
+        tail_pack(codes, n, bits, out + base * bits / 8);
+    }
+}
+
+/* ---- The SIMD variants (cpu_codec_simd.h), each compiled for its instruction set ---- */
+
+#define CAT_(a, b) a##_##b
+#define CAT(a, b) CAT_(a, b)
+
+#define W 8
+#define NAME generic
+#define MUL_EPU32(a, b) (((a) & 0xffffffffu) * ((b) & 0xffffffffu))
+#define VMIN(a, b) select_generic((a) < (b), a, b)
+#define VMAX(a, b) select_generic((a) > (b), a, b)
+#define REDUCE_MIN(v) reduce_generic((const float *)&(v), 0)
+#define REDUCE_MAX(v) reduce_generic((const float *)&(v), 1)
+typedef float vf_generic __attribute__((vector_size(32)));
+typedef int32_t vi_generic __attribute__((vector_size(32)));
+static inline vf_generic select_generic(vi_generic m, vf_generic a, vf_generic b) {
+    return (vf_generic)((m & (vi_generic)a) | (~m & (vi_generic)b));
+}
+static float reduce_generic(const float *v, int max) {
+    float r = v[0];
+    for (int j = 1; j < 8; j++) r = max ? (v[j] > r ? v[j] : r) : (v[j] < r ? v[j] : r);
+    return r;
+}
+#include "cpu_codec_simd.h"
+#undef REDUCE_MIN
+#undef REDUCE_MAX
+#undef VMIN
+#undef VMAX
+#undef MUL_EPU32
+#undef NAME
+#undef W
+
+#if defined(GNNQ_AVX2)
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,f16c"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,f16c")
+#endif
+static inline uint16_t f32_to_f16_f16c(float f) { return (uint16_t)_cvtss_sh(f, 0); } /* 0: to nearest even */
+static inline float f16_to_f32_f16c(uint16_t h) { return _cvtsh_ss(h); }
+PARAMS16(params16_f16c, f32_to_f16_f16c, f16_to_f32_f16c)
+#define W 8
+#define NAME avx2
+#define MUL_EPU32(a, b) _mm256_mul_epu32((__m256i)(a), (__m256i)(b))
+#define VMIN(a, b) ((vf_avx2)_mm256_min_ps((__m256)(a), (__m256)(b)))
+#define VMAX(a, b) ((vf_avx2)_mm256_max_ps((__m256)(a), (__m256)(b)))
+#define REDUCE_MIN(v) reduce_avx2((__m256)(v), 0)
+#define REDUCE_MAX(v) reduce_avx2((__m256)(v), 1)
+static inline float reduce_avx2(__m256 v, int max) {
+    __m128 h = max ? _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1))
+                   : _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    __m128 q = _mm_movehl_ps(h, h);
+    h = max ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
+    q = _mm_shuffle_ps(h, h, 1);
+    h = max ? _mm_max_ss(h, q) : _mm_min_ss(h, q);
+    return _mm_cvtss_f32(h);
+}
+#include "cpu_codec_simd.h"
+#undef REDUCE_MIN
+#undef REDUCE_MAX
+#undef VMIN
+#undef VMAX
+#undef MUL_EPU32
+#undef NAME
+#undef W
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#endif
+
+#if defined(GNNQ_AVX512)
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl")
+#endif
+#define W 16
+#define NAME avx512
+#define MUL_EPU32(a, b) _mm512_mul_epu32((__m512i)(a), (__m512i)(b))
+#define VMIN(a, b) ((vf_avx512)_mm512_min_ps((__m512)(a), (__m512)(b)))
+#define VMAX(a, b) ((vf_avx512)_mm512_max_ps((__m512)(a), (__m512)(b)))
+#define REDUCE_MIN(v) _mm512_reduce_min_ps((__m512)(v))
+#define REDUCE_MAX(v) _mm512_reduce_max_ps((__m512)(v))
+#include "cpu_codec_simd.h"
+#undef REDUCE_MIN
+#undef REDUCE_MAX
+#undef VMIN
+#undef VMAX
+#undef MUL_EPU32
+#undef NAME
+#undef W
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#endif
+
+/* ---- Dispatch ---- */
+
+enum { SIMD_AUTO = 0, SIMD_SCALAR = 1, SIMD_GENERIC = 2, SIMD_AVX2 = 3, SIMD_AVX512 = 4 };
+
+/* Whether this build and this CPU can run a path. */
+int gnnq_simd_supported(int level) {
+    switch (level) {
+    case SIMD_SCALAR:
+    case SIMD_GENERIC: return 1;
+#if defined(GNNQ_AVX2)
+    case SIMD_AVX2: __builtin_cpu_init(); return __builtin_cpu_supports("avx2");
+#endif
+#if defined(GNNQ_AVX512)
+    case SIMD_AVX512:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+#endif
+    default: return 0;
+    }
+}
+
+/* The widest x86 path this build and CPU run, else the scalar one (on x86's baseline, SSE2, the generic vectors
+   measured twice the scalar path's time: 64-byte vectors split into 16-byte registers). */
+int gnnq_simd_best(void) {
+    for (int level = SIMD_AVX512; level > SIMD_GENERIC; level--)
+        if (gnnq_simd_supported(level)) return level;
+    return SIMD_SCALAR;
+}
+
+typedef int (*range_fn)(const float *, int64_t, float *, float *);
+typedef void (*params_fn)(float, float, float, uint16_t *, uint16_t *, float *, float *);
+typedef void (*quantize_fn)(const float *, int64_t, int, float, float, uint32_t, uint32_t, uint32_t, uint32_t, uint8_t *);
+
+/* Encodes one row; returns 1 if it holds NaN or inf (its bytes are then meaningless), else 0. One pass from
+   memory: the row (dim * 4 bytes) is read for its range, then again, from L1 or L2, to be coded. */
+static int encode_row(const float *x, int64_t dim, int bits, int fp16, uint64_t key, uint64_t ridx, uint8_t *out,
+                      range_fn range, params_fn params, quantize_fn quantize) {
     float mn, mx, levels = (float)((1 << bits) - 1), z, s;
-    /* Eight running minima, maxima and NaN detectors (x - x: NaN from NaN or inf, else 0), lane j taking
-       elements i + j; as the scalar `x < lo ? x : lo` per lane, so the result is that of torch.aminmax. */
-    v8f lo, hi, nz = {0};
-    int64_t i = 0;
-    for (int j = 0; j < 8; j++) lo[j] = hi[j] = x[0];
-    for (; i + 8 <= dim; i += 8) {
-        v8f v;
-        memcpy(&v, x + i, sizeof v);
-        v8i lt = v < lo, gt = v > hi;
-        lo = (v8f)(((v8i)v & lt) | ((v8i)lo & ~lt));
-        hi = (v8f)(((v8i)v & gt) | ((v8i)hi & ~gt));
-        nz += v - v;
-    }
-    for (; i < dim; i++) {
-        lo[0] = x[i] < lo[0] ? x[i] : lo[0];
-        hi[0] = x[i] > hi[0] ? x[i] : hi[0];
-        nz[0] += x[i] - x[i];
-    }
-    mn = lo[0], mx = hi[0];
-    int bad = nz[0] != nz[0];
-    for (int j = 1; j < 8; j++) {
-        mn = lo[j] < mn ? lo[j] : mn;
-        mx = hi[j] > mx ? hi[j] : mx;
-        bad |= nz[j] != nz[j];
-    }
-    if (bad) return 1;
+    if (range(x, dim, &mn, &mx)) return 1;
     if (mn == 0.0f) mn = first_equal(x, dim, mn);
     if (mx == 0.0f) mx = first_equal(x, dim, mx);
     mn = mn < -LIMIT ? -LIMIT : mn > LIMIT ? LIMIT : mn;
     mx = mx < -LIMIT ? -LIMIT : mx > LIMIT ? LIMIT : mx;
-
     if (fp16) {
         uint16_t zw, sw;
-        params16(mn, mx, levels, &zw, &sw, &z, &s);
+        params(mn, mx, levels, &zw, &sw, &z, &s);
         memcpy(out, &zw, 2), memcpy(out + 2, &sw, 2);
         out += 4;
     } else {
@@ -181,31 +332,104 @@ static int encode_row(const float *x, int64_t dim, int bits, int fp16, uint64_t 
         memcpy(out, &z, 4), memcpy(out + 4, &s, 4);
         out += 8;
     }
-    float d = s > 0 ? s : 1.0f, u[64];
-    uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32), r0 = (uint32_t)ridx, r1 = (uint32_t)(ridx >> 32);
-    for (int64_t base = 0; base < dim; base += 64) {
-        uniforms64((uint32_t)(base >> 6), r0, r1, k0, k1, u);
-        int64_t n = dim - base < 64 ? dim - base : 64;
-        for (int64_t j = 0; j < n; j++) {
-            float t = (x[base + j] - z) / d + u[j];
-            t = t > 0 ? t : 0; /* NaN -> 0, as torch's clamp + cast give */
-            t = t < levels ? t : levels;
-            codes[base + j] = (uint8_t)(int32_t)t; /* truncation is floor here: t >= 0 */
-        }
-    }
-    if (bits == 8) {
-        memcpy(out, codes, (size_t)dim);
-        return 0;
-    }
-    int64_t nbytes = (dim * bits + 7) / 8;
-    for (i = dim; i < nbytes * (8 / bits); i++) codes[i] = 0;
-    switch (bits) {
-    case 4: pack_codes(codes, nbytes, 4, out); break;
-    case 2: pack_codes(codes, nbytes, 2, out); break;
-    default: pack_codes(codes, nbytes, 1, out);
-    }
+    quantize(x, dim, bits, z, s > 0 ? s : 1.0f, (uint32_t)ridx, (uint32_t)(ridx >> 32), (uint32_t)key,
+             (uint32_t)(key >> 32), out);
     return 0;
 }
+
+static int64_t row_bytes(int64_t dim, int bits, int fp16) { return (fp16 ? 4 : 8) + (dim * bits + 7) / 8; }
+
+struct encode_job {
+    const float *src;
+    int64_t dim;
+    const int64_t *row_idx, *keys, *ridx;
+    int64_t first, last;
+    const int8_t *bits;
+    const int64_t *offsets;
+    int uniform_bits, fp16;
+    uint8_t *out;
+    range_fn range;
+    params_fn params;
+    quantize_fn quantize;
+    int64_t bad;
+};
+
+static void *encode_rows(void *arg) {
+    struct encode_job *j = arg;
+    int64_t stride = row_bytes(j->dim, j->uniform_bits, j->fp16), bad = 0, line = 64 / sizeof(float);
+    int64_t ahead = j->dim < 1024 ? j->dim : 1024; /* the next row's first 4 KiB: its lines are fetched meanwhile */
+    for (int64_t r = j->first; r < j->last; r++) {
+        if (r + 1 < j->last)
+            for (int64_t i = 0; i < ahead; i += line) __builtin_prefetch(j->src + j->row_idx[r + 1] * j->dim + i);
+        int b = j->bits ? j->bits[r] : j->uniform_bits;
+        bad += encode_row(j->src + j->row_idx[r] * j->dim, j->dim, b, j->fp16, (uint64_t)j->keys[r],
+                          (uint64_t)j->ridx[r], j->out + (j->offsets ? j->offsets[r] : r * stride), j->range,
+                          j->params, j->quantize);
+    }
+    j->bad = bad;
+    return NULL;
+}
+
+#define MAX_THREADS 64
+
+/* Rows src[row_idx[r]] into out, row r drawing on the stream keys[r] at index ridx[r]. Per-row widths
+   and byte offsets when ``bits`` is given (mixed widths), else every row at ``uniform_bits``, packed
+   back to back. ``simd``: 0 the widest path supported, else the path to take (1 scalar reference,
+   2 generic vectors, 3 AVX2, 4 AVX-512); ``threads``: rows split in contiguous ranges over this many threads.
+   Returns how many rows hold NaN or inf (-1: a thread could not start; -3: the path is not supported). */
+int64_t gnnq_encode_simd(const float *src, int64_t dim, const int64_t *row_idx, const int64_t *keys, const int64_t *ridx,
+                         int64_t rows, const int8_t *bits, const int64_t *offsets, int uniform_bits, int fp16,
+                         uint8_t *out, int simd, int threads) {
+    if (rows == 0 || dim == 0) return -2; /* the caller keeps these to the torch path */
+    if (simd == SIMD_AUTO) simd = gnnq_simd_best();
+    if (!gnnq_simd_supported(simd)) return -3;
+    struct encode_job job = {src, dim, row_idx, keys, ridx, 0, rows, bits, offsets, uniform_bits, fp16, out,
+                             range_generic, params16, quantize_generic, 0};
+    if (simd == SIMD_SCALAR) job.range = range_scalar, job.quantize = quantize_scalar;
+#if defined(GNNQ_AVX2)
+    if (simd == SIMD_AVX2) job.range = range_avx2, job.params = params16_f16c, job.quantize = quantize_avx2;
+#endif
+#if defined(GNNQ_AVX512)
+    if (simd == SIMD_AVX512) job.range = range_avx512, job.params = params16_f16c, job.quantize = quantize_avx512;
+#endif
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    if (threads > rows) threads = (int)rows;
+    if (threads <= 1) {
+        encode_rows(&job);
+        return job.bad;
+    }
+    struct encode_job jobs[MAX_THREADS];
+    pthread_t ids[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    int64_t bad = 0, failed = 0;
+    for (int t = 0; t < threads; t++) {
+        jobs[t] = job;
+        jobs[t].first = rows * t / threads, jobs[t].last = rows * (t + 1) / threads;
+    }
+    for (int t = 1; t < threads; t++) started[t] = pthread_create(&ids[t], NULL, encode_rows, &jobs[t]) == 0;
+    encode_rows(&jobs[0]);
+    for (int t = 1; t < threads; t++) {
+        if (started[t])
+            pthread_join(ids[t], NULL);
+        else
+            encode_rows(&jobs[t]), failed++; /* no thread: this one does its share */
+        bad += jobs[t].bad;
+    }
+    (void)failed;
+    return bad + jobs[0].bad;
+}
+
+/* The widest path, one thread (the signature of earlier versions). */
+int64_t gnnq_encode(const float *src, int64_t dim, const int64_t *row_idx, const int64_t *keys, const int64_t *ridx,
+                    int64_t rows, const int8_t *bits, const int64_t *offsets, int uniform_bits, int fp16, uint8_t *out) {
+    return gnnq_encode_simd(src, dim, row_idx, keys, ridx, rows, bits, offsets, uniform_bits, fp16, out, SIMD_AUTO, 1);
+}
+
+/* ---- Decoding ---- */
+
+typedef uint32_t v8u __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+typedef float v8f __attribute__((vector_size(32)));
 
 /* Inlined with a constant width. (float)code * s + z, two roundings (no FMA: -ffp-contract=off), as
    torch_codec. Below 8 bits, eight outputs at a time, so the stores are whole vectors: the group's
@@ -251,26 +475,6 @@ static void decode_row(const uint8_t *in, int64_t dim, int bits, int fp16, float
     case 2: decode_codes(in, dim, 2, s, z, out); break;
     default: decode_codes(in, dim, 1, s, z, out);
     }
-}
-
-static int64_t row_bytes(int64_t dim, int bits, int fp16) { return (fp16 ? 4 : 8) + (dim * bits + 7) / 8; }
-
-/* Rows src[row_idx[r]] into out, row r drawing on the stream keys[r] at index ridx[r]. Per-row widths
-   and byte offsets when ``bits`` is given (mixed widths), else every row at ``uniform_bits``, packed
-   back to back. Returns how many rows hold NaN or inf (-1: out of memory). */
-int64_t gnnq_encode(const float *src, int64_t dim, const int64_t *row_idx, const int64_t *keys, const int64_t *ridx,
-                    int64_t rows, const int8_t *bits, const int64_t *offsets, int uniform_bits, int fp16, uint8_t *out) {
-    if (rows == 0 || dim == 0) return -2; /* the caller keeps these to the torch path */
-    uint8_t *codes = malloc((size_t)dim + 8);
-    if (!codes) return -1;
-    int64_t stride = row_bytes(dim, uniform_bits, fp16), bad = 0;
-    for (int64_t r = 0; r < rows; r++) {
-        int b = bits ? bits[r] : uniform_bits;
-        bad += encode_row(src + row_idx[r] * dim, dim, b, fp16, (uint64_t)keys[r], (uint64_t)ridx[r],
-                          out + (offsets ? offsets[r] : r * stride), codes);
-    }
-    free(codes);
-    return bad;
 }
 
 /* Wire rows into out[out_rows[r]] (out[r] when out_rows is NULL); widths and offsets as above. */

@@ -1,4 +1,4 @@
-"""The codec's uniform draws: counter-based (Philox4x32-10), computed where they are used.
+"""The codec's uniform draws: counter-based (Philox4x32-7), computed where they are used.
 
 A message's draws are never materialized by the exchange: every codec kernel derives the draw of
 element (r, c) of a sent row from the row's stream key and index alone, so the C and Triton
@@ -7,12 +7,16 @@ kernels compute it inline and this module's vectorized torch version gives the s
 - Stream key: 64 bits per (seed, epoch, layer, direction, sender, receiver)
   (``gnnq.comm.codec.NoiseKey``), split into the Philox key (k0 = low 32 bits, k1 = high).
 - Row index r: the row's position within the block of rows going to that receiver.
-- Element (r, c): Philox4x32-10 (Salmon et al., SC'11; the Random123 constants) of the counter
+- Element (r, c): Philox4x32-7 (Salmon et al., SC'11; the Random123 constants, 7 rounds) of the counter
   (((c >> 6) << 3) | (c & 7), r mod 2^32, r >> 32, 0) gives four 32-bit words. With j = c & 63,
   the draw takes the 16-bit half (j >> 5) of word ((j >> 3) & 3): u16 = (w >> (16 * (j >> 5))) & 0xffff,
   and u = (2 * u16 + 1) * 2^-17, the midpoint of one of 2^16 equal cells of [0, 1), exact in fp32.
   One Philox call thus serves 8 columns, and 8 consecutive columns come from 8 calls' same word
   (one SIMD register of calls in the C kernel).
+
+Seven rounds: Random123's shortest Philox4x32 that passes TestU01's BigCrush (its default, 10, adds a
+safety margin for general use). The draws only have to be uniform and independent enough for rounding noise,
+and the rounds are most of an encoder's arithmetic (three fewer: about a quarter less time in the C kernel).
 
 16 bits per draw keep stochastic rounding unbiased to within 2^-17 of a step per value (a midpoint
 grid errs by at most half a cell either way), below the fp32 rounding of ``(x - zero) / step + u``
@@ -27,7 +31,7 @@ import torch
 
 M0, M1 = 0xD2511F53, 0xCD9E8D57  # round multipliers
 W0, W1 = 0x9E3779B9, 0xBB67AE85  # key increments (Weyl sequence)
-ROUNDS = 10
+ROUNDS = 7  # the codec's rounds (philox4x32 takes any; Random123's default is 10)
 LO32 = 0xFFFFFFFF
 CELL = 2.0**-17  # half of the 2^-16 spacing of the draws
 
@@ -66,10 +70,10 @@ def _mulhilo(m: int, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return high, low
 
 
-def philox4x32(c: list[torch.Tensor], k0: torch.Tensor, k1: torch.Tensor) -> list[torch.Tensor]:
-    """Philox4x32-10 of counters ``c`` (four int64 tensors of 32-bit values) under keys (k0, k1), broadcast."""
+def philox4x32(c: list[torch.Tensor], k0: torch.Tensor, k1: torch.Tensor, rounds: int = ROUNDS) -> list[torch.Tensor]:
+    """Philox4x32-``rounds`` of counters ``c`` (four int64 tensors of 32-bit values) under keys (k0, k1), broadcast."""
     c0, c1, c2, c3 = c
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         hi0, lo0 = _mulhilo(M0, c0)
         hi1, lo1 = _mulhilo(M1, c2)
         c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0

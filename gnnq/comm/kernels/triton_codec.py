@@ -3,9 +3,9 @@
 ``quantize_pack``: one program per sent row gathers the row from the source embedding
 (no separate index_select), finds its min/max (and whether it holds NaN or inf), rounds the
 parameters exactly as ``torch_codec.row_params`` does (fp16, or flagged bfloat16 where fp16
-overflows), draws its uniforms inline with ``tl.philox`` (Philox4x32-10, as ``philox.py`` maps
-them to columns), quantizes and packs 8/b codes per byte into the wire row. ``unpack_dequantize``: one program per
-received row reads the
+overflows), draws its uniforms inline with ``tl.philox`` (Philox4x32 with ``philox.ROUNDS`` rounds, as
+``philox.py`` maps them to columns), quantizes and packs 8/b codes per byte into the wire row.
+``unpack_dequantize``: one program per received row reads the
 parameters and codes and writes fp32 values into the destination buffer. Feature dims of any
 size are handled in BLOCK-sized chunks. Bit-identity with torch needs IEEE arithmetic: divisions
 are ``tl.div_rn`` (Triton's ``/`` on fp32 is an approximate division on NVIDIA GPUs) and both
@@ -23,7 +23,7 @@ try:
 except ImportError:  # the gpu extra is not installed
     triton = None
 
-from gnnq.comm.kernels.philox import RowStreams
+from gnnq.comm.kernels.philox import ROUNDS, RowStreams
 from gnnq.comm.kernels.torch_codec import check_out, code_bytes, row_bytes
 
 
@@ -93,6 +93,7 @@ if triton is not None:
         BITS: tl.constexpr,
         PARAM_FP16: tl.constexpr,
         BLOCK: tl.constexpr,
+        ROUNDS: tl.constexpr,
     ):
         row = tl.program_id(0)
         src = src_ptr + tl.load(idx_ptr + row).to(tl.int64) * src_stride
@@ -166,7 +167,7 @@ if triton is not None:
                 cols = bcols * PER_BYTE + j
                 m = cols < dim
                 v = tl.load(src + cols, mask=m, other=0.0)
-                u = _uniform(key, r0, r1, cols)
+                u = _uniform(key, r0, r1, cols, ROUNDS)
                 q = tl.floor(tl.div_rn(v - zero, denom) + u)
                 q = tl.minimum(tl.maximum(q, 0.0), LEVELS)
                 q = tl.where(m, q, 0.0)
@@ -174,11 +175,11 @@ if triton is not None:
             tl.store(out + PB + bcols, acc.to(tl.uint8), mask=bcols < num_code_bytes)
 
     @triton.jit
-    def _uniform(key, r0, r1, cols):
+    def _uniform(key, r0, r1, cols, ROUNDS: tl.constexpr):
         """philox.py's draw of columns ``cols`` of the row (r1:r0) on stream ``key``."""
         c0 = (((cols >> 6) << 3) | (cols & 7)).to(tl.uint32)
         zero = tl.zeros_like(c0)
-        w0, w1, w2, w3 = tl.philox(key, c0, zero + r0, zero + r1, zero, 10)
+        w0, w1, w2, w3 = tl.philox(key, c0, zero + r0, zero + r1, zero, ROUNDS)
         j = cols & 63
         word = (j >> 3) & 3
         w = tl.where(word == 0, w0, tl.where(word == 1, w1, tl.where(word == 2, w2, w3)))
@@ -249,6 +250,7 @@ def quantize_pack(
         BITS=bits,
         PARAM_FP16=param_dtype == torch.float16,
         BLOCK=block,
+        ROUNDS=ROUNDS,
         enable_fp_fusion=False,
     )
     return out, not bool(bad.any())
