@@ -119,7 +119,6 @@ def test_table_from_real_runs(small_bench):
     assert md.count("2 ranks on 1 host(s), evaluation every 1 epoch(s)") == 4
     adaptive = [line for line in md.splitlines() if line.startswith("- adaqp_q ")]
     assert len(adaptive) == 2 and all("quantizer.assign_cycle=5" in line for line in adaptive)  # from the sweep file
-    assert all("logger=none" in line for line in md.splitlines() if line.startswith("- adaqp"))  # the sweep file's
     assert "8 runs" in res.stdout and "run 8/8" in res.stdout
 
 
