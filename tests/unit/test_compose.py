@@ -421,3 +421,20 @@ def test_every_sweep_file_composes_at_every_point():
     for path in sweeps:
         assert preflight([], True, path.stem, str(path.parent)) >= 1, path.name
     assert preflight([], True, "foundation_check", str(SWEEPS_DIR)) == 12
+
+
+def test_published_presets_run_the_published_behaviours_and_gnnqs_keep_gnnqs():
+    """Issue 28: AdaQP's layer-0 exchange every epoch (its AdaQP and its Vanilla), PipeGCN's pre-dropout stale rows."""
+    vanilla = compose_config(["experiment=adaqp_vanilla_published"])
+    assert (vanilla.parallel.name, vanilla.quantizer.name, vanilla.parallel.inputs, vanilla.model.layer_order) == (
+        "sync",
+        "fp32",
+        "every_epoch",
+        "dropout_norm_act",
+    )
+    assert compose_config(["experiment=adaqp_published"]).parallel.inputs == "every_epoch"
+    assert compose_config(["experiment=adaqp_vanilla"]).parallel.inputs == "once"
+    assert compose_config(["experiment=adaqp"]).parallel.inputs == "once"
+    for name in ("pipegcn", "pipegcn_smoothed"):
+        assert compose_config([f"experiment={name}"]).parallel.stale_rows == "pre_dropout"
+    assert compose_config(["experiment=pipegcn_gnnq"]).parallel.stale_rows == "post_dropout"
