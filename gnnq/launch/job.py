@@ -22,6 +22,7 @@ from gnnq.launch.partition_memory import check_before_partitioning, graph_mib
 from gnnq.launch.placement import place
 from gnnq.launch.resources import check_launch_resources, method_resources
 from gnnq.launch.run_dir import check_writable, claim_run_dir, clear_earlier_attempt, release_run_dir
+from gnnq.launch.ranks import run_local_ranks
 from gnnq.launch.torchrun import run_torchrun
 from gnnq.track.files import write_json_atomic, write_text_atomic
 from gnnq.track.progress import ProgressLine, summary_table
@@ -218,7 +219,11 @@ def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path, on_row: Callable[[di
         for note in placement.notes:
             say(note)
         say(f"launching {placement.how} ({cfg.model.name}, {cfg.parallel.name}, {cfg.quantizer.name})")
-        code = run_torchrun(placement.cmd, run_dir / "logs" / "torchrun.log", follow)
+        log = run_dir / "logs" / "torchrun.log"  # the name kept from when torchrun started local ranks too
+        if placement.local_ranks:
+            code = run_local_ranks(run_dir, parts_dir, placement.local_ranks, log, follow)
+        else:
+            code = run_torchrun(placement.cmd, log, follow)
         return {**collect_result(run_dir, code, [run_dir / "logs" / "torchrun.log"]), **placement.summary}
     finally:
         progress.close()
