@@ -16,8 +16,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from gnnq.launch.slurm import current_job, srun_command
 from gnnq.launch.ranks import rank_command
+from gnnq.launch.slurm import current_job, srun_command
 from gnnq.launch.torchrun import multinode_torchrun_command
 
 

@@ -77,7 +77,7 @@ def rank_memory_mib(inner: int, halo: int, edges: int, shape: Shape) -> float:
 
 def method_resources(cfg) -> dict[str, Resources]:
     """What the run's model, quantizer and parallel choice each declare (their classes' ``resources``)."""
-    return {group: registry.target(cfg[group].name).resources(cfg[group]) for group, registry in METHODS.items()}
+    return {group: registry.choice(cfg[group].name).resources for group, registry in METHODS.items()}
 
 
 def model_shape(cfg, features: int) -> Shape:

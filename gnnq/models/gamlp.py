@@ -10,8 +10,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from gnnq.config.method import Resources
-
 
 class GAMLP(nn.Module):
     rowwise = True  # an output row depends on its own input row only (the training loop exploits it)
@@ -19,10 +17,6 @@ class GAMLP(nn.Module):
     @classmethod
     def from_config(cls, mcfg, in_dim: int, out_dim: int) -> "GAMLP":
         return cls(in_dim, mcfg.hidden, out_dim, mcfg.layers, mcfg.dropout, mcfg.norm)
-
-    @classmethod
-    def resources(cls, mcfg) -> Resources:
-        return Resources(propagated_inputs=True)  # the launcher prepares [X, AX, ..., A^hops X] (gnnq.data.gamlp)
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, layers: int, dropout: float, norm: str):
         super().__init__()

@@ -17,8 +17,6 @@ from typing import Callable, Sequence
 import torch
 from torch import nn
 
-from gnnq.config.method import Resources
-
 Propagate = Callable[[int, torch.Tensor], torch.Tensor]
 
 
@@ -73,10 +71,6 @@ class GNN(nn.Module):
             mcfg.norm,
             mcfg.get("layer_order", "norm_act_dropout"),
         )
-
-    @classmethod
-    def resources(cls, mcfg) -> Resources:
-        return Resources(weight_paths=LAYERS[mcfg.name].weight_paths)
 
     def __init__(
         self,

@@ -21,7 +21,6 @@ import torch
 
 from gnnq.comm.codec import stream_seed
 from gnnq.comm.halo import HaloExchange, HaloPlan
-from gnnq.config.method import Resources
 from gnnq.models.graph_ops import LocalGraph
 from gnnq.parallel.sync import SyncStrategy
 
@@ -80,10 +79,6 @@ class SamplingStrategy(SyncStrategy):
     @classmethod
     def from_config(cls, pcfg, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, seed: int):
         return cls(exchange, graph, x_inner, rate=pcfg.sampling_rate, seed=seed, sample_size=pcfg.sample_size)
-
-    @classmethod
-    def resources(cls, pcfg) -> Resources:
-        return Resources(halo_buffers=True)  # the sampled rows and their scaled halo copy
 
     def __init__(
         self,

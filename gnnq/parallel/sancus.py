@@ -19,7 +19,6 @@ import torch
 
 from gnnq.comm.direction import Direction
 from gnnq.comm.halo import HaloExchange, HaloPlan, gradients_to_owners
-from gnnq.config.method import Resources
 from gnnq.models.graph_ops import LocalGraph
 from gnnq.parallel.sync import SyncStrategy
 
@@ -28,10 +27,6 @@ class SancusStrategy(SyncStrategy):
     @classmethod
     def from_config(cls, pcfg, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, seed: int):
         return cls(exchange, graph, x_inner, threshold=pcfg.threshold, max_staleness=pcfg.max_staleness)
-
-    @classmethod
-    def resources(cls, pcfg) -> Resources:
-        return Resources(halo_buffers=True)  # the rows last sent and the cached halo rows
 
     def __init__(
         self,

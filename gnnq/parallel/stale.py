@@ -21,7 +21,6 @@ import torch
 
 from gnnq.comm.direction import Direction
 from gnnq.comm.halo import Arrived, HaloExchange, inner_gradient
-from gnnq.config.method import Resources
 from gnnq.models.graph_ops import LocalGraph
 from gnnq.parallel.sync import SyncStrategy
 
@@ -37,10 +36,6 @@ class StaleStrategy(SyncStrategy):
     @classmethod
     def from_config(cls, pcfg, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, seed: int):
         return cls(exchange, graph, x_inner, momentum=pcfg.momentum, warmup=pcfg.warmup, smooth=pcfg.smooth)
-
-    @classmethod
-    def resources(cls, pcfg) -> Resources:
-        return Resources(halo_buffers=True)  # the previous epoch's halo rows and gradients
 
     def __init__(
         self,

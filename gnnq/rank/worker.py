@@ -41,6 +41,7 @@ from gnnq.contract import (
 from gnnq.data.part_cache import load_part
 from gnnq.rank.heartbeat import start_heartbeat
 from gnnq.track.files import strict_json, write_json_atomic, write_text_atomic
+from gnnq.track.machine import torch_gpu_names
 from gnnq.train.checkpoint import latest_checkpoint
 
 
@@ -122,7 +123,7 @@ def run(run_dir: Path, parts_dir: Path) -> None:
     init_group(backend, datetime.timedelta(seconds=cfg.cluster.timeout_s))
     rank = dist.get_rank()
     resume = (run_dir / INTERNAL_DIR / RESUME_FILE).is_file()
-    shared = PARALLEL.target(cfg.parallel.name).resources(cfg.parallel).shared_part  # one part, every rank reads it
+    shared = PARALLEL.choice(cfg.parallel.name).resources.shared_part  # one part, every rank reads it
     part = load_part(parts_dir, 0 if shared else rank)
     comm = Communicator()
     metrics_file = open_metrics(run_dir, resume) if rank == 0 else None
@@ -138,6 +139,7 @@ def run(run_dir: Path, parts_dir: Path) -> None:
     summary = trainer(cfg, part, comm, callback, device=device, cache_dir=parts_dir, run_dir=run_dir, resume=resume)
     if rank == 0:
         metrics_file.close()
+        summary = {**summary, "gpu_names": torch_gpu_names()}  # the record's machine: the GPUs torch saw
         write_json_atomic(run_dir / INTERNAL_DIR / RESULT_FILE, summary)
     # Tear down together: a rank destroying its gloo group while a peer is still
     # communicating can abort the peer ("terminate called without an active exception").
