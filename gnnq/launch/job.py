@@ -17,6 +17,7 @@ from gnnq.data.part_cache import cached_parts, prepare_parts
 from gnnq.data.registry import data_root, data_root_key, dataset_sources, load_dataset
 from gnnq.data.summary import GraphSummary, read_summary, recipe, write_summary
 from gnnq.errors import CacheError, ConfigError, GnnqError, LaunchError, describe_os_error
+from gnnq.launch import interrupts
 from gnnq.launch.emulated import run_emulated
 from gnnq.launch.failure import describe_failure
 from gnnq.launch.partition_memory import check_before_partitioning, graph_mib
@@ -60,27 +61,37 @@ def _run_claimed(cfg: DictConfig, run_dir: Path, extra: dict | None) -> dict:
         summary = launch(cfg, run_dir, parts_dir, logger.log_epoch)
         record = build_record(config, "ok", summary, extra=extra)
     except KeyboardInterrupt as exc:
-        reason = str(exc) or "SIGINT"
-        record = build_record(config, "failed", error=f"interrupted ({reason}); all ranks were stopped", extra=extra)
-        try:
-            conclude(run_dir, record, logger, started)
-        except GnnqError as lost:  # the interrupt still decides the exit code (128 + signal)
-            print(f"gnnq: error: {lost}", file=sys.stderr, flush=True)
+        _interrupted(run_dir, config, extra, logger, started, interrupts.received() or str(exc) or "SIGINT")
         raise
-    except GnnqError as exc:
-        record = build_record(config, "failed", error=str(exc), extra=extra)
     except Exception as exc:  # noqa: BLE001 - an unexpected bug still leaves a failed record
-        (run_dir / "logs").mkdir(exist_ok=True)
-        (run_dir / "logs" / "launcher.log").write_text(traceback.format_exc())
-        record = build_record(
-            config, "failed", error=f"{type(exc).__name__}: {exc} (traceback: {run_dir}/logs/launcher.log)", extra=extra
-        )
+        if interrupts.received():  # the signal surfaced as another error (METIS' C++ turns it into a RuntimeError)
+            _interrupted(run_dir, config, extra, logger, started, interrupts.received())
+            raise KeyboardInterrupt(interrupts.received()) from None
+        record = build_record(config, "failed", error=_failure_line(exc, run_dir), extra=extra)
     conclude(run_dir, record, logger, started)
     if record["status"] == "ok":
         print(summary_table(record), flush=True)
     else:
         print(f"gnnq: error: {record['error']}", file=sys.stderr, flush=True)
     return record
+
+
+def _failure_line(exc: Exception, run_dir: Path) -> str:
+    """A GnnqError's own line; any other exception (a bug) with its traceback kept in logs/launcher.log."""
+    if isinstance(exc, GnnqError):
+        return str(exc)
+    (run_dir / "logs").mkdir(exist_ok=True)
+    (run_dir / "logs" / "launcher.log").write_text(traceback.format_exc())
+    return f"{type(exc).__name__}: {exc} (traceback: {run_dir}/logs/launcher.log)"
+
+
+def _interrupted(run_dir: Path, config: dict, extra: dict, logger, started: float, reason: str) -> None:
+    """The failed record of a run a signal stopped (the ranks are stopped by then)."""
+    record = build_record(config, "failed", error=f"interrupted ({reason}); all ranks were stopped", extra=extra)
+    try:
+        conclude(run_dir, record, logger, started)
+    except GnnqError as lost:  # the interrupt still decides the exit code (128 + signal)
+        print(f"gnnq: error: {lost}", file=sys.stderr, flush=True)
 
 
 def conclude(run_dir: Path, record: dict, logger: NullLogger, started: float) -> None:
