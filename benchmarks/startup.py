@@ -116,8 +116,8 @@ def main(argv: list[str] | None = None) -> None:
         "run, in turn; medians).\n\n"
         f"The run: `{out['run']}`, with its partition cache built by an untimed run first. The import: "
         f"`{shlex.join(IMPORT[1:])}`. CPU s: user + system time of the command and all its processes.\n\n"
-        f"Machine: {machine_line(out['machine'])} (2 cores shared with other jobs while this ran: the ratios, measured side "
-        "by side, are what to compare).\n\n" + table + "\n"
+        f"Machine: {machine_line(out['machine'])} (2 cores shared with other jobs while this ran: the ratios, "
+        "measured side by side, are what to compare).\n\n" + table + "\n"
     )
 
 

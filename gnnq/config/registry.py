@@ -280,7 +280,7 @@ PARALLEL = Registry(
 CLUSTERS = Registry(
     "cluster",
     [
-        Choice("local", s.ClusterConfig, about="all ranks on this machine, one torchrun (rendezvous on loopback)"),
+        Choice("local", s.ClusterConfig, about="all ranks on this machine, started by gnnq itself (store on loopback)"),
         Choice(
             "emulated", s.EmulatedClusterConfig, about="hosts emulated with network namespaces and shaped links (root)"
         ),

@@ -1,4 +1,5 @@
-"""Start the ranks of one job with torchrun and follow them until they finish."""
+"""Start the ranks of a multi-node, Slurm or emulated job with torchrun and follow them until they finish (a local
+job's ranks are started by gnnq itself: gnnq.launch.ranks)."""
 
 from __future__ import annotations
 
@@ -11,26 +12,8 @@ from pathlib import Path
 from typing import Callable
 
 from gnnq.contract import PROGRESS_PREFIX, RANK_MODULE, RANK_WARNING_PREFIX
-from gnnq.launch.failure import elastic_log_dir
 
 LOOPBACK = "127.0.0.1"
-
-
-def torchrun_command(run_dir: Path, parts_dir: Path, nproc: int) -> list[str]:
-    """torchrun for ``nproc`` ranks on this host; its rendezvous listens on 127.0.0.1 only (loopback_run)."""
-    return [
-        sys.executable,
-        "-m",
-        "gnnq.launch.loopback_run",
-        "--nnodes=1",
-        f"--nproc-per-node={nproc}",
-        "--rdzv-backend=c10d",
-        f"--rdzv-endpoint={LOOPBACK}:0",
-        "--rdzv-id=gnnq-local",
-        f"--local-addr={LOOPBACK}",
-        f"--log-dir={elastic_log_dir(run_dir)}",
-        *_ranks(run_dir, parts_dir),
-    ]
 
 
 def multinode_torchrun_command(
