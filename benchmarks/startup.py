@@ -32,11 +32,13 @@ IMPORT = [sys.executable, "-c", "import torch, torch_geometric"]
 HERE = Path(__file__).resolve().parents[1]
 
 
-def timed(cmd: list[str], env: dict) -> tuple[float, float]:
-    """(wall s, CPU s of the command and its children) of one run of ``cmd``; it must succeed."""
+def timed(cmd: list[str], env: dict, cwd: Path) -> tuple[float, float]:
+    """(wall s, CPU s of the command and its children) of one run of ``cmd`` in ``cwd``; it must succeed.
+
+    ``cwd`` holds no gnnq: ``python -m`` puts the working directory first on sys.path, before PYTHONPATH."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    res = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=cwd)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if res.returncode != 0:
@@ -68,11 +70,11 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="gnnq-startup-") as tmp:
         runs = Path(tmp)
         for name in codes:  # untimed: the partition cache (and dataset summary) exist from here on
-            timed(gnnq_command(runs / name), envs[name])
+            timed(gnnq_command(runs / name), envs[name], runs)
         for i in range(args.repeats):
-            samples["import"].append(timed(IMPORT, base))
+            samples["import"].append(timed(IMPORT, base, runs))
             for name in codes:
-                samples[name].append(timed(gnnq_command(runs / name), envs[name]))
+                samples[name].append(timed(gnnq_command(runs / name), envs[name], runs))
             print(f"repeat {i + 1}/{args.repeats}: " + ", ".join(f"{k} {v[-1][0]:.1f}s" for k, v in samples.items()))
     imp = statistics.median(w for w, _ in samples["import"])
     rows, results = [], {}
