@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 from pathlib import Path
 
@@ -206,7 +208,12 @@ def _interrupted(exc: KeyboardInterrupt) -> None:
     """Exit as the signal asks: 128 + its number (130 for SIGINT / Ctrl-C, 143 for SIGTERM)."""
     name = interrupts.received() or str(exc) or "SIGINT"
     print(f"gnnq: interrupted ({name}); all ranks stopped, the run record is marked failed", file=sys.stderr)
-    sys.exit(interrupts.exit_code(name))
+    # The ranks are stopped and the record written: skip the interpreter's teardown, which with torch loaded (a
+    # launcher that partitioned) takes seconds of the few a Ctrl-C may take
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(interrupts.exit_code(name))
 
 
 def _resume(argv: list[str]) -> None:
