@@ -87,7 +87,8 @@ def source_state() -> dict:
 def build_record(
     config: dict, status: str, summary: dict | None = None, error: str | None = None, extra: dict | None = None
 ) -> dict:
-    summary = summary or {}
+    summary = dict(summary or {})
+    gpu_names = summary.pop("gpu_names", None)  # rank 0's: the GPUs torch saw (the launcher imports no torch)
     record = {
         "status": status,
         "error": error,
@@ -100,7 +101,7 @@ def build_record(
         "world_size": summary.get("world_size") or _planned_world_size(config),
         "num_params": summary.get("num_params"),
         "summary": summary,
-        "machine": hardware(summary.get("gpu_names")),
+        "machine": hardware(gpu_names),
         "versions": versions(),
         **source_state(),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
