@@ -307,7 +307,7 @@ CASES = [
         "faults",
         "resume-changed-hidden",
         "resume after config.yaml's model.hidden changed: one line naming the key and both shapes",
-        failed(r"does not match the run's config: model\.\S+ has shape \[16.*\[48"),
+        failed(r"does not match the run's config: model\.\S+ has shape \[16.*\[48", replaces_records=True),
         args=lambda ctx: [f"resume={ctx.state['run_dir']}"],
         setup=_changed_hidden,
         verify=_checkpoints_untouched,
