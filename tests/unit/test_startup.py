@@ -170,35 +170,6 @@ def test_torchs_cuda_version_is_read_without_importing_torch():
     assert res.stdout.split() == [str(torch.version.cuda), "False"], res.stderr
 
 
-PLAN = """
-import sys
-from gnnq.config.compose import compose_config
-from gnnq.launch import job
-cfg = compose_config(["dataset.num_nodes=400", "cluster.nproc=2", "logger=none", "dataset.root={root}"])
-loaded = []
-real = job.load_dataset
-job.load_dataset = lambda *a, **k: loaded.append(1) or real(*a, **k)
-parts, meta = job.prepare_data(cfg)
-print(len(loaded), "torch" in sys.modules, "torch_geometric" in sys.modules, parts)
-"""
-
-
-def test_a_run_whose_parts_are_cached_is_planned_without_loading_or_torch(tmp_path):
-    def plan() -> list[str]:
-        res = subprocess.run(
-            [sys.executable, "-c", PLAN.format(root=tmp_path)], capture_output=True, text=True, timeout=240
-        )
-        assert res.returncode == 0, res.stderr
-        return res.stdout.split()[-4:]
-
-    first = plan()
-    assert first[:2] == ["1", "True"]  # loaded, partitioned (METIS and the part files need torch)
-    again = plan()
-    assert again == ["0", "False", "False", first[3]]  # the same parts, from the cache alone
-    (summary,) = (tmp_path / "parts" / "graphs").glob("*.json")
-    assert json.loads(summary.read_text())["num_nodes"] == 400
-
-
 def test_a_changed_source_file_changes_the_recipe(tmp_path):
     from gnnq.data.summary import recipe
 
