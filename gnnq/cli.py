@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import signal
+import logging
+import os
 import sys
 from pathlib import Path
 
 from gnnq.errors import ConfigError, GnnqError
-from gnnq.launch import console
+from gnnq.launch import console, interrupts
 from gnnq.launch.outcome import FAILED_RUNS as _FAILED_RUNS  # the Slurm launcher adds its jobs' failures
 from gnnq.launch.outcome import REFUSED_RUNS as _REFUSED_RUNS
 from gnnq.launch.outcome import RUNS as _RUNS
@@ -57,15 +58,17 @@ def _with_resolved_config_dir(argv: list[str]) -> list[str]:
     return out
 
 
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
 def main() -> None:
-    # Ctrl-C and SIGTERM (e.g. from a scheduler) both stop all ranks and leave a failed record;
-    # installed explicitly because a background launch may inherit SIGINT as ignored.
-    signal.signal(signal.SIGINT, _interrupt)
-    signal.signal(signal.SIGTERM, _interrupt)
+    # Ctrl-C, SIGTERM (e.g. from a scheduler) and SIGHUP (a closed terminal) stop all ranks and leave a failed
+    # record; the exit status is 128 + the first signal's number (gnnq.launch.interrupts)
+    interrupts.install()
+    try:
+        _main()
+    except KeyboardInterrupt as exc:
+        _interrupted(exc)
+
+
+def _main() -> None:
     console.install()  # a reader that goes away (gnnq ... | head -1) does not stop the run
     if _help_or_version(sys.argv[1:]):
         return
@@ -203,9 +206,14 @@ def _dirname_excludes(points: list[list[str]]) -> str:
 
 def _interrupted(exc: KeyboardInterrupt) -> None:
     """Exit as the signal asks: 128 + its number (130 for SIGINT / Ctrl-C, 143 for SIGTERM)."""
-    name = str(exc) or "SIGINT"
+    name = interrupts.received() or str(exc) or "SIGINT"
     print(f"gnnq: interrupted ({name}); all ranks stopped, the run record is marked failed", file=sys.stderr)
-    sys.exit(128 + getattr(signal.Signals, name, signal.SIGINT).value)
+    # The ranks are stopped and the record written: skip the interpreter's teardown, which with torch loaded (a
+    # launcher that partitioned) takes seconds of the few a Ctrl-C may take
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(interrupts.exit_code(name))
 
 
 def _resume(argv: list[str]) -> None:

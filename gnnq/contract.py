@@ -20,12 +20,15 @@ ERROR_FILES = "error-rank*.json"
 HEARTBEAT_FILE = "heartbeat-rank{rank}.json"  # under INTERNAL_DIR: a rank's heartbeat (gnnq.rank.heartbeat)
 HEARTBEAT_FILES = "heartbeat-rank*.json"
 HEARTBEAT_INTERVAL_S = 1.0  # how often a rank rewrites its heartbeat
+EXITS_FILE = "exits.json"  # under INTERNAL_DIR: the ranks that failed, in the order they ended (gnnq.launch.ranks)
 
 # --- the ranks' output, read by the launcher ------------------------------------------------------
 PROGRESS_PREFIX = "@@gnnq-progress "  # rank 0's epoch row, as JSON after the prefix, one line each
 RANK_WARNING_PREFIX = "[gnnq] warning:"  # how a rank's warnings start (e.g. gnnq.train.driver.check_loss)
 
 # --- environment the launcher sets for the ranks ---------------------------------------------------
+STORE_FD_ENV = "GNNQ_STORE_FD"  # rank 0 of a local job: the listening socket its TCPStore serves on
+LAUNCHER_PID_ENV = "GNNQ_LAUNCHER_PID"  # a local job's ranks: the launcher that started them (they die with it)
 THREADS_ENV = "GNNQ_THREADS_PER_RANK"  # the launcher's thread count for the ranks of emulated hosts
 
 # --- the cluster ---------------------------------------------------------------------------------

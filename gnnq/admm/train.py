@@ -25,7 +25,6 @@ from gnnq.admm.schedule import RhoSchedule
 from gnnq.comm import Communicator
 from gnnq.comm.accounting import ADMM_EVAL, ADMM_TRAIN, CONTROL
 from gnnq.comm.grid_codec import Grid
-from gnnq.config.method import Resources
 from gnnq.config.registry import QUANTIZERS
 from gnnq.data.part import Part
 from gnnq.errors import ConfigError, GnnqError
@@ -44,14 +43,6 @@ class AdmmTrainer(Trainer):
 
     row_categories = RowCategories(train=(ADMM_TRAIN,), eval=(ADMM_EVAL,))
     settles_for_evaluation = False
-
-    @classmethod
-    def resources(cls, pcfg) -> Resources:
-        """Every rank reads the one part of the whole (edgeless) GA-MLP graph and holds its block of layers'
-        variables; the labels must be single-label classes."""
-        return Resources(
-            shared_part=True, kept_layers="block", inner_copies=5, single_label=True, optimizer_state=False
-        )
 
     def __init__(self, cfg: DictConfig, part: Part, comm: Communicator, device=torch.device("cpu")):
         if part.multilabel:

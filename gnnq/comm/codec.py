@@ -22,7 +22,6 @@ from gnnq.comm.kernels import torch_codec
 from gnnq.comm.kernels.backends import Kernels
 from gnnq.comm.kernels.philox import RowStreams
 from gnnq.comm.wire_layout import WireLayout
-from gnnq.config.method import Resources
 from gnnq.config.registry import QUANTIZERS
 from gnnq.errors import GnnqError
 
@@ -102,10 +101,6 @@ class UniformMessages:
         inputs = fwd if qcfg.quantize_input else None
         return MessageQuantization(fwd, bwd, inputs, seed, rank, family=cls)
 
-    @classmethod
-    def resources(cls, qcfg) -> Resources:
-        return Resources()
-
     @staticmethod
     def encoder(codec: UniformCodec, kernels: Kernels, layout: WireLayout | None):
         """The encoder of one message: the codec's rows back to back, or, where the exchange's row widths give
@@ -117,10 +112,6 @@ class AdaptiveMessages(UniformMessages):
     """quantizer=adaptive (AdaQP): the uniform codec until the assigner (gnnq.adaptive) gives the exchange per-row
     widths; then each training message follows its layer's and direction's ``WireLayout``."""
 
-    @classmethod
-    def resources(cls, qcfg) -> Resources:
-        return Resources(halo_buffers=True)  # the traced row ranges and the mixed-width wire buffers
-
 
 class Fp32Messages:
     """quantizer=fp32: exact fp32 rows, no codec (``from_config`` gives None)."""
@@ -128,10 +119,6 @@ class Fp32Messages:
     @classmethod
     def from_config(cls, qcfg, seed: int, rank: int) -> None:
         return None
-
-    @classmethod
-    def resources(cls, qcfg) -> Resources:
-        return Resources()
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import torch
 
 from gnnq.comm.codec import NonFiniteMessageError
-from gnnq.config.method import Resources
 
 
 @dataclass(frozen=True)
@@ -86,10 +85,6 @@ class GridMessages:
     def from_config(cls, qcfg, seed: int, rank: int) -> "GridMessages":
         grid = Grid(float(qcfg.grid_min), float(qcfg.grid_max), int(qcfg.grid_levels))
         return cls(grid if qcfg.quantize_p else None, grid if qcfg.quantize_q else None)
-
-    @classmethod
-    def resources(cls, qcfg) -> Resources:
-        return Resources()
 
 
 def pack_bits(codes: torch.Tensor, bits: int) -> torch.Tensor:

@@ -3,17 +3,16 @@
 A method (a model, a quantizer's codec family, a parallel strategy or trainer) is one registry line in
 ``gnnq.config.registry``: its name, its config dataclass (``gnnq.config.schema``), its implementation as a
 "module:attribute" string, the choices of other groups it works with (``Needs``, checked by
-``gnnq.config.validate`` while composing) and, for parallel choices, its trainer. The implementation
-class itself, in the method's own file, owns the rest:
-
-- ``from_config(...)``: its construction from its config node (no if-chain on names elsewhere);
-- ``resources(node) -> Resources``: what a rank of it holds and what the launcher prepares for it.
+``gnnq.config.validate`` while composing), its ``Resources`` (what a rank of it holds and what the launcher
+prepares for it: data, so that the launcher plans a run without importing the implementation and torch)
+and, for parallel choices, its trainer. The implementation class itself, in the method's own file, owns
+its construction from its config node (``from_config(...)``; no if-chain on names elsewhere).
 
 Why this split (and not method modules that register themselves): config/ is the bottom layer and
 imports nothing above it, yet composition and validation need every choice's dataclass and rules before
-anything else is imported. So the registry names implementations by string, and only the layers that run
-a method (launch/, the rank entry, train/) resolve them, at the point where they import torch anyway
-(after the dataset is loaded). This module is pure data: importing it costs nothing.
+anything else is imported. So the registry names implementations by string, and only the ranks (the rank entry,
+train/) resolve them, where they import torch anyway; the launcher reads only the registry's data. This
+module is pure data: importing it costs nothing.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ file per choice (tests/unit/test_registries.py checks both ways). A choice names
 by "module:attribute", imported on first use: config imports nothing above it (tools/check_layers.py).
 
 A method (model, quantizer, parallel) is one line here: schema, implementation, the choices it needs of
-other groups and the names a report gives it; its implementation class owns its construction and
-resources (``gnnq.config.method``). tests/unit/test_method_registry.py fails when an entry lacks a part.
+other groups, the names a report gives it and its resources (``gnnq.config.method``); its implementation
+class owns its construction. tests/unit/test_method_registry.py fails when an entry lacks a part.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from gnnq.config import schema as s
+from gnnq.config.method import Resources
 from gnnq.errors import ConfigError
 
 
@@ -43,6 +44,9 @@ class Choice:
     labels: Mapping[str, str] = field(default_factory=dict)  # parallel only: quantizer -> the method's name in reports
     epoch: str = "epoch"  # parallel only: what one epoch row is (report wording): epoch | iteration
     messages: str = "halo"  # parallel only: what its counted messages are (report wording)
+    # methods only: what a rank of it holds and what the launcher prepares for it (gnnq.config.method), declared
+    # here so that the launcher reads it without importing the implementation (and torch)
+    resources: Resources | None = None
 
 
 class Registry:
@@ -144,29 +148,47 @@ MODELS = Registry(
     "model",
     [
         Choice(
-            "gcn", s.ModelConfig, "gnnq.models.gnn:GNN", "graph convolution (Kipf & Welling), symmetric normalization"
+            "gcn",
+            s.ModelConfig,
+            "gnnq.models.gnn:GNN",
+            "graph convolution (Kipf & Welling), symmetric normalization",
+            resources=Resources(),
         ),
-        Choice("sage", s.ModelConfig, "gnnq.models.gnn:GNN", "GraphSAGE with mean aggregation"),
         Choice(
-            "gamlp", s.GamlpModelConfig, "gnnq.models.gamlp:GAMLP", "graph-augmented MLP over [X, AX, ..., A^hops X]"
+            "sage",
+            s.ModelConfig,
+            "gnnq.models.gnn:GNN",
+            "GraphSAGE with mean aggregation",
+            resources=Resources(weight_paths=2),
+        ),
+        Choice(
+            "gamlp",
+            s.GamlpModelConfig,
+            "gnnq.models.gamlp:GAMLP",
+            "graph-augmented MLP over [X, AX, ..., A^hops X]",
+            resources=Resources(propagated_inputs=True),
         ),
     ],
 )
 QUANTIZERS = Registry(
     "quantizer",
     [
-        Choice("fp32", s.QuantizerConfig, "gnnq.comm.codec:Fp32Messages", "exact fp32 halo messages"),
+        Choice(
+            "fp32", s.QuantizerConfig, "gnnq.comm.codec:Fp32Messages", "exact fp32 halo messages", resources=Resources()
+        ),
         Choice(
             "uniform",
             s.UniformQuantizerConfig,
             "gnnq.comm.codec:UniformMessages",
             "stochastic row-wise quantization, one width (AdaQP's codec)",
+            resources=Resources(),
         ),
         Choice(
             "adaptive",
             s.AdaptiveQuantizerConfig,
             "gnnq.comm.codec:AdaptiveMessages",
             "AdaQP: per-group widths chosen from variance and exchange time",
+            resources=Resources(halo_buffers=True),  # the traced row ranges and the mixed-width wire buffers
         ),
         Choice(
             "grid",
@@ -174,6 +196,7 @@ QUANTIZERS = Registry(
             "gnnq.comm.grid_codec:GridMessages",
             "pdADMM-G-Q: p and q on a fixed grid (parallel=admm)",
             needs=(Needs("parallel", ("admm",), "it quantizes pdADMM-G's messages (parallel=admm)"),),
+            resources=Resources(),
         ),
     ],
 )
@@ -187,6 +210,7 @@ PARALLEL = Registry(
             "every layer waits for current halo rows",
             FULL_GRAPH_TRAINER,
             labels={"fp32": "Vanilla", "adaptive": "AdaQP-q", "uniform": "uniform"},
+            resources=Resources(),  # every layer's activations for backward; no halo buffer kept
         ),
         Choice(
             "overlap",
@@ -195,6 +219,7 @@ PARALLEL = Registry(
             "AdaQP: aggregate what needs no halo row while halo rows are in flight",
             FULL_GRAPH_TRAINER,
             labels={"fp32": "AdaQP-p", "adaptive": "AdaQP", "uniform": "AdaQP-p + uniform"},
+            resources=Resources(halo_buffers=True),  # halo rows in flight while the inner aggregate runs
         ),
         Choice(
             "stale",
@@ -203,6 +228,7 @@ PARALLEL = Registry(
             "PipeGCN: halo rows and gradients from the previous epoch",
             FULL_GRAPH_TRAINER,
             labels={"fp32": "PipeGCN", "uniform": "PipeQS"},
+            resources=Resources(halo_buffers=True),  # the previous epoch's halo rows and gradients
         ),
         Choice(
             "sampling",
@@ -212,6 +238,7 @@ PARALLEL = Registry(
             FULL_GRAPH_TRAINER,
             needs=(_NO_ADAPTIVE,),
             labels={"fp32": "BNS-GCN", "uniform": "BNS-GCN + uniform"},
+            resources=Resources(halo_buffers=True),  # the sampled rows and their scaled halo copy
         ),
         Choice(
             "sancus",
@@ -221,6 +248,7 @@ PARALLEL = Registry(
             FULL_GRAPH_TRAINER,
             needs=(_NO_ADAPTIVE,),
             labels={"fp32": "SANCUS"},
+            resources=Resources(halo_buffers=True),  # the rows last sent and the cached halo rows
         ),
         Choice(
             "minibatch",
@@ -230,6 +258,7 @@ PARALLEL = Registry(
             "gnnq.train.minibatch:train_minibatch",
             needs=(Needs("quantizer", ("fp32",), "it sends no messages: use quantizer=fp32"),),
             labels={"fp32": "Mini-batch"},
+            resources=Resources(kept_layers="one", inner_copies=3),  # a full-graph evaluation without gradients
         ),
         Choice(
             "admm",
@@ -244,13 +273,16 @@ PARALLEL = Registry(
             labels={"fp32": "pdADMM-G", "grid": "pdADMM-G-Q"},
             epoch="iteration",  # an epoch row is one ADMM iteration
             messages="p/q",  # its messages are p and q between layer blocks, not halo rows
+            resources=Resources(
+                shared_part=True, kept_layers="block", inner_copies=5, single_label=True, optimizer_state=False
+            ),
         ),
     ],
 )
 CLUSTERS = Registry(
     "cluster",
     [
-        Choice("local", s.ClusterConfig, about="all ranks on this machine, one torchrun (rendezvous on loopback)"),
+        Choice("local", s.ClusterConfig, about="all ranks on this machine, started by gnnq itself (store on loopback)"),
         Choice(
             "emulated", s.EmulatedClusterConfig, about="hosts emulated with network namespaces and shaped links (root)"
         ),

@@ -21,16 +21,16 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
-import torch
 
-from gnnq.data.graph import Graph
 from gnnq.data.integrity import check_sha256, file_sha256, warn
-from gnnq.data.part import Part, iter_parts, part_dtype
-from gnnq.data.partition import partition_nodes
 from gnnq.errors import CacheError
+
+if TYPE_CHECKING:
+    from gnnq.data.graph import Graph
+    from gnnq.data.part import Part
 
 FORMAT_VERSION = 2  # 2: checksums in meta.json
 
@@ -62,14 +62,17 @@ def prepare_parts(
     ``before_partition`` runs only when the parts must be built, before the partitioner (a memory check)."""
     key = cache_key(graph.fingerprint(), partitioner, seed, nparts)
     entry = Path(cache_root) / key
-    if entry.exists():
-        try:
-            return entry, verify_entry(entry, key, nparts)
-        except CacheError as exc:
-            warn(f"rebuilding the partition cache entry {entry}: {exc}")
+    found = cached_parts(graph.fingerprint(), partitioner, seed, nparts, cache_root)
+    if found is not None:
+        return found
 
     if before_partition is not None:
         before_partition()
+    import torch  # here, as below: a cached entry is found and checked without torch (the launcher's start)
+
+    from gnnq.data.part import iter_parts
+    from gnnq.data.partition import partition_nodes
+
     t0 = time.perf_counter()
     assignment = partition_nodes(graph.edge_index, graph.num_nodes, nparts, partitioner, seed)
     t_partition = time.perf_counter() - t0
@@ -115,6 +118,23 @@ def prepare_parts(
     return entry, meta
 
 
+def cached_parts(
+    fingerprint: str, partitioner: str, seed: int, nparts: int, cache_root: Path, quiet: bool = False
+) -> tuple[Path, dict] | None:
+    """The verified cache entry for these parts and its metadata; None when there is none (unless ``quiet``, a
+    warning when the one there fails its checks: prepare_parts then rebuilds it)."""
+    key = cache_key(fingerprint, partitioner, seed, nparts)
+    entry = Path(cache_root) / key
+    if not entry.exists():
+        return None
+    try:
+        return entry, verify_entry(entry, key, nparts)
+    except CacheError as exc:
+        if not quiet:
+            warn(f"rebuilding the partition cache entry {entry}: {exc}")
+        return None
+
+
 def read_meta(entry: Path) -> dict:
     """``entry``'s meta.json, checked against the checksum of its content it carries."""
     path = Path(entry) / "meta.json"
@@ -145,6 +165,10 @@ def load_part(entry: Path, rank: int) -> Part:
         path = _check_part(Path(entry), read_meta(entry), rank)
     except CacheError as exc:
         raise CacheError(f"{exc}; not used (run gnnq again: the launcher rebuilds the entry)") from None
+    import torch
+
+    from gnnq.data.part import Part
+
     return Part.from_dict(torch.load(path, weights_only=True))
 
 
@@ -164,5 +188,7 @@ def _meta_digest(meta: dict) -> str:
 
 
 def _edge_cut(edge_index: np.ndarray, assignment: np.ndarray, nparts: int) -> int:
+    from gnnq.data.part import part_dtype
+
     owner = assignment.astype(part_dtype(nparts))  # one byte per edge, not eight, for each side
     return int(np.count_nonzero(owner[edge_index[0]] != owner[edge_index[1]]))

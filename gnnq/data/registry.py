@@ -34,6 +34,8 @@ class Loader:
     load: Callable[[object], Graph]
     num_nodes: Callable[[object], Optional[int]]
     about: Callable[[str], str]  # the registry's one line for a name (tests/test_datasets.py compares them)
+    # cfg -> the files and folders the loader reads (gnnq.data.summary); None: not known, always load
+    sources: Callable[[object], Optional[list[Path]]] = lambda cfg: None
 
 
 def _load_synthetic(cfg) -> Graph:
@@ -55,6 +57,7 @@ PYG = Loader(
     lambda cfg: pyg_loader.load_pyg(cfg.name, data_root(cfg), cfg.download),
     lambda cfg: pyg_loader.SPECS[cfg.name].num_nodes,
     lambda name: f"PyG {pyg_loader.SPECS[name].cls_name}: {pyg_loader.SPECS[name].num_nodes} nodes",
+    lambda cfg: [data_root(cfg) / pyg_loader.SPECS[cfg.name].dir_name],
 )
 OGB = Loader(
     ogb_loader.NAMES,
@@ -70,18 +73,21 @@ NPZ = Loader(
     lambda cfg: npz_loader.load_npz(cfg.name, data_root(cfg)),
     lambda cfg: npz_loader.NUM_NODES[cfg.name],
     lambda name: f"PyG {npz_loader.NPZ_FILES[name][0]} npz: {npz_loader.NUM_NODES[name]} nodes; {NPZ_SPLIT}",
+    lambda cfg: [npz_loader.npz_path(cfg.name, data_root(cfg))],
 )
 FILES = Loader(
     ("files",),
     lambda cfg: files_loader.load_files(cfg.path, cfg.train_frac, cfg.val_frac, cfg.seed),
     lambda cfg: None,
     lambda name: "your own graph from a directory (docs/datasets.md)",
+    lambda cfg: [Path(cfg.path).expanduser()],
 )
 SYNTHETIC = Loader(
     ("synthetic",),
     _load_synthetic,
     lambda cfg: int(cfg.num_nodes),
     lambda name: "stochastic block model with class-correlated features; no download",
+    lambda cfg: [],  # made from its config alone
 )
 
 
@@ -108,8 +114,14 @@ def expected_num_nodes(cfg) -> Optional[int]:
     return _entry(cfg.name).num_nodes(cfg)
 
 
-def load_dataset(cfg) -> Graph:
+def dataset_sources(cfg) -> Optional[list[Path]]:
+    """The files and folders ``cfg``'s dataset is read from; None when its loader does not say (gnnq.data.summary)."""
+    return _entry(cfg.name).sources(cfg)
+
+
+def load_dataset(cfg, notes: Optional[list[str]] = None) -> Graph:
     """Load, optionally symmetrize, and validate the dataset ``cfg`` names; check its content (gnnq.data.sanity).
+    The check's warnings are printed, and added to ``notes`` when given.
 
     Raises DatasetError (ConfigError for impossible generator / split settings) with one line.
     """
@@ -120,7 +132,7 @@ def load_dataset(cfg) -> Graph:
         if cfg.to_undirected:
             graph.edge_index = canonical_edges(graph.edge_index, graph.num_nodes, undirected=True)
         graph.validate()
-        notes = check_graph(graph)
+        found = check_graph(graph)
     except GnnqError:
         raise
     except MemoryError:
@@ -129,8 +141,10 @@ def load_dataset(cfg) -> Graph:
         raise DatasetError(" ".join(str(exc).split())) from None
     except Exception as exc:
         raise DatasetError(f"{name}: loading failed ({one_line(exc)})") from None
-    for note in notes:
+    for note in found:
         warn(note)
+    if notes is not None:
+        notes += found
     return graph
 
 

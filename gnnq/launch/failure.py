@@ -1,17 +1,21 @@
 """Why a torchrun job failed: one line naming the rank that caused it and how.
 
 The evidence: the error files ranks write when they fail (``.gnnq/error-rank<r>.json``, from
-gnnq.rank; a rank that torchrun stopped marks its file ``stopped``), torch elastic's
+gnnq.rank; a rank that was told to stop, by SIGTERM, marks its file ``stopped``), the ranks' exit codes in the
+order they ended (``.gnnq/exits.json``, written by gnnq.launch.ranks for a local job), torch elastic's
 per-rank error files (``@record`` on the worker's run, under ``elastic_log_dir``: a rank's
 exception where gnnq's own file is missing) and torchrun's failure summary in
 ``logs/torchrun.log`` (every failed rank with its exit code; a negative code is the signal that
-killed it). The exit codes are only in the summary: torch elastic writes them to no file. The
+killed it). Under torchrun the exit codes are only in the summary: torch elastic writes them to no file. The
 cause is, in this order:
 
+0. the rank that ended first, when it was stopped by a signal from outside gnnq (``kill``, a scheduler):
+   its error file says ``stopped`` and nothing had failed before it (a local job's exits.json tells);
 1. the earliest error a rank reported itself, unless it only says the rank lost its connection
    to a peer (a peer that vanishes resets its sockets, so the survivors report that);
 2. a rank killed by a signal without reporting anything (SIGKILL, a segfault, the OOM killer),
-   whose peers then lost their connection to it;
+   whose peers then lost their connection to it: the first to die where exits.json tells the order, else
+   the lowest such rank;
 3. the earliest lost-connection error;
 4. a rank that exited non-zero, a signal that killed torchrun itself, or torchrun's last line.
 
@@ -29,13 +33,14 @@ import re
 import signal
 from pathlib import Path
 
-from gnnq.contract import CONFIG_FILE, ERROR_FILES, HEARTBEAT_FILES, HEARTBEAT_INTERVAL_S, INTERNAL_DIR
+from gnnq.contract import CONFIG_FILE, ERROR_FILES, EXITS_FILE, HEARTBEAT_FILES, HEARTBEAT_INTERVAL_S, INTERNAL_DIR
 
 # strerror texts in the transport errors of a rank whose peer's process went away
 LOST_PEER = ("Connection reset by peer", "Connection closed by peer", "Broken pipe", "Connection refused")
 TIMED_OUT = re.compile(r"timed out|timeout", re.IGNORECASE)
 ELASTIC_DIR = "elastic"  # under INTERNAL_DIR, one folder per host (torchrun's --log-dir)
 _SUMMARY_ENTRY = re.compile(r"rank\s*:\s*(\d+) \(local_rank: \d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
+STOPPED_BY = re.compile(r"stopped by (SIG[A-Z]+)")  # a stopped rank's message (gnnq.rank.worker.StoppedBySignal)
 _FIRST_FAILURE = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
 
 
@@ -63,16 +68,28 @@ def describe_failure(run_dir: Path, code: int, logs: list[Path] | None = None, r
     known = {e["rank"] for e in reports}
     reports += [e for e in _elastic_reports(run_dir, ranks_per_log) if e["rank"] not in known]
     reported = sorted((e for e in reports if not e.get("stopped")), key=lambda e: e["time"])
+    ended = local_exits(run_dir)  # a local job: every failed rank in the order it ended
+    if ended and not ended[0].get("stopped_by_gnnq"):
+        first = next((e for e in reports if e["rank"] == ended[0]["rank"] and e.get("stopped")), None)
+        if first is not None:
+            how = STOPPED_BY.search(first["message"])
+            return (
+                f"rank {first['rank']} was stopped by {how.group(1) if how else 'a signal'} from outside gnnq (kill, "
+                f"a scheduler) before any rank failed; the others were stopped after it (full log: "
+                f"{log_of(first['rank'])})"
+            )
     own = [e for e in reported if not lost_peer(e["message"])]
     if own:
         return _reported(own[0], log_of(own[0]["rank"]), run_dir)
     exits: dict[int, int] = {}
+    if ended:
+        exits = {e["rank"]: e["code"] for e in ended}  # first to end first
     for host, text in enumerate(texts):
         for rank, c in failed_ranks(text, host * ranks_per_log).items():
             exits.setdefault(rank, c)
     silent = {rank: c for rank, c in exits.items() if c < 0 and rank not in {e["rank"] for e in reports}}
     if silent:
-        rank = min(silent)
+        rank = next(iter(silent)) if ended else min(silent)
         witnesses = f"; rank {reported[0]['rank']} then lost its connection to it" if reported else ""
         return (
             f"rank {rank} was killed by {signal_name(silent[rank])} without reporting an error{witnesses} (full "
@@ -81,12 +98,24 @@ def describe_failure(run_dir: Path, code: int, logs: list[Path] | None = None, r
     if reported:
         return _reported(reported[0], log_of(reported[0]["rank"]), run_dir)
     if exits:
-        rank = min(exits)
+        rank = next(iter(exits)) if ended else min(exits)
         return f"rank {rank} exited with code {exits[rank]} without reporting an error (full log: {log_of(rank)})"
     if code < 0:
         return f"torchrun was killed by {signal_name(code)}; its ranks died with it (full log: {logs[0]})"
     tail = [line.strip() for line in texts[0].splitlines() if line.strip()]
     return f"torchrun exited with code {code}: {tail[-1] if tail else 'no output'} (full log: {logs[0]})"
+
+
+def local_exits(run_dir: Path) -> list[dict]:
+    """The failed ranks of a local job in the order they ended ([] when the job had none, or ran under torchrun)."""
+    try:
+        data = json.loads((Path(run_dir) / INTERNAL_DIR / EXITS_FILE).read_text())
+        return [
+            {"rank": int(e["rank"]), "code": int(e["code"]), "stopped_by_gnnq": bool(e.get("stopped_by_gnnq"))}
+            for e in data["exits"]
+        ]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
 
 
 def lost_peer(message: str) -> bool:

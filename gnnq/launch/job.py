@@ -13,14 +13,17 @@ from omegaconf import DictConfig, OmegaConf
 
 from gnnq.config.dataset_name import FILES, graph_name
 from gnnq.contract import CONFIG_FILE, INTERNAL_DIR, RECORD_FILE, RESULT_FILE, RESUME_FILE
-from gnnq.data.gamlp import gamlp_graph
-from gnnq.data.part_cache import prepare_parts
-from gnnq.data.registry import data_root, data_root_key, load_dataset
+from gnnq.data.integrity import warn
+from gnnq.data.part_cache import cached_parts, prepare_parts
+from gnnq.data.registry import data_root, data_root_key, dataset_sources, load_dataset
+from gnnq.data.summary import GraphSummary, read_summary, recipe, write_summary
 from gnnq.errors import CacheError, ConfigError, GnnqError, LaunchError, describe_os_error
+from gnnq.launch import interrupts
 from gnnq.launch.emulated import run_emulated
 from gnnq.launch.failure import describe_failure
 from gnnq.launch.partition_memory import check_before_partitioning, graph_mib
 from gnnq.launch.placement import place
+from gnnq.launch.ranks import run_local_ranks
 from gnnq.launch.resources import check_launch_resources, method_resources
 from gnnq.launch.run_dir import check_writable, claim_run_dir, clear_earlier_attempt, release_run_dir
 from gnnq.launch.torchrun import run_torchrun
@@ -28,7 +31,6 @@ from gnnq.track.files import write_json_atomic, write_text_atomic
 from gnnq.track.progress import ProgressLine, summary_table
 from gnnq.track.record import build_record, write_record
 from gnnq.track.wandb_logger import NullLogger, close_logger, make_logger
-from gnnq.train.checkpoint import verify_checkpoint
 
 
 def say(msg: str) -> None:
@@ -67,27 +69,37 @@ def _run_claimed(cfg: DictConfig, run_dir: Path, extra: dict | None) -> dict:
         summary = launch(cfg, run_dir, parts_dir, logger.log_epoch)
         record = build_record(config, "ok", summary, extra=extra)
     except KeyboardInterrupt as exc:
-        reason = str(exc) or "SIGINT"
-        record = build_record(config, "failed", error=f"interrupted ({reason}); all ranks were stopped", extra=extra)
-        try:
-            conclude(run_dir, record, logger, started)
-        except GnnqError as lost:  # the interrupt still decides the exit code (128 + signal)
-            print(f"gnnq: error: {lost}", file=sys.stderr, flush=True)
+        _interrupted(run_dir, config, extra, logger, started, interrupts.received() or str(exc) or "SIGINT")
         raise
-    except GnnqError as exc:
-        record = build_record(config, "failed", error=str(exc), extra=extra)
     except Exception as exc:  # noqa: BLE001 - an unexpected bug still leaves a failed record
-        (run_dir / "logs").mkdir(exist_ok=True)
-        (run_dir / "logs" / "launcher.log").write_text(traceback.format_exc())
-        record = build_record(
-            config, "failed", error=f"{type(exc).__name__}: {exc} (traceback: {run_dir}/logs/launcher.log)", extra=extra
-        )
+        if interrupts.received():  # the signal surfaced as another error (METIS' C++ turns it into a RuntimeError)
+            _interrupted(run_dir, config, extra, logger, started, interrupts.received())
+            raise KeyboardInterrupt(interrupts.received()) from None
+        record = build_record(config, "failed", error=_failure_line(exc, run_dir), extra=extra)
     conclude(run_dir, record, logger, started)
     if record["status"] == "ok":
         print(summary_table(record), flush=True)
     else:
         print(f"gnnq: error: {record['error']}", file=sys.stderr, flush=True)
     return record
+
+
+def _failure_line(exc: Exception, run_dir: Path) -> str:
+    """A GnnqError's own line; any other exception (a bug) with its traceback kept in logs/launcher.log."""
+    if isinstance(exc, GnnqError):
+        return str(exc)
+    (run_dir / "logs").mkdir(exist_ok=True)
+    (run_dir / "logs" / "launcher.log").write_text(traceback.format_exc())
+    return f"{type(exc).__name__}: {exc} (traceback: {run_dir}/logs/launcher.log)"
+
+
+def _interrupted(run_dir: Path, config: dict, extra: dict, logger, started: float, reason: str) -> None:
+    """The failed record of a run a signal stopped (the ranks are stopped by then)."""
+    record = build_record(config, "failed", error=f"interrupted ({reason}); all ranks were stopped", extra=extra)
+    try:
+        conclude(run_dir, record, logger, started)
+    except GnnqError as lost:  # the interrupt still decides the exit code (128 + signal)
+        print(f"gnnq: error: {lost}", file=sys.stderr, flush=True)
 
 
 def conclude(run_dir: Path, record: dict, logger: NullLogger, started: float) -> None:
@@ -114,6 +126,8 @@ def resume_job(run_dir: Path) -> dict:
     if not (run_dir / CONFIG_FILE).is_file():
         raise ConfigError(f"resume={run_dir}: no {CONFIG_FILE} there; give the directory of a gnnq run")
     claim_run_dir(run_dir, "resume", resuming=True)  # not while another gnnq runs in it
+    from gnnq.train.checkpoint import verify_checkpoint  # here: a new run's launcher does not import torch
+
     latest = verify_checkpoint(run_dir)  # every rank's file, before anything starts
     previous = run_dir / RECORD_FILE
     if previous.is_file() and json.loads(previous.read_text()).get("status") == "ok":
@@ -147,7 +161,16 @@ def kept_log_path(log: Path, epoch: int) -> Path:
 def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
     """Load the dataset and build (or reuse) its cached parts, before any rank starts."""
     t0 = time.perf_counter()
-    graph = load_dataset(cfg.dataset)
+    declared = method_resources(cfg)
+    cached = None if declared["model"].propagated_inputs else _cached_summary(cfg, declared["parallel"].shared_part)
+    if cached is not None:  # its parts are cached and its files unchanged: no load (gnnq.data.summary)
+        graph, parts_dir, meta = cached
+        for note in graph.notes:
+            warn(note)
+        graph_mib_ = graph.mib
+    else:
+        graph = _load_and_summarize(cfg)
+        graph_mib_ = graph_mib(graph)
     nparts = cfg.cluster.nproc * cfg.cluster.hosts
     if nparts > graph.num_nodes:
         raise ConfigError(
@@ -159,13 +182,14 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
         f"{graph.num_features} features, {graph.num_classes} classes ({time.perf_counter() - t0:.1f}s)"
     )
     fingerprint = {"dataset_fingerprint": graph.fingerprint()} if cfg.dataset.name == FILES else {}
-    declared = method_resources(cfg)
     method = declared["parallel"]
     if method.single_label and graph.multilabel:
         raise ConfigError(
             f"parallel={cfg.parallel.name} trains single-label classification; dataset {graph.name} is multi-label"
         )
     if declared["model"].propagated_inputs:
+        from gnnq.data.gamlp import gamlp_graph
+
         t0 = time.perf_counter()
         graph = gamlp_graph(graph, cfg.model.hops, data_root(cfg.dataset) / "gamlp")
         say(
@@ -185,9 +209,10 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
         )
 
     try:
-        parts_dir, meta = prepare_parts(
-            graph, cfg.partitioner.name, cfg.partitioner.seed, nparts, parts_root, check_memory
-        )
+        if cached is None:
+            parts_dir, meta = prepare_parts(
+                graph, cfg.partitioner.name, cfg.partitioner.seed, nparts, parts_root, check_memory
+            )
     except OSError as exc:  # a read-only or full data root, or a file in its place
         key = data_root_key(cfg.dataset)
         check_writable(parts_root, key)  # names a file in the way, or a root where nothing can be created
@@ -199,7 +224,7 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
         **meta,
         **fingerprint,
         "memory_estimate_mib_per_rank": check_launch_resources(
-            cfg, meta, graph.num_features, graph_mib(graph), graph.num_classes
+            cfg, meta, graph.num_features, graph_mib_, graph.num_classes
         ),
     }
     if before:
@@ -212,6 +237,51 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
         cut = meta["edge_cut"] / max(1, meta["num_edges"])
         say(f"{nparts} parts ({cfg.partitioner.name}): edge cut {cut:.1%}, halo nodes per part {meta['halo_nodes']}")
     return parts_dir, meta
+
+
+def _parts_of(cfg: DictConfig, shared_part: bool) -> tuple[int, Path]:
+    """(how many parts the run's ranks read, the partition cache root)."""
+    return (1 if shared_part else cfg.cluster.nproc * cfg.cluster.hosts), data_root(cfg.dataset) / "parts"
+
+
+def _recipe(cfg: DictConfig) -> str | None:
+    sources = dataset_sources(cfg.dataset)
+    if sources is None:
+        return None
+    return recipe(OmegaConf.to_container(cfg.dataset, resolve=True), sources)
+
+
+def _cached_summary(cfg: DictConfig, shared_part: bool) -> tuple[GraphSummary, Path, dict] | None:
+    """(the dataset's summary, its parts' cache entry, their metadata) when both are kept and its files are
+    unchanged since they were made; None: load it."""
+    nparts, parts_root = _parts_of(cfg, shared_part)
+    key = _recipe(cfg)
+    summary = read_summary(parts_root, key) if key else None
+    if summary is None or nparts > summary.num_nodes:
+        return None
+    found = cached_parts(summary.content, cfg.partitioner.name, cfg.partitioner.seed, nparts, parts_root, quiet=True)
+    return None if found is None else (summary, *found)
+
+
+def _load_and_summarize(cfg: DictConfig):
+    """Load the dataset; keep its summary for the next run of it (gnnq.data.summary)."""
+    notes: list[str] = []
+    graph = load_dataset(cfg.dataset, notes)
+    key = _recipe(cfg)
+    if key:
+        summary = GraphSummary(
+            graph.name,
+            graph.num_nodes,
+            graph.num_edges,
+            graph.num_features,
+            graph.num_classes,
+            bool(graph.multilabel),
+            graph.fingerprint(),
+            graph_mib(graph),
+            notes,
+        )
+        write_summary(data_root(cfg.dataset) / "parts", key, summary)
+    return graph
 
 
 def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path, on_row: Callable[[dict], None]) -> dict:
@@ -230,7 +300,11 @@ def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path, on_row: Callable[[di
         for note in placement.notes:
             say(note)
         say(f"launching {placement.how} ({cfg.model.name}, {cfg.parallel.name}, {cfg.quantizer.name})")
-        code = run_torchrun(placement.cmd, run_dir / "logs" / "torchrun.log", follow)
+        log = run_dir / "logs" / "torchrun.log"  # the name kept from when torchrun started local ranks too
+        if placement.local_ranks:
+            code = run_local_ranks(run_dir, parts_dir, placement.local_ranks, log, follow)
+        else:
+            code = run_torchrun(placement.cmd, log, follow)
         return {**collect_result(run_dir, code, [run_dir / "logs" / "torchrun.log"]), **placement.summary}
     finally:
         progress.close()

@@ -1,6 +1,7 @@
 """Where a run's ranks start, by ``cluster.name``: the command that starts them and what to say about it.
 
-- local: one torchrun on this machine, rendezvous on loopback only (``torchrun_command``).
+- local: the ranks on this machine, started by gnnq itself (gnnq.launch.ranks: no torchrun agent), their
+  store on loopback only.
 - slurm: inside the run's Slurm job, srun starts one torchrun per node (``gnnq.launch.slurm``).
 - multinode: machines you start yourself: a torchrun here serves the rendezvous at
   ``cluster.rendezvous``; the same torchrun command, printed, is run by hand on each other node.
@@ -15,16 +16,18 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from gnnq.launch.ranks import rank_command
 from gnnq.launch.slurm import current_job, srun_command
-from gnnq.launch.torchrun import multinode_torchrun_command, torchrun_command
+from gnnq.launch.torchrun import multinode_torchrun_command
 
 
 @dataclass
 class Placement:
-    cmd: list[str]  # what gnnq runs here
+    cmd: list[str]  # what gnnq runs here (local: one rank's command, started ``local_ranks`` times)
     how: str  # "2 rank(s) with torchrun"
     notes: list[str] = field(default_factory=list)  # to show before starting
     summary: dict = field(default_factory=dict)  # added to the run's summary
+    local_ranks: int = 0  # > 0: gnnq starts this many ranks itself (gnnq.launch.ranks), no torchrun
 
 
 def place(cfg: DictConfig, run_dir: Path, parts_dir: Path) -> Placement:
@@ -39,7 +42,7 @@ def place(cfg: DictConfig, run_dir: Path, parts_dir: Path) -> Placement:
         return Placement(
             cmd, f"{c.nproc} of {c.hosts} x {c.nproc} rank(s) with torchrun (rendezvous {c.rendezvous})", notes
         )
-    return Placement(torchrun_command(run_dir, parts_dir, c.nproc), f"{c.nproc} rank(s) with torchrun")
+    return Placement(rank_command(run_dir, parts_dir), f"{c.nproc} rank(s)", local_ranks=c.nproc)
 
 
 def rendezvous_id(run_dir: Path) -> str:

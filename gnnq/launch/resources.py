@@ -108,7 +108,7 @@ def model_state_bytes(cfg, features: int, classes: int) -> float:
 
 def method_resources(cfg) -> dict[str, Resources]:
     """What the run's model, quantizer and parallel choice each declare (their classes' ``resources``)."""
-    return {group: registry.target(cfg[group].name).resources(cfg[group]) for group, registry in METHODS.items()}
+    return {group: registry.choice(cfg[group].name).resources for group, registry in METHODS.items()}
 
 
 def model_shape(cfg, features: int, classes: int = 0) -> Shape:

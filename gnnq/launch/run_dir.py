@@ -25,6 +25,7 @@ import gnnq.launch.job_names  # noqa: F401 - registers the resolver of hydra.swe
 from gnnq.contract import (
     CONFIG_FILE,
     ERROR_FILES,
+    EXITS_FILE,
     HEARTBEAT_FILES,
     INTERNAL_DIR,
     METRICS_FILE,
@@ -36,7 +37,7 @@ from gnnq.launch.outcome import SWEEP_DIR
 
 LOCK_FILE = "lock"  # under INTERNAL_DIR
 # what an earlier run left that would speak for a new one: rank hand-offs, heartbeats, checkpoints
-STALE_HANDOFFS = (ERROR_FILES, HEARTBEAT_FILES, RESULT_FILE)
+STALE_HANDOFFS = (ERROR_FILES, HEARTBEAT_FILES, RESULT_FILE, EXITS_FILE)
 RUN_FILES = (RECORD_FILE, CONFIG_FILE, METRICS_FILE)
 
 _HELD: dict[Path, int] = {}  # run dirs this process has locked -> the lock file's descriptor (kept open)

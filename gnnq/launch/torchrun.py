@@ -1,4 +1,5 @@
-"""Start the ranks of one job with torchrun and follow them until they finish."""
+"""Start the ranks of a multi-node, Slurm or emulated job with torchrun and follow them until they finish (a local
+job's ranks are started by gnnq itself: gnnq.launch.ranks)."""
 
 from __future__ import annotations
 
@@ -11,26 +12,8 @@ from pathlib import Path
 from typing import Callable
 
 from gnnq.contract import PROGRESS_PREFIX, RANK_MODULE, RANK_WARNING_PREFIX
-from gnnq.launch.failure import elastic_log_dir
 
 LOOPBACK = "127.0.0.1"
-
-
-def torchrun_command(run_dir: Path, parts_dir: Path, nproc: int) -> list[str]:
-    """torchrun for ``nproc`` ranks on this host; its rendezvous listens on 127.0.0.1 only (loopback_run)."""
-    return [
-        sys.executable,
-        "-m",
-        "gnnq.launch.loopback_run",
-        "--nnodes=1",
-        f"--nproc-per-node={nproc}",
-        "--rdzv-backend=c10d",
-        f"--rdzv-endpoint={LOOPBACK}:0",
-        "--rdzv-id=gnnq-local",
-        f"--local-addr={LOOPBACK}",
-        f"--log-dir={elastic_log_dir(run_dir)}",
-        *_ranks(run_dir, parts_dir),
-    ]
 
 
 def multinode_torchrun_command(
@@ -88,20 +71,11 @@ def run_torchrun(cmd: list[str], log_path: Path, on_progress: Callable[[dict], N
             text=True,
             env=full_env,
             start_new_session=True,
+            preexec_fn=die_with_parent,  # a launcher killed by SIGKILL takes torchrun (and so its ranks) along
         )
         try:
             for line in proc.stdout:
-                row, rest = _progress_row(line)
-                if row is not None:
-                    on_progress(row)
-                if rest:
-                    log.write(rest)
-                    log.flush()
-                    if rest.startswith(
-                        RANK_WARNING_PREFIX
-                    ):  # a rank's warning is the user's to see, not only the log's
-                        sys.stderr.write(rest)
-                        sys.stderr.flush()
+                follow_line(line, log, on_progress)
             return proc.wait()
         except BaseException:
             _terminate_group(proc)
@@ -109,6 +83,38 @@ def run_torchrun(cmd: list[str], log_path: Path, on_progress: Callable[[dict], N
         finally:
             if proc.poll() is None:
                 _terminate_group(proc)
+
+
+def follow_line(line: str, log, on_progress: Callable[[dict], None]) -> None:
+    """One line of the ranks' shared output: a progress row to ``on_progress``, the rest to ``log``; a rank's
+    warning is the user's to see too (stderr), not only the log's."""
+    row, rest = _progress_row(line)
+    if row is not None:
+        on_progress(row)
+    if rest:
+        log.write(rest)
+        log.flush()
+        if rest.startswith(RANK_WARNING_PREFIX):
+            sys.stderr.write(rest)
+            sys.stderr.flush()
+
+
+def die_with_parent() -> None:
+    """In a child before exec: Linux sends it SIGKILL when the thread that started it ends (PR_SET_PDEATHSIG)."""
+    if _PRCTL is not None:
+        _PRCTL(1, signal.SIGKILL)
+
+
+def _libc_prctl():
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl  # loaded here: a forked child must not load libraries
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _libc_prctl() if sys.platform.startswith("linux") else None
 
 
 def _progress_row(line: str) -> tuple[dict | None, str]:
@@ -125,7 +131,8 @@ def _progress_row(line: str) -> tuple[dict | None, str]:
 
 
 def _terminate_group(proc: subprocess.Popen, grace_s: float = 40.0) -> None:
-    # torchrun gives its ranks up to 30 s after SIGTERM; ranks also die with torchrun (PDEATHSIG).
+    # torchrun gives its ranks up to 30 s after SIGTERM; ranks also die with torchrun (PDEATHSIG), torchrun with
+    # the launcher (die_with_parent).
     try:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=grace_s)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from gnnq.config.method import Resources
 from gnnq.models.gnn import LAYER_ORDERS as ORDERS
 
 
@@ -22,10 +21,6 @@ class GAMLP(nn.Module):
         return cls(
             in_dim, mcfg.hidden, out_dim, mcfg.layers, mcfg.dropout, mcfg.norm, mcfg.get("layer_order", ORDERS[0])
         )
-
-    @classmethod
-    def resources(cls, mcfg) -> Resources:
-        return Resources(propagated_inputs=True)  # the launcher prepares [X, AX, ..., A^hops X] (gnnq.data.gamlp)
 
     def __init__(
         self,

@@ -21,8 +21,6 @@ from typing import Callable, Optional, Sequence
 import torch
 from torch import nn
 
-from gnnq.config.method import Resources
-
 
 @dataclass(frozen=True)
 class BeforeDropout:
@@ -87,10 +85,6 @@ class GNN(nn.Module):
             mcfg.norm,
             mcfg.get("layer_order", "norm_act_dropout"),
         )
-
-    @classmethod
-    def resources(cls, mcfg) -> Resources:
-        return Resources(weight_paths=LAYERS[mcfg.name].weight_paths)
 
     def __init__(
         self,

@@ -18,7 +18,6 @@ import torch
 
 from gnnq.comm.direction import Direction
 from gnnq.comm.halo import HaloExchange, Traffic, inner_gradient
-from gnnq.config.method import Resources
 from gnnq.models.graph_ops import LocalGraph
 from gnnq.parallel.sync import SyncStrategy
 
@@ -69,10 +68,6 @@ class OverlapStrategy(SyncStrategy):
     @classmethod
     def from_config(cls, pcfg, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, seed: int):
         return cls(exchange, graph, x_inner, split=pcfg.split, inputs=pcfg.get("inputs", "once"))
-
-    @classmethod
-    def resources(cls, pcfg) -> Resources:
-        return Resources(halo_buffers=True)  # halo rows in flight while the inner aggregate runs
 
     def __init__(
         self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, split: str = "columns", inputs="once"

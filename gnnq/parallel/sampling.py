@@ -21,7 +21,6 @@ import torch
 
 from gnnq.comm.codec import stream_seed
 from gnnq.comm.halo import HaloExchange, HaloPlan
-from gnnq.config.method import Resources
 from gnnq.models.graph_ops import LocalGraph
 from gnnq.parallel.sync import SyncStrategy
 
@@ -88,10 +87,6 @@ class SamplingStrategy(SyncStrategy):
             sample_size=pcfg.sample_size,
             inputs=pcfg.get("inputs", "once"),
         )
-
-    @classmethod
-    def resources(cls, pcfg) -> Resources:
-        return Resources(halo_buffers=True)  # the sampled rows and their scaled halo copy
 
     def __init__(
         self,

@@ -28,7 +28,6 @@ import torch
 
 from gnnq.comm.direction import Direction
 from gnnq.comm.halo import HaloExchange, HaloPlan, gradients_to_owners
-from gnnq.config.method import Resources
 from gnnq.models.gnn import BeforeDropout
 from gnnq.models.graph_ops import LocalGraph
 from gnnq.parallel.sync import SyncStrategy
@@ -45,10 +44,6 @@ class SancusStrategy(SyncStrategy):
             max_staleness=pcfg.max_staleness,
             inputs=pcfg.get("inputs", "once"),
         )
-
-    @classmethod
-    def resources(cls, pcfg) -> Resources:
-        return Resources(halo_buffers=True)  # the rows last sent and the cached halo rows
 
     def __init__(
         self,

@@ -28,7 +28,6 @@ import torch
 
 from gnnq.comm.direction import Direction
 from gnnq.comm.halo import Arrived, HaloExchange, inner_gradient
-from gnnq.config.method import Resources
 from gnnq.models.gnn import BeforeDropout
 from gnnq.models.graph_ops import LocalGraph
 from gnnq.parallel.sync import SyncStrategy
@@ -55,10 +54,6 @@ class StaleStrategy(SyncStrategy):
             inputs=pcfg.get("inputs", "once"),
             stale_rows=pcfg.get("stale_rows", "post_dropout"),
         )
-
-    @classmethod
-    def resources(cls, pcfg) -> Resources:
-        return Resources(halo_buffers=True)  # the previous epoch's halo rows and gradients
 
     def __init__(
         self,

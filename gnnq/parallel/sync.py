@@ -6,7 +6,6 @@ import torch
 
 from gnnq.comm.halo import EVALUATION, HaloExchange, Traffic
 from gnnq.comm.row_buffers import RowBuffers
-from gnnq.config.method import Resources
 from gnnq.models.gnn import BeforeDropout
 from gnnq.models.graph_ops import LocalGraph
 
@@ -31,11 +30,6 @@ class SyncStrategy:
     def from_config(cls, pcfg, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, seed: int):
         """The strategy with its own keys from ``parallel.*`` (sync: ``inputs`` only)."""
         return cls(exchange, graph, x_inner, inputs=pcfg.get("inputs", "once"))
-
-    @classmethod
-    def resources(cls, pcfg) -> Resources:
-        """Every layer's activations for backward; no halo buffer kept across epochs."""
-        return Resources()
 
     def __init__(self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, inputs: str = "once"):
         if inputs not in INPUTS:

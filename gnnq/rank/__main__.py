@@ -1,173 +1,35 @@
-"""The rank entry point torchrun starts: ``python -m gnnq.rank --run-dir D --parts P``.
+"""The rank entry point: ``python -m gnnq.rank --run-dir D --parts P`` (gnnq.launch.ranks or torchrun start it).
 
-Rank 0 writes metrics.jsonl, prints each row as a progress line for the launcher (which also
-logs it to W&B) and hands the summary over in .gnnq/result.json; any rank that fails writes
-.gnnq/error-rank<r>.json and exits non-zero, so torchrun stops the others and the launcher names the cause.
-Every rank keeps .gnnq/heartbeat-rank<r>.json fresh (gnnq.rank.heartbeat). The file names and the
-progress prefix are the launcher's too (gnnq.contract).
+Before importing anything heavy, a rank asks Linux to SIGKILL it when its parent (the launcher, or torchrun's
+agent) dies (PR_SET_PDEATHSIG), and exits at once if that parent is already gone: no rank outlives a launcher
+killed by SIGKILL, not even one still importing torch. The work itself is gnnq.rank.worker.
 """
 
 from __future__ import annotations
 
-import argparse
-import datetime
-import json
 import os
 import signal
 import sys
-import time
-import traceback
-from pathlib import Path
 
-import torch
-import torch.distributed as dist
-from torch.distributed.elastic.multiprocessing.errors import record
-
-from gnnq.comm import Communicator
-from gnnq.config.registry import PARALLEL
-from gnnq.config.typed import load_run_config
-from gnnq.contract import (
-    CONFIG_FILE,
-    ERROR_FILE,
-    INTERNAL_DIR,
-    METRICS_FILE,
-    PROGRESS_PREFIX,
-    RESULT_FILE,
-    RESUME_FILE,
-    THREADS_ENV,
-)
-from gnnq.data.part_cache import load_part
-from gnnq.rank.heartbeat import start_heartbeat
-from gnnq.track.files import strict_json, write_json_atomic, write_text_atomic
-from gnnq.train.checkpoint import latest_checkpoint
+from gnnq.contract import LAUNCHER_PID_ENV
 
 
-class StoppedBySignal(SystemExit):
-    """This rank was told to stop; the cause of the failure lies elsewhere."""
-
-
-def _die_with_parent() -> None:
-    """Linux: get SIGKILL if torchrun dies, so no rank outlives a killed launcher."""
+def die_with_parent() -> None:
+    if not sys.platform.startswith("linux"):
+        return
     try:
         import ctypes
 
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
-        pass
-
-
-def _stop_on_sigterm() -> None:
-    """torchrun stops surviving ranks with SIGTERM: unwind so the error files are still written."""
-
-    def handler(signum, frame):
-        raise StoppedBySignal(f"stopped by {signal.Signals(signum).name} (another rank failed or the job was stopped)")
-
-    signal.signal(signal.SIGTERM, handler)
-
-
-def _threads_per_rank(cfg) -> int:
-    if cfg.cluster.threads_per_rank > 0:
-        return cfg.cluster.threads_per_rank
-    if os.environ.get(THREADS_ENV):  # emulated hosts: the launcher split the machine's cores between them
-        return int(os.environ[THREADS_ENV])
-    return max(1, len(os.sched_getaffinity(0)) // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-
-
-def _backend(cfg) -> str:
-    if cfg.cluster.backend != "auto":
-        return cfg.cluster.backend
-    return "nccl" if torch.cuda.is_available() else "gloo"
-
-
-def open_metrics(run_dir: Path, resume: bool):
-    """metrics.jsonl for appending rows; on resume, cut back to the rows up to the checkpoint's epoch."""
-    path = run_dir / METRICS_FILE
-    if not resume:
-        return open(path, "w")
-    latest = latest_checkpoint(run_dir)
-    upto = latest["epoch"] if latest else 0
-    kept = []
-    for line in path.read_text().splitlines() if path.is_file() else []:
-        try:
-            if json.loads(line)["epoch"] <= upto:
-                kept.append(line + "\n")
-        except (ValueError, KeyError, TypeError):  # a row cut short by the crash
-            continue
-    write_text_atomic(path, "".join(kept))
-    return open(path, "a")
-
-
-@record  # main() catches everything and exits; run() is where an exception still passes, for torch elastic's error file
-def run(run_dir: Path, parts_dir: Path) -> None:
-    cfg = load_run_config(run_dir / CONFIG_FILE)
-    torch.set_num_threads(_threads_per_rank(cfg))
-    backend = _backend(cfg)
-    device = torch.device("cpu")
-    if backend == "nccl":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-        torch.cuda.set_device(device)
-    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=cfg.cluster.timeout_s))
-    rank = dist.get_rank()
-    resume = (run_dir / INTERNAL_DIR / RESUME_FILE).is_file()
-    shared = PARALLEL.target(cfg.parallel.name).resources(cfg.parallel).shared_part  # one part, every rank reads it
-    part = load_part(parts_dir, 0 if shared else rank)
-    comm = Communicator()
-    metrics_file = open_metrics(run_dir, resume) if rank == 0 else None
-
-    def on_epoch(row: dict) -> None:
-        line = strict_json(row)  # NaN/inf as null: any JSON parser reads the file
-        metrics_file.write(line + "\n")
-        metrics_file.flush()
-        print(PROGRESS_PREFIX + line, flush=True)
-
-    callback = on_epoch if rank == 0 else None
-    trainer = PARALLEL.trainer(cfg.parallel.name)  # one signature (gnnq.train.driver.TrainFn)
-    summary = trainer(cfg, part, comm, callback, device=device, cache_dir=parts_dir, run_dir=run_dir, resume=resume)
-    if rank == 0:
-        metrics_file.close()
-        write_json_atomic(run_dir / INTERNAL_DIR / RESULT_FILE, summary)
-    # Tear down together: a rank destroying its gloo group while a peer is still
-    # communicating can abort the peer ("terminate called without an active exception").
-    comm.barrier()
-    dist.destroy_process_group()
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m gnnq.rank", description=__doc__)
-    parser.add_argument("--run-dir", type=Path, required=True)
-    parser.add_argument("--parts", type=Path, required=True)
-    args = parser.parse_args(argv)
-    rank = int(os.environ.get("RANK", "0"))
-    _die_with_parent()
-    _stop_on_sigterm()
-    start_heartbeat(args.run_dir / INTERNAL_DIR, rank)  # tells the launcher which rank stopped, if one does
-    try:
-        run(args.run_dir, args.parts)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        # Everything is written and the group destroyed. Skip interpreter teardown: gloo threads
-        # still being destructed there intermittently abort the process
-        # ("terminate called without an active exception"), failing a finished run.
-        os._exit(0)
-    except BaseException as exc:  # noqa: BLE001 - every failure must reach the launcher
-        message = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
-        report = {
-            "rank": rank,
-            "message": message,
-            "traceback": traceback.format_exc(),
-            "time": time.time(),
-            "stopped": isinstance(exc, StoppedBySignal),
-        }
-        try:
-            write_json_atomic(args.run_dir / INTERNAL_DIR / ERROR_FILE.format(rank=rank), report)
-        except OSError:  # e.g. the disk that just filled up: the traceback below still names the cause in the log
-            pass
-        traceback.print_exc()
-        sys.stderr.flush()
-        sys.stdout.flush()
-        os._exit(1)  # do not wait in process-group teardown for peers that may be blocked
+        return
+    launcher = os.environ.get(LAUNCHER_PID_ENV)
+    if launcher and os.getppid() != int(launcher):  # it died before the request above
+        os._exit(1)
 
 
 if __name__ == "__main__":
+    die_with_parent()
+    from gnnq.rank.worker import main
+
     main()

@@ -9,7 +9,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import torch
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -17,6 +16,8 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def write_torch_atomic(path: Path, obj) -> None:
+    import torch  # here: the launcher writes JSON and text without importing torch
+
     _write_atomic(path, lambda f: torch.save(obj, f))
 
 

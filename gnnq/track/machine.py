@@ -8,11 +8,12 @@ import socket
 from importlib import metadata
 
 
-def hardware() -> dict:
-    """This host: name, CPU model, logical cores, memory, and the GPUs torch sees (model, count).
+def hardware(gpu_names: list[str] | None = None) -> dict:
+    """This host: name, CPU model, logical cores, memory, and its GPUs (model, count).
 
-    GPUs are those visible to this process (``CUDA_VISIBLE_DEVICES`` applies); ``gpu`` is None
-    without any, else their model names, distinct ones joined by ", ".
+    ``gpu_names``: the GPUs torch saw in rank 0 (its result, ``torch_gpu_names``); without them (a run that
+    ended before rank 0 reported) the GPUs the NVIDIA driver lists, ``CUDA_VISIBLE_DEVICES`` applied: the
+    launcher does not import torch. ``gpu`` is None without any, else their model names, distinct ones joined by ", ".
     """
     cpu = next(
         (
@@ -25,7 +26,7 @@ def hardware() -> dict:
     mem_kib = next(
         (int(line.split()[1]) for line in _read("/proc/meminfo").splitlines() if line.startswith("MemTotal")), 0
     )
-    gpu_names = _gpu_names()
+    gpu_names = driver_gpu_names() if gpu_names is None else gpu_names
     return {
         "hostname": socket.gethostname(),
         "cpu": cpu or platform.processor() or None,
@@ -43,12 +44,34 @@ def package_version(name: str) -> str | None:
         return None
 
 
-def _gpu_names() -> list[str]:
+def torch_gpu_names() -> list[str]:
+    """The GPUs torch sees here (a rank: it has imported torch)."""
     import torch
 
     if not torch.cuda.is_available():
         return []
     return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+
+
+def driver_gpu_names(root: str = "/proc/driver/nvidia/gpus") -> list[str]:
+    """The GPUs the NVIDIA driver lists, by PCI bus id, those of a numeric ``CUDA_VISIBLE_DEVICES`` only."""
+    try:
+        buses = sorted(os.listdir(root))
+    except OSError:
+        return []
+    names = []
+    for bus in buses:
+        info = _read(os.path.join(root, bus, "information"))
+        model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("Model:")), None)
+        if model:
+            names.append(model)
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return names
+    picked = [v.strip() for v in visible.split(",") if v.strip()]
+    if not all(v.isdigit() for v in picked):
+        return names  # UUIDs or MIG ids: the driver's whole list
+    return [names[int(v)] for v in picked if int(v) < len(names)]
 
 
 def _read(path: str) -> str:

@@ -31,13 +31,36 @@ GNNQ_SOURCE = Path(__file__).resolve().parents[1]  # the gnnq package directory
 
 def versions() -> dict:
     """Python, every package a run's numbers depend on (None: not installed) and the CUDA torch was built for."""
-    import torch
-
     return {
         "python": platform.python_version(),
         **{name: package_version(name) for name in _PACKAGES},
-        "cuda": torch.version.cuda,
+        "cuda": torch_cuda(),
     }
+
+
+def torch_cuda() -> str | None:
+    """``torch.version.cuda``, read from torch/version.py without importing torch (the launcher does not)."""
+    import ast
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("torch")
+        tree = ast.parse((Path(spec.origin).parent / "version.py").read_text())
+    except (ImportError, AttributeError, TypeError, OSError, SyntaxError):
+        return None
+    for node in tree.body:
+        target = (
+            node.target
+            if isinstance(node, ast.AnnAssign)
+            else (node.targets[0] if isinstance(node, ast.Assign) else None)
+        )
+        if isinstance(target, ast.Name) and target.id == "cuda" and node.value is not None:
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                return None
+            return value if isinstance(value, str) else None
+    return None
 
 
 def _git(*args: str) -> str | None:
@@ -65,7 +88,8 @@ def source_state() -> dict:
 def build_record(
     config: dict, status: str, summary: dict | None = None, error: str | None = None, extra: dict | None = None
 ) -> dict:
-    summary = summary or {}
+    summary = dict(summary or {})
+    gpu_names = summary.pop("gpu_names", None)  # rank 0's: the GPUs torch saw (the launcher imports no torch)
     record = {
         "status": status,
         "error": error,
@@ -78,7 +102,7 @@ def build_record(
         "world_size": summary.get("world_size") or _planned_world_size(config),
         "num_params": summary.get("num_params"),
         "summary": summary,
-        "machine": hardware(),
+        "machine": hardware(gpu_names),
         "versions": versions(),
         **source_state(),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

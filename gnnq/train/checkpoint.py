@@ -176,6 +176,42 @@ def set_rng_state(state: dict, device: torch.device) -> None:
         torch.cuda.set_rng_state(state["cuda"], device)
 
 
+def _load_into(part, name: str, saved: dict, run_dir: Path) -> None:
+    """``part.load_state_dict(saved)``; a checkpoint written for another shape (a config changed since, e.g.
+    model.hidden) is a CheckpointError naming the first key that differs and both shapes. Nothing is written."""
+    where = Path(run_dir) / CHECKPOINT_DIR
+    if isinstance(part, torch.nn.Module):
+        current = part.state_dict()
+        for key, value in current.items():
+            old = saved.get(key)
+            if old is None:
+                differs = f"{name}.{key} is in the model the config builds but not in the checkpoint"
+            elif isinstance(old, torch.Tensor) and old.shape != value.shape:
+                differs = (
+                    f"{name}.{key} has shape {list(old.shape)} in the checkpoint, {list(value.shape)} in the "
+                    "model the config builds"
+                )
+            else:
+                continue
+            raise CheckpointError(
+                f"the checkpoint in {where} does not match the run's config: {differs}; it is left as it is"
+            )
+        extra = next((k for k in saved if k not in current), None)
+        if extra is not None:
+            raise CheckpointError(
+                f"the checkpoint in {where} does not match the run's config: {name}.{extra} is in the checkpoint "
+                "but not in the model the config builds; it is left as it is"
+            )
+    try:
+        part.load_state_dict(saved)
+    except (RuntimeError, ValueError, KeyError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CheckpointError(
+            f"the checkpoint in {where} does not match the run's config: its {name} state does not load ({first}); "
+            "it is left as it is"
+        ) from None
+
+
 class Checkpoints:
     """When a training loop checkpoints, what goes in, and what was written.
 
@@ -218,7 +254,7 @@ class Checkpoints:
                 raise CheckpointError(
                     f"the checkpoint in {self.run_dir} has no {name} state; was the run's config changed?"
                 )
-            part.load_state_dict(state[name])
+            _load_into(part, name, state[name], self.run_dir)
         set_rng_state(state["rng"], device)
         written = {k: latest[k] for k in ("checkpoint_write_s", "checkpoint_bytes")}
         self.log = [

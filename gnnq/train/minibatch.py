@@ -14,7 +14,6 @@ import torch
 from omegaconf import DictConfig
 
 from gnnq.comm import Communicator, HaloExchange
-from gnnq.config.method import Resources
 from gnnq.config.validate import resolve_fanouts
 from gnnq.data.part import Part
 from gnnq.models import local_graph_for
@@ -31,11 +30,6 @@ class MinibatchTrainer(Trainer):
     """One process, one optimizer step per batch of ``parallel.batch_size`` sampled targets."""
 
     row_categories = RowCategories()  # one process: nothing is sent
-
-    @classmethod
-    def resources(cls, pcfg) -> Resources:
-        """Its peak is the full-graph evaluation without gradients: a few copies of one layer."""
-        return Resources(kept_layers="one", inner_copies=3)
 
     def __init__(self, cfg: DictConfig, part: Part, comm: Communicator, device=torch.device("cpu")):
         if comm.world_size != 1:

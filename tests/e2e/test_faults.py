@@ -68,7 +68,7 @@ def assert_nothing_left(run_dir: Path) -> None:
 
 
 def torchrun_pid(run_dir: Path) -> int:
-    (pid,) = [p for p in run_pids(run_dir) if b"gnnq.launch.loopback_run" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    (pid,) = [p for p in run_pids(run_dir) if b"torch.distributed.run" in Path(f"/proc/{p}/cmdline").read_bytes()]
     return pid
 
 
@@ -95,8 +95,11 @@ def test_a_rank_killed_by_sigkill_fails_the_job_fast(tmp_path, victim):
 
 
 def test_torchrun_killed_by_sigkill_takes_its_ranks_along(tmp_path):
+    """cluster=multinode on one host: gnnq starts torchrun there (a local job's ranks have no agent)."""
+    from tests.reliability.cases.faults import one_host_torchrun
+
     runs = tmp_path / "runs"
-    proc = start_gnnq(LONG, runs, tmp_path / "data")
+    proc = start_gnnq([*LONG, *one_host_torchrun()], runs, tmp_path / "data")
     try:
         run_dir = wait_for_training(proc, runs)
         os.kill(torchrun_pid(run_dir), signal.SIGKILL)

@@ -51,7 +51,7 @@ def rank_pid(marker: str, root: Path, rank: int) -> int:
 
 def torchrun_pid(marker: str, root: Path) -> int:
     for pid in case_pids(marker, root):
-        if "gnnq.launch.loopback_run" in cmdline(pid):
+        if "torch.distributed.run" in cmdline(pid):  # cluster=multinode, slurm, emulated (local jobs have none)
             return pid
     raise LookupError("no torchrun process")
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gnnq.launch.torchrun import torchrun_command
+from gnnq.launch.ranks import rank_command
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -74,32 +74,23 @@ def _listening(pids: set[int]) -> set[tuple]:
     return found
 
 
-def test_the_local_torchrun_command_uses_a_loopback_rendezvous():
-    cmd = torchrun_command(Path("/runs/r"), Path("/parts/p"), 3)
-    assert cmd[:3] == [sys.executable, "-m", "gnnq.launch.loopback_run"]
-    assert "--standalone" not in cmd  # its rendezvous binds every interface and advertises the FQDN
-    for flag in (
-        "--nnodes=1",
-        "--nproc-per-node=3",
-        "--rdzv-backend=c10d",
-        "--rdzv-endpoint=127.0.0.1:0",
-        "--local-addr=127.0.0.1",
-        "--max-restarts=0",
-    ):
-        assert flag in cmd, flag
-    assert not any(a.startswith(("--master-addr", "--master_addr")) for a in cmd)
-    assert cmd[-6:] == ["-m", "gnnq.rank", "--run-dir", "/runs/r", "--parts", "/parts/p"]
+def test_the_local_ranks_start_without_torchrun():
+    cmd = rank_command(Path("/runs/r"), Path("/parts/p"))
+    assert cmd == [sys.executable, "-m", "gnnq.rank", "--run-dir", "/runs/r", "--parts", "/parts/p"]
 
 
-def test_loopback_stores_listen_on_127_0_0_1_only():
-    """The TCPStore servers of gnnq.launch.loopback_run, which plain torchrun binds to every interface."""
+def test_rank_0s_store_on_the_launchers_socket_listens_on_127_0_0_1_only():
+    """A local job's store as rank 0 serves it (gnnq.rank.worker.init_group) on the socket the launcher bound
+    (gnnq.launch.ranks); torch alone would bind every interface."""
+    import socket
+
     import torch.distributed as dist
 
-    from gnnq.launch.loopback_run import loopback_store
-
-    store = loopback_store(dist.TCPStore)("127.0.0.1", 0, is_master=True, wait_for_workers=False)
-    listening = {(ip, port) for ip, port in _listening({os.getpid()}) if port == store.port}
+    sock = socket.create_server(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    store = dist.TCPStore("127.0.0.1", port, 2, is_master=True, wait_for_workers=False, master_listen_fd=sock.detach())
+    listening = {(ip, p) for ip, p in _listening({os.getpid()}) if p == port}
     assert listening and all(str(ip) == "127.0.0.1" for ip, _ in listening), listening
-    client = dist.TCPStore("127.0.0.1", store.port, is_master=False)
+    client = dist.TCPStore("127.0.0.1", port, 2, is_master=False)
     client.set("k", "v")
     assert store.get("k") == b"v"

@@ -53,11 +53,10 @@ def missing_parts(group: str, choice: Choice) -> list[str]:
         trainer = _resolved(choice.trainer) if choice.trainer else None
         if trainer is None or not _takes_the_trainer_signature(trainer):
             missing.append("trainer")
-    # declared by the class itself: a subclass must not inherit its base's facts unnoticed (a strategy that keeps halo
-    # buffers but says nothing would get sync's estimate)
-    resources = vars(target).get("resources") if isinstance(target, type) else None
-    node = OmegaConf.structured(choice.schema) if dataclasses.is_dataclass(choice.schema) else None
-    if resources is None or node is None or not isinstance(target.resources(node), Resources):
+    # declared on the registry line itself (the launcher reads it without importing the class): no entry gets a
+    # default unnoticed (a strategy that keeps halo buffers but says nothing would get sync's estimate), and no
+    # class declares a second, diverging copy
+    if not isinstance(choice.resources, Resources) or "resources" in dir(target):
         missing.append("resources")
     registries = group_registries()
     for need in choice.needs:
@@ -88,24 +87,42 @@ class _BuildsButDeclaresNothing:
         return cls()
 
 
+class _DeclaresItsOwn(_BuildsButDeclaresNothing):
+    @classmethod
+    def resources(cls, pcfg):
+        return Resources(halo_buffers=True)
+
+
 def test_an_entry_lacking_a_part_is_caught_and_named():
     from gnnq.parallel.sync import SyncStrategy
 
-    class Inherits(SyncStrategy):  # builds itself as sync does, but declares no resources of its own
-        pass
-
-    silent = Choice("stale", s.StaleParallelConfig, Inherits, "a strategy that inherits its facts", FULL_GRAPH_TRAINER)
+    silent = Choice("stale", s.StaleParallelConfig, SyncStrategy, "a strategy with no resources", FULL_GRAPH_TRAINER)
     assert missing_parts("parallel", silent) == ["resources"]
     no_resources = Choice("fake", s.StaleParallelConfig, _BuildsButDeclaresNothing, "no resources", FULL_GRAPH_TRAINER)
     assert missing_parts("parallel", no_resources) == ["conf", "resources"]
-    no_target = Choice(
-        "stale", s.StaleParallelConfig, "gnnq.parallel.stale:NoSuchStrategy", "a name", FULL_GRAPH_TRAINER
+    second_copy = Choice(
+        "stale", s.StaleParallelConfig, _DeclaresItsOwn, "a copy", FULL_GRAPH_TRAINER, resources=Resources()
     )
-    assert missing_parts("parallel", no_target) == ["target", "from_config", "resources"]
-    no_trainer = Choice("stale", s.StaleParallelConfig, "gnnq.parallel.stale:StaleStrategy", "a name")
+    assert missing_parts("parallel", second_copy) == ["resources"]
+    no_target = Choice(
+        "stale",
+        s.StaleParallelConfig,
+        "gnnq.parallel.stale:NoSuchStrategy",
+        "a name",
+        FULL_GRAPH_TRAINER,
+        resources=Resources(),
+    )
+    assert missing_parts("parallel", no_target) == ["target", "from_config"]
+    no_trainer = Choice(
+        "stale", s.StaleParallelConfig, "gnnq.parallel.stale:StaleStrategy", "a name", resources=Resources()
+    )
     assert missing_parts("parallel", no_trainer) == ["trainer"]
     needs = (Needs("parallel", ("admm", "pipeline"), "why"),)
-    bad_needs = Choice("grid", s.GridQuantizerConfig, "gnnq.comm.grid_codec:GridMessages", "grid", needs=needs)
+    bad_needs = Choice(
+        "grid", s.GridQuantizerConfig, "gnnq.comm.grid_codec:GridMessages", "grid", needs=needs, resources=Resources()
+    )
     assert missing_parts("quantizer", bad_needs) == ["needs[parallel]"]
-    wrong_schema = Choice("uniform", s.ParallelConfig, "gnnq.comm.codec:UniformMessages", "uniform")
+    wrong_schema = Choice(
+        "uniform", s.ParallelConfig, "gnnq.comm.codec:UniformMessages", "uniform", resources=Resources()
+    )
     assert missing_parts("quantizer", wrong_schema) == ["schema"]

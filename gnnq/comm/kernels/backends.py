@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from gnnq.comm.kernels import c_codec, torch_codec, triton_codec
+from gnnq.comm.kernels import c_codec, torch_codec
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,20 @@ class Kernels:
 
 TORCH = Kernels("torch", torch_codec.quantize_rows, torch_codec.unpack_dequantize)
 C = Kernels("c", c_codec.quantize_pack, c_codec.unpack_dequantize, c_codec.encode_mixed, c_codec.decode_mixed)
-TRITON = Kernels("triton", triton_codec.quantize_pack, triton_codec.unpack_dequantize)
+
+
+def _triton(name: str) -> Callable:
+    """triton_codec's ``name``, imported on first call: importing triton takes seconds that a CPU rank never needs."""
+
+    def call(*args, **kwargs):
+        from gnnq.comm.kernels import triton_codec
+
+        return getattr(triton_codec, name)(*args, **kwargs)
+
+    return call
+
+
+TRITON = Kernels("triton", _triton("quantize_pack"), _triton("unpack_dequantize"))
 BACKENDS = {k.name: k for k in (TORCH, C, TRITON)}
 
 
@@ -37,6 +50,8 @@ def kernels_for(device: torch.device | str) -> Kernels:
     """triton (CUDA, when installed), c (CPU, unless ``GNNQ_CPU_CODEC=torch`` or it cannot be built) or torch."""
     device = torch.device(device)
     if device.type == "cuda":
+        from gnnq.comm.kernels import triton_codec
+
         return TRITON if triton_codec.triton_available() else TORCH
     return C if device.type == "cpu" and c_codec.enabled() else TORCH
 

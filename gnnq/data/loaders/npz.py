@@ -17,7 +17,6 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from gnnq.data.graph import Graph
 from gnnq.data.loaders import canonical_edges, missing_files_message, one_line
@@ -59,6 +58,8 @@ def authors_split(
     seed: int = SPLIT_SEED,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(train, val, test) boolean masks by the authors' rule (module docstring)."""
+    import torch  # here: the launcher imports the loaders without torch
+
     y = torch.as_tensor(labels)
     train = torch.zeros(y.shape[0], dtype=torch.bool)
     for c in range(num_classes):
