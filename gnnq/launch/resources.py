@@ -14,7 +14,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import OmegaConf
 
 from gnnq.config.method import Resources
 from gnnq.config.registry import METHODS
@@ -62,7 +61,7 @@ class Shape:
 def formula() -> str:
     """FORMULA with the choices that add copies to k, as their classes declare them (``resources``)."""
     declared = {
-        group: {name: registry.target(name).resources(_default_node(registry, name)) for name in registry.names()}
+        group: {name: registry.choice(name).resources for name in registry.names()}
         for group, registry in METHODS.items()
     }
     paths = "|".join(n for n, r in declared["model"].items() if r.weight_paths > 1)
@@ -73,10 +72,6 @@ def formula() -> str:
     return f"{FORMULA}(+{EXTRA_COPIES} for model={paths}, +{EXTRA_COPIES} for {' or '.join(buffers)}) {MODEL_FORMULA}"
 
 
-def _default_node(registry, name: str):
-    return OmegaConf.merge(OmegaConf.structured(registry.schema(name)), {"name": name})
-
-
 def rank_memory_mib(inner: int, halo: int, edges: int, shape: Shape) -> float:
     """The estimated peak resident memory of one rank (MiB), by FORMULA."""
     width = shape.hidden * shape.layers
@@ -85,15 +80,17 @@ def rank_memory_mib(inner: int, halo: int, edges: int, shape: Shape) -> float:
 
 
 def model_parameters(cfg, features: int, classes: int) -> int:
-    """The parameter count of the model ``cfg`` names for ``features`` inputs and ``classes`` outputs, built on
-    torch's meta device (no memory allocated; the same code as the ranks' model)."""
-    import torch  # loaded by the launcher with the data already
-
-    from gnnq.config.registry import MODELS
-
-    with torch.device("meta"):
-        model = MODELS.target(cfg.model.name).from_config(cfg.model, features, max(1, classes))
-    return sum(p.numel() for p in model.parameters())
+    """The parameter count of the model ``cfg`` names for ``features`` inputs and ``classes`` outputs, counted from
+    its shape without building it (the launcher imports no torch): every model gnnq has (GCN, SAGE, GA-MLP) is
+    ``model.layers`` linear layers from ``features`` through ``model.hidden`` to the classes, each with a bias and
+    ``weight_paths`` weight matrices (SAGE: neighbours and root), and a LayerNorm (weight and bias) after every
+    layer but the last when ``model.norm=layer``. tests/unit/test_bad_input.py checks it against the built models."""
+    m = cfg.model
+    paths = method_resources(cfg)["model"].weight_paths
+    dims = [features] + [m.hidden] * (m.layers - 1) + [max(1, classes)]
+    linear = sum(paths * a * b + b for a, b in zip(dims[:-1], dims[1:]))
+    norms = 2 * m.hidden * (m.layers - 1) if m.get("norm", "none") == "layer" else 0
+    return linear + norms
 
 
 def model_state_bytes(cfg, features: int, classes: int) -> float:

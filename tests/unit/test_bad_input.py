@@ -113,6 +113,8 @@ def _cfg(*overrides: str):
         ["model=sage", "model.hidden=32", "trainer.optimizer=adagrad"],
         ["model.hidden=16", "trainer.optimizer=sgd"],
         ["model.hidden=16", "trainer.optimizer=adadelta"],
+        ["model.hidden=16", "model.norm=none", "model.layers=2"],
+        ["model=gamlp", "model.hidden=16"],
     ],
 )
 def test_the_model_estimate_is_what_a_real_optimizer_step_holds(overrides):

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from gnnq.data import gamlp, part_cache
+from gnnq.data import gamlp, part_cache, partition
 from gnnq.data.part_cache import cache_key, load_part, prepare_parts
 from gnnq.errors import CacheError
 from tests.helpers import flip_byte, random_graph
@@ -65,8 +65,8 @@ def _assert_same_part(a, b) -> None:
 def partitions(monkeypatch):
     """Counts the partitioner runs, i.e. how often prepare_parts builds an entry."""
     calls = []
-    real = part_cache.partition_nodes
-    monkeypatch.setattr(part_cache, "partition_nodes", lambda *a, **kw: calls.append(a) or real(*a, **kw))
+    real = partition.partition_nodes  # part_cache imports it when it builds an entry
+    monkeypatch.setattr(partition, "partition_nodes", lambda *a, **kw: calls.append(a) or real(*a, **kw))
     return calls
 
 

@@ -88,7 +88,7 @@ OTHER_OPTION = {
     ),
     "stale key with sampling": (
         ["parallel=sampling", "parallel.momentum=0.5"],
-        "parallel.momentum: no such key for parallel=sampling; allowed keys: name, sampling_rate, sample_size",
+        "parallel.momentum: no such key for parallel=sampling; allowed keys: name, inputs, sampling_rate, sample_size",
     ),
     "adaptive key with uniform": (
         ["quantizer=uniform", "quantizer.assign_cycle=5"],
@@ -127,7 +127,7 @@ def test_a_name_alone_does_not_switch_the_option():
 def test_a_composed_group_holds_only_its_options_keys():
     cfg = compose_config(["dataset=cora", "experiment=bnsgcn"])
     assert set(cfg.dataset) == {"name", "root", "download", "to_undirected"}
-    assert dict(cfg.parallel) == {"name": "sampling", "sampling_rate": 0.1, "sample_size": "floor"}
+    assert dict(cfg.parallel) == {"name": "sampling", "inputs": "once", "sampling_rate": 0.1, "sample_size": "floor"}
     assert set(cfg.quantizer) == {"name"}
     gamlp = compose_config(["model=gamlp"]).model
     assert (gamlp.layers, gamlp.hidden, gamlp.dropout, gamlp.norm, gamlp.hops) == (
