@@ -14,7 +14,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-
 from gnnq.config.method import Resources
 from gnnq.config.registry import METHODS
 from gnnq.data.integrity import warn
