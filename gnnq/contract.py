@@ -25,6 +25,12 @@ HEARTBEAT_INTERVAL_S = 1.0  # how often a rank rewrites its heartbeat
 PROGRESS_PREFIX = "@@gnnq-progress "  # rank 0's epoch row, as JSON after the prefix, one line each
 RANK_WARNING_PREFIX = "[gnnq] warning:"  # how a rank's warnings start (e.g. gnnq.train.driver.check_loss)
 
+# --- a warm pool's ranks (gnnq.rank.serve), read by the launcher (gnnq.launch.warm_pool) ---------------
+WARM_RANK_MODULE = "gnnq.rank.serve"  # a pool's rank: joins the group once, then runs one run after another
+WARM_READY = "@@gnnq-warm-ready"  # a pool's rank joined the group
+WARM_DONE_PREFIX = "@@gnnq-warm-done "  # a pool's rank finished a run: {"ok": bool}
+LOOPBACK_HOST = "127.0.0.1"  # where a pool's store listens (loopback only)
+
 # --- environment the launcher sets for the ranks ---------------------------------------------------
 THREADS_ENV = "GNNQ_THREADS_PER_RANK"  # the launcher's thread count for the ranks of emulated hosts
 

@@ -108,10 +108,19 @@ def run(run_dir: Path, parts_dir: Path) -> None:
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(device)
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=cfg.cluster.timeout_s))
+    run_point(cfg, run_dir, parts_dir, device)
+    dist.destroy_process_group()
+
+
+def run_point(cfg, run_dir: Path, parts_dir: Path, device: torch.device, part_of=load_part) -> None:
+    """One run on the process group already initialized: its part, its trainer, its metrics and result files.
+
+    Shared by ``run`` (a torchrun rank: one run per process) and gnnq.rank.serve (a warm pool's rank: one
+    run after another); ``part_of(parts_dir, index)`` loads a part (the pool's keeps it loaded)."""
     rank = dist.get_rank()
     resume = (run_dir / INTERNAL_DIR / RESUME_FILE).is_file()
     shared = PARALLEL.target(cfg.parallel.name).resources(cfg.parallel).shared_part  # one part, every rank reads it
-    part = load_part(parts_dir, 0 if shared else rank)
+    part = part_of(parts_dir, 0 if shared else rank)
     comm = Communicator()
     metrics_file = open_metrics(run_dir, resume) if rank == 0 else None
 
@@ -130,7 +139,6 @@ def run(run_dir: Path, parts_dir: Path) -> None:
     # Tear down together: a rank destroying its gloo group while a peer is still
     # communicating can abort the peer ("terminate called without an active exception").
     comm.barrier()
-    dist.destroy_process_group()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -151,22 +159,27 @@ def main(argv: list[str] | None = None) -> None:
         # ("terminate called without an active exception"), failing a finished run.
         os._exit(0)
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the launcher
-        message = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
-        report = {
-            "rank": rank,
-            "message": message,
-            "traceback": traceback.format_exc(),
-            "time": time.time(),
-            "stopped": isinstance(exc, StoppedBySignal),
-        }
-        try:
-            write_json_atomic(args.run_dir / INTERNAL_DIR / ERROR_FILE.format(rank=rank), report)
-        except OSError:  # e.g. the disk that just filled up: the traceback below still names the cause in the log
-            pass
-        traceback.print_exc()
-        sys.stderr.flush()
-        sys.stdout.flush()
+        report_failure(args.run_dir, rank, exc)
         os._exit(1)  # do not wait in process-group teardown for peers that may be blocked
+
+
+def report_failure(run_dir: Path, rank: int, exc: BaseException) -> None:
+    """Write this rank's error file for the launcher (gnnq.launch.failure) and print the traceback to the log."""
+    message = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+    report = {
+        "rank": rank,
+        "message": message,
+        "traceback": traceback.format_exc(),
+        "time": time.time(),
+        "stopped": isinstance(exc, StoppedBySignal),
+    }
+    try:
+        write_json_atomic(run_dir / INTERNAL_DIR / ERROR_FILE.format(rank=rank), report)
+    except OSError:  # e.g. the disk that just filled up: the traceback below still names the cause in the log
+        pass
+    traceback.print_exc()
+    sys.stderr.flush()
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

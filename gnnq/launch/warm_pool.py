@@ -1,0 +1,282 @@
+"""A warm pool of ranks for a sweep on this host: start-up paid once, not once per point.
+
+``warm_pools()`` (entered by the gnnq_warm Hydra launcher, hydra_plugins/gnnq_warm_launcher, around a local
+multirun) makes ``active()`` return a ``Pools``; gnnq.launch.job.launch then runs every point it ``serves``
+(``cluster=local``, one host, gloo) on a ``RankPool`` instead of a torchrun job: ``cluster.nproc`` processes of
+``python -m gnnq.rank.serve`` in one gloo group whose store the launcher hosts on 127.0.0.1 only. They keep
+torch, PyG and gnnq imported, the group joined and the partitions read across points; each point is still a
+run of its own (its run dir and files, config, seed, model and optimizer: gnnq.rank.serve).
+
+A point on another world size or ``cluster.timeout_s`` replaces the pool. A point that fails (a rank raised,
+or died) stops the pool as torchrun stops a job (the other ranks get SIGTERM, then SIGKILL), is described by
+gnnq.launch.failure from the same error files, and the next point starts a fresh pool.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+from gnnq.contract import LOOPBACK_HOST, RANK_WARNING_PREFIX, WARM_DONE_PREFIX, WARM_RANK_MODULE, WARM_READY
+from gnnq.errors import LaunchError
+from gnnq.launch.torchrun import _progress_row
+from gnnq.train.faults import FAULT_ENV
+
+STOP_GRACE_S = 10.0  # a stopped point's ranks get this long after SIGTERM before SIGKILL
+PASSED_ENV = (FAULT_ENV,)  # read by a rank at each run: passed with every point, as a new torchrun would inherit it
+
+_ACTIVE: list["Pools"] = []
+
+
+def active() -> "Pools | None":
+    """The pools of the multirun in progress under the warm launcher, if any."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
+@contextmanager
+def warm_pools() -> Iterator["Pools"]:
+    """Keep ranks warm across the runs inside; every rank is stopped on the way out (Ctrl-C too)."""
+    pools = Pools()
+    _ACTIVE.append(pools)
+    try:
+        yield pools
+    finally:
+        _ACTIVE.remove(pools)
+        pools.close()
+
+
+def pool_key(cfg) -> tuple | None:
+    """What a pool's ranks are fixed to (world size, collective timeout); None for a run no pool serves."""
+    c = cfg.cluster
+    if c.name != "local" or c.hosts != 1 or c.backend not in ("auto", "gloo"):
+        return None
+    if c.backend == "auto":
+        import torch  # already loaded by the data preparation before launch
+
+        if torch.cuda.is_available():  # auto means nccl there: torchrun's ranks
+            return None
+    return (int(c.nproc), float(c.timeout_s))
+
+
+class Pools:
+    """The one pool kept at a time; replaced when a point needs another, or after a failed point."""
+
+    def __init__(self):
+        self.pool: RankPool | None = None
+        self.started = 0  # pools started so far (a sweep's summary; the tests)
+
+    def serves(self, cfg) -> bool:
+        return pool_key(cfg) is not None
+
+    def run(self, cfg, run_dir: Path, parts_dir: Path, log_path: Path, on_progress: Callable[[dict], None]):
+        """Run one point; (exit code, {rank: exit code of a rank that died by itself}) as for a torchrun job."""
+        key = pool_key(cfg)
+        with open(log_path, "w") as log:
+            if self.pool is not None and (self.pool.key != key or not self.pool.healthy()):
+                self.pool.close()
+                self.pool = None
+            if self.pool is None:
+                log.write(f"$ {WARM_RANK_MODULE}: starting a warm pool of {key[0]} rank(s)\n")
+                self.pool = RankPool(key)
+                self.started += 1
+            else:
+                log.write(f"$ {WARM_RANK_MODULE}: the warm pool of {key[0]} rank(s) started earlier\n")
+            log.flush()
+            try:
+                code, exits = self.pool.run(run_dir, parts_dir, log, on_progress)
+            except BaseException:
+                self.close()
+                raise
+            if code != 0:
+                self.close()  # the next point starts clean
+            return code, exits
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+
+
+class RankPool:
+    """``nproc`` rank processes of gnnq.rank.serve in one gloo group; its store listens on 127.0.0.1 only."""
+
+    def __init__(self, key: tuple):
+        import datetime
+
+        import torch.distributed as dist
+
+        from gnnq.launch.loopback_run import loopback_store
+
+        self.key = key
+        nproc, timeout_s = key
+        self.nproc = nproc
+        # port 0: loopback_store binds a free port on 127.0.0.1 and hands the socket to the store
+        self.store = loopback_store(dist.TCPStore)(
+            LOOPBACK_HOST,
+            0,
+            None,
+            is_master=True,
+            timeout=datetime.timedelta(seconds=timeout_s),
+            wait_for_workers=False,
+        )
+        self.lines: queue.Queue = queue.Queue()
+        self.early: list[str] = []  # what the ranks printed while starting: into the first point's log
+        self.ended = [threading.Event() for _ in range(nproc)]  # a rank's output ended (its reader saw EOF)
+        self.procs = [self._spawn(rank, timeout_s) for rank in range(nproc)]
+        self._wait_ready(timeout_s)
+
+    def _spawn(self, rank: int, timeout_s: float) -> subprocess.Popen:
+        env = {
+            **os.environ,
+            "PYTHONUNBUFFERED": "1",
+            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),  # as run_torchrun gives its ranks
+            "GLOO_SOCKET_IFNAME": os.environ.get("GLOO_SOCKET_IFNAME", "lo"),  # gloo on loopback, as loopback_run
+            "RANK": str(rank),
+            "LOCAL_RANK": str(rank),
+            "GROUP_RANK": "0",
+            "WORLD_SIZE": str(self.nproc),
+            "LOCAL_WORLD_SIZE": str(self.nproc),
+            "MASTER_ADDR": LOOPBACK_HOST,
+            "MASTER_PORT": str(self.store.port),
+        }
+        proc = subprocess.Popen(
+            [sys.executable, "-m", WARM_RANK_MODULE, f"--store-port={self.store.port}", f"--timeout-s={timeout_s}"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            start_new_session=True,  # Ctrl-C reaches the launcher, which stops the ranks (as torchrun's)
+        )
+
+        def read() -> None:
+            for line in proc.stdout:
+                self.lines.put((rank, line))
+            self.ended[rank].set()
+
+        threading.Thread(target=read, name=f"gnnq-warm-rank{rank}", daemon=True).start()
+        return proc
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        ready: set[int] = set()
+        deadline = time.monotonic() + timeout_s
+        try:
+            while len(ready) < self.nproc:
+                try:
+                    rank, line = self.lines.get(timeout=0.2)
+                except queue.Empty:
+                    dead = [r for r, p in enumerate(self.procs) if p.poll() is not None]
+                    if dead or time.monotonic() > deadline:
+                        what = (
+                            f"rank {dead[0]} exited with code {self.procs[dead[0]].returncode}"
+                            if dead
+                            else f"its ranks did not join the group within cluster.timeout_s={timeout_s:g}"
+                        )
+                        tail = "".join(self.early[-20:]).strip()
+                        raise LaunchError(f"the warm rank pool did not start: {what}" + (f"\n{tail}" if tail else ""))
+                    continue
+                if line.strip() == WARM_READY:
+                    ready.add(rank)
+                else:
+                    self.early.append(line)
+        except BaseException:
+            self.close()
+            raise
+
+    def healthy(self) -> bool:
+        return all(p.poll() is None for p in self.procs) and not any(e.is_set() for e in self.ended)
+
+    def run(self, run_dir: Path, parts_dir: Path, log, on_progress: Callable[[dict], None]) -> tuple[int, dict]:
+        """One point on the pool; (0, {}) when every rank finished it, else (1, ranks that died by themselves)."""
+        for line in self.early:
+            log.write(line)
+        self.early = []
+        job = {"run_dir": str(run_dir), "parts": str(parts_dir), "env": {k: os.environ.get(k) for k in PASSED_ENV}}
+        message = json.dumps(job) + "\n"
+        for proc in self.procs:
+            try:
+                proc.stdin.write(message)
+                proc.stdin.flush()
+            except OSError:  # it died between points: found below
+                pass
+        done: dict[int, bool] = {}
+        while len(done) < self.nproc:
+            try:
+                rank, line = self.lines.get(timeout=0.2)
+            except queue.Empty:
+                died = {r: p.returncode for r, p in enumerate(self.procs) if r not in done and p.poll() is not None}
+                if died:
+                    return self._stop(log, died)
+                continue
+            if line.startswith(WARM_DONE_PREFIX):
+                done[rank] = bool(json.loads(line[len(WARM_DONE_PREFIX) :]).get("ok"))
+                if not done[rank]:
+                    return self._stop(log, {})
+                continue
+            row, rest = _progress_row(line) if rank == 0 else (None, line)
+            if row is not None:
+                on_progress(row)
+            if rest:
+                log.write(rest)
+                log.flush()
+                if rest.startswith(RANK_WARNING_PREFIX):  # as run_torchrun: a rank's warning is the user's to see
+                    sys.stderr.write(rest)
+                    sys.stderr.flush()
+        return 0, {}
+
+    def _stop(self, log, died: dict[int, int]) -> tuple[int, dict]:
+        """A point failed: stop every rank as torchrun stops a failed job and keep all they printed in its log."""
+        exits = {r: code for r, code in died.items() if code is not None and code < 0}  # killed by a signal
+        self.close(grace_s=STOP_GRACE_S)
+        while True:  # everything the ranks printed before they ended
+            try:
+                rank, line = self.lines.get_nowait()
+            except queue.Empty:
+                break
+            if not line.startswith(WARM_DONE_PREFIX):
+                log.write(line)
+        log.flush()
+        return 1, exits
+
+    def close(self, grace_s: float = 5.0) -> None:
+        """Stop the ranks: end of input (an idle rank exits), then SIGTERM, then SIGKILL; all reaped."""
+        for proc in self.procs:
+            if proc.poll() is None:
+                try:
+                    proc.stdin.write(json.dumps({"stop": True}) + "\n")
+                    proc.stdin.close()
+                except OSError:
+                    pass
+        deadline = time.monotonic() + 1.0
+        for proc in self.procs:
+            _wait(proc, deadline)
+        for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 30.0)):
+            alive = [p for p in self.procs if p.poll() is None]
+            for proc in alive:
+                try:
+                    os.kill(proc.pid, sig)
+                except ProcessLookupError:
+                    pass
+            deadline = time.monotonic() + wait_s
+            for proc in alive:
+                _wait(proc, deadline)
+        # let the readers reach the end of each pipe, so nothing a rank printed is lost
+        deadline = time.monotonic() + 2.0
+        for ended in self.ended:
+            ended.wait(max(0.0, deadline - time.monotonic()))
+
+
+def _wait(proc: subprocess.Popen, deadline: float) -> None:
+    try:
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        pass

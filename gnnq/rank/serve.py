@@ -1,0 +1,118 @@
+"""A rank of a warm pool: ``python -m gnnq.rank.serve --store-port P --timeout-s T`` (started by gnnq.launch.warm_pool).
+
+It joins the pool's gloo group once, through the launcher's store on 127.0.0.1:P (``RANK``, ``WORLD_SIZE``,
+``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE`` in its environment, as torchrun sets them), says ``WARM_READY`` on
+stdout, then runs one run after another as the launcher asks on stdin (one JSON object a line:
+``{"run_dir", "parts", "env"}``; ``{"stop": true}`` or the end of stdin ends it). Each run is what
+``python -m gnnq.rank`` does in a torchrun job (``gnnq.rank.__main__.run_point``: the run's config, seed, model,
+optimizer and files are its own), with the same heartbeat and error files in its run dir; the part stays loaded
+while the next run reads the same parts. After each run the rank prints ``WARM_DONE`` with ``{"ok": bool}``;
+after a failed one it exits (the launcher replaces the pool: a peer may still be blocked in a collective).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import datetime
+import json
+import os
+import sys
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from gnnq.config.typed import load_run_config
+from gnnq.contract import CONFIG_FILE, INTERNAL_DIR, LOOPBACK_HOST, WARM_DONE_PREFIX, WARM_READY
+from gnnq.data.part_cache import load_part
+from gnnq.rank.__main__ import _die_with_parent, _stop_on_sigterm, _threads_per_rank, report_failure, run_point
+from gnnq.rank.heartbeat import start_heartbeat
+
+
+class PartCache:
+    """The parts of the latest parts directory this rank read, checked once (a new directory drops the old one's).
+
+    Each run gets its own copy: nothing a run does to its part's tensors reaches the next run."""
+
+    def __init__(self):
+        self.key: tuple | None = None
+        self.parts: dict[int, object] = {}
+
+    def __call__(self, parts_dir: Path, index: int):
+        meta = Path(parts_dir) / "meta.json"
+        key = (str(parts_dir), meta.stat().st_mtime_ns if meta.is_file() else None)  # an entry rebuilt in place: anew
+        if key != self.key:
+            self.key, self.parts = key, {}
+        if index not in self.parts:
+            self.parts[index] = load_part(parts_dir, index)
+        return copy.deepcopy(self.parts[index])
+
+
+def reset_peak_memory() -> None:
+    """Start this process's peak resident memory (VmHWM) afresh, so that a run's record counts its own peak."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+def _groups() -> set:
+    """The process groups this process holds (the default one and those a run made with ``dist.new_group``)."""
+    world = getattr(dist.distributed_c10d, "_world", None)
+    return set(getattr(world, "pg_map", {}) or {})
+
+
+def serve_one(job: dict, rank: int, parts: PartCache) -> bool:
+    """Run the job ``job`` names on this rank; True if it finished. A failure leaves its error file."""
+    run_dir, parts_dir = Path(job["run_dir"]), Path(job["parts"])
+    for key, value in job.get("env", {}).items():  # what a torchrun rank would inherit from the launcher now
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    beat = start_heartbeat(run_dir / INTERNAL_DIR, rank)
+    reset_peak_memory()
+    before = _groups()
+    try:
+        cfg = load_run_config(run_dir / CONFIG_FILE)
+        torch.set_num_threads(_threads_per_rank(cfg))
+        run_point(cfg, run_dir, parts_dir, torch.device("cpu"), part_of=parts)
+        for group in _groups() - before:  # the run's own groups (e.g. an overlapped exchange's): not kept
+            dist.destroy_process_group(group)
+        return True
+    except BaseException as exc:  # noqa: BLE001 - every failure must reach the launcher
+        report_failure(run_dir, rank, exc)
+        return False
+    finally:
+        beat.set()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m gnnq.rank.serve", description=__doc__)
+    parser.add_argument("--store-port", type=int, required=True)
+    parser.add_argument("--timeout-s", type=float, required=True)
+    args = parser.parse_args(argv)
+    rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    _die_with_parent()
+    _stop_on_sigterm()
+    timeout = datetime.timedelta(seconds=args.timeout_s)
+    store = dist.TCPStore(LOOPBACK_HOST, args.store_port, world_size, is_master=False, timeout=timeout)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size, timeout=timeout)
+    parts = PartCache()
+    print(WARM_READY, flush=True)
+    for line in sys.stdin:
+        job = json.loads(line)
+        if job.get("stop"):
+            break
+        ok = serve_one(job, rank, parts)
+        print(WARM_DONE_PREFIX + json.dumps({"ok": ok}), flush=True)
+        if not ok:
+            os._exit(1)  # do not wait in process-group teardown for peers that may be blocked
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # as a torchrun rank: no interpreter teardown with gloo threads still running
+
+
+if __name__ == "__main__":
+    main()
