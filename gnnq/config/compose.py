@@ -53,7 +53,7 @@ SLURM_LAUNCHER = {
     "submitit_folder": "${hydra.sweep.dir}/.submitit/%j",
 }
 MULTIRUN_MODE = {"hydra": {"mode": "MULTIRUN"}}
-# A local multirun's launcher (conf/config.yaml): the basic one, with the ranks kept warm across points
+# A local multirun's launcher (conf/cluster/local.yaml): the basic one, with the ranks kept warm across points
 # (hydra_plugins/gnnq_warm_launcher/, gnnq/launch/warm_pool.py); hydra/launcher=basic opts out.
 WARM_LAUNCHER = {"_target_": "hydra_plugins.gnnq_warm_launcher.gnnq_warm_launcher.GnnqWarmLauncher"}
 SCHEMA_GROUP = "schema"  # the choices' dataclasses: /schema/<group>/<choice> in the ConfigStore

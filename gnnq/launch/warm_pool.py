@@ -31,7 +31,8 @@ from gnnq.errors import LaunchError
 from gnnq.launch.torchrun import _progress_row
 from gnnq.train.faults import FAULT_ENV
 
-STOP_GRACE_S = 10.0  # a stopped point's ranks get this long after SIGTERM before SIGKILL
+SETTLE_S = 1.0  # a failed point's ranks may take this long to end by themselves before gnnq stops them
+STOP_GRACE_S = 10.0  # then they get this long after SIGTERM before SIGKILL
 PASSED_ENV = (FAULT_ENV,)  # read by a rank at each run: passed with every point, as a new torchrun would inherit it
 
 _ACTIVE: list["Pools"] = []
@@ -234,7 +235,14 @@ class RankPool:
         return 0, {}
 
     def _stop(self, log, died: dict[int, int]) -> tuple[int, dict]:
-        """A point failed: stop every rank as torchrun stops a failed job and keep all they printed in its log."""
+        """A point failed: stop every rank as torchrun stops a failed job and keep all they printed in its log.
+
+        The ranks get a moment to end by themselves first (a rank that raised exits; its peers then lose their
+        connection and exit): which of them a signal killed is told only by exits before gnnq sends any."""
+        deadline = time.monotonic() + SETTLE_S
+        while time.monotonic() < deadline and any(p.poll() is None for p in self.procs):
+            time.sleep(0.05)
+        died = {**{r: p.poll() for r, p in enumerate(self.procs)}, **died}
         exits = {r: code for r, code in died.items() if code is not None and code < 0}  # killed by a signal
         self.close(grace_s=STOP_GRACE_S)
         while True:  # everything the ranks printed before they ended
