@@ -29,11 +29,14 @@ from gnnq.data.part_cache import load_part
 from gnnq.rank.__main__ import _die_with_parent, _stop_on_sigterm, _threads_per_rank, report_failure, run_point
 from gnnq.rank.heartbeat import start_heartbeat
 
+KEPT_PART_MAX_BYTES = 512 * 2**20  # larger part files are read for each run: a kept one would double their memory
+
 
 class PartCache:
     """The parts of the latest parts directory this rank read, checked once (a new directory drops the old one's).
 
-    Each run gets its own copy: nothing a run does to its part's tensors reaches the next run."""
+    Each run gets its own copy: nothing a run does to its part's tensors reaches the next run. A part whose file
+    is over ``KEPT_PART_MAX_BYTES`` is not kept (read again for each run, as a torchrun rank reads it)."""
 
     def __init__(self):
         self.key: tuple | None = None
@@ -44,9 +47,13 @@ class PartCache:
         key = (str(parts_dir), meta.stat().st_mtime_ns if meta.is_file() else None)  # an entry rebuilt in place: anew
         if key != self.key:
             self.key, self.parts = key, {}
-        if index not in self.parts:
-            self.parts[index] = load_part(parts_dir, index)
-        return copy.deepcopy(self.parts[index])
+        if index in self.parts:
+            return copy.deepcopy(self.parts[index])
+        part = load_part(parts_dir, index)
+        file = Path(parts_dir) / f"part{index}.pt"
+        if file.is_file() and file.stat().st_size <= KEPT_PART_MAX_BYTES:
+            self.parts[index] = copy.deepcopy(part)
+        return part
 
 
 def reset_peak_memory() -> None:
