@@ -73,7 +73,6 @@ class Pools:
 
     def __init__(self):
         self.pool: RankPool | None = None
-        self.started = 0  # pools started so far (a sweep's summary; the tests)
 
     def serves(self, cfg) -> bool:
         return pool_key(cfg) is not None
@@ -88,7 +87,6 @@ class Pools:
             if self.pool is None:
                 log.write(f"$ {WARM_RANK_MODULE}: starting a warm pool of {key[0]} rank(s)\n")
                 self.pool = RankPool(key)
-                self.started += 1
             else:
                 log.write(f"$ {WARM_RANK_MODULE}: the warm pool of {key[0]} rank(s) started earlier\n")
             log.flush()
