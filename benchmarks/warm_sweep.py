@@ -1,6 +1,7 @@
 """A 10-point sweep with the warm launcher against the same points one by one (and against Hydra's basic launcher).
 
-    python -m benchmarks.warm_sweep --data DIR --out results/warm_sweep [--epochs 60] [--rounds 1]
+    python -m benchmarks.warm_sweep --data DIR --out results/warm_sweep [--epochs 60] [--rounds 1] [--work DIR]
+    python -m benchmarks.warm_sweep --out results/warm_sweep --summarize WORK [--log LOG]
 
 The sweep: ``gnnq -m dataset=cora experiment=adaqp_vanilla,adaqp trainer.seed=0,1,2,3,4 trainer.epochs=60``
 (W&B offline, as by default). Each round times, one after another:
@@ -14,6 +15,10 @@ slows down or speeds up over time does not favour one. ``DIR`` must hold Cora's 
 partition cache is built before the first timing. Writes ``README.md``-ready numbers to ``OUT/results.json``
 and ``OUT/results.md``: wall times, the ratios, and per point the test accuracy and halo bytes per epoch of
 each way (equal, or the point is listed as differing).
+
+Each way's wall time is also appended to ``WORK/walls.jsonl`` as it ends (``--work``: keep the runs there, else in
+a temporary directory), so that ``--summarize WORK`` writes the results of the ways that ended when a run is
+cut short; ``--log`` takes the wall times from this script's printed lines instead (``round R: WAY S s``).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -72,64 +78,87 @@ def run_way(way: str, base: list[str], data: Path, work: Path) -> tuple[float, d
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, required=True, help="a data root holding Cora/raw/")
+    parser.add_argument("--data", type=Path, help="a data root holding Cora/raw/")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--epochs", type=int, default=60)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--work", type=Path, help="keep the runs here (default: a temporary directory)")
+    parser.add_argument("--summarize", type=Path, help="only write the results of the runs in this work directory")
+    parser.add_argument("--log", type=Path, help="with --summarize: the wall times from this script's output")
     args = parser.parse_args(argv)
-    base = ["dataset=cora", f"trainer.epochs={args.epochs}"]
     args.out.mkdir(parents=True, exist_ok=True)
-    rounds = []
+    if args.summarize:
+        write_results(args, summarize(args.summarize, args.log))
+        return
+    if args.data is None:
+        parser.error("--data is required")
+    base = ["dataset=cora", f"trainer.epochs={args.epochs}"]
     with tempfile.TemporaryDirectory(prefix="gnnq-warm-sweep-") as tmp:
+        work = args.work or Path(tmp)
         # the dataset processed and partitioned once, outside the timings (every way then reads the cache)
-        _gnnq([*base, "trainer.epochs=1", "logger=none"], args.data, Path(tmp) / "prepare")
+        _gnnq([*base, "trainer.epochs=1", "logger=none"], args.data, work / "prepare")
         for r in range(args.rounds):
-            order = ORDERS[r % len(ORDERS)]
-            walls, records = {}, {}
-            for way in order:
-                walls[way], records[way] = run_way(way, base, args.data, Path(tmp) / f"round{r}")
-                print(f"round {r}: {way} {walls[way]:.1f} s", flush=True)
-            rounds.append({"order": order, "wall_s": walls, "records": records})
-    write_results(args, rounds)
+            for way in ORDERS[r % len(ORDERS)]:
+                wall, _ = run_way(way, base, args.data, work / f"round{r}")
+                with open(work / "walls.jsonl", "a") as f:
+                    f.write(json.dumps({"round": r, "way": way, "wall_s": wall}) + "\n")
+                print(f"round {r}: {way} {wall:.1f} s", flush=True)
+        write_results(args, summarize(work, None))
+
+
+def summarize(work: Path, log: Path | None) -> list[dict]:
+    """The rounds of a work directory: each way's wall time (walls.jsonl, or ``log``) and records."""
+    if log is not None:
+        found = re.findall(r"^round (\d+): (\w+) ([0-9.]+) s$", log.read_text(), re.MULTILINE)
+        walls = [{"round": int(r), "way": w, "wall_s": float(t)} for r, w, t in found]
+    else:
+        walls = [json.loads(line) for line in (work / "walls.jsonl").read_text().splitlines()]
+    rounds = []
+    for r in sorted({w["round"] for w in walls}):
+        ended = {w["way"]: w["wall_s"] for w in walls if w["round"] == r}
+        records = {way: _records(work / f"round{r}" / way) for way in ended}
+        rounds.append({"order": list(ended), "wall_s": ended, "records": records})
+    return rounds
 
 
 def write_results(args, rounds: list[dict]) -> None:
-    ways = ("one_by_one", "basic", "warm")
+    """results.json and results.md from the ways every round ended (a way some round lacks is left out)."""
+    ways = [w for w in ("one_by_one", "basic", "warm") if rounds and all(w in r["wall_s"] for r in rounds)]
     total = {w: sum(r["wall_s"][w] for r in rounds) for w in ways}
+    ref = "one_by_one" if "one_by_one" in ways else ways[0]
     points = []
     for exp in EXPERIMENTS:
         for seed in SEEDS:
             per = {w: [r["records"][w].get((exp, seed), {}) for r in rounds] for w in ways}
             tests = {w: sorted({rec.get("test") for rec in per[w]}, key=str) for w in ways}
             sent = {w: sorted({rec.get("comm_bytes_per_epoch") for rec in per[w]}, key=str) for w in ways}
+            statuses = {rec.get("status") for w in ways for rec in per[w]}
             points.append(
                 {
                     "point": f"experiment={exp} trainer.seed={seed}",
                     "test": tests,
                     "comm_bytes_per_epoch": sent,
-                    "identical": all(tests[w] == tests["one_by_one"] and sent[w] == sent["one_by_one"] for w in ways)
-                    and len(tests["one_by_one"]) == 1,
+                    "identical": statuses == {"ok"}
+                    and len(tests[ref]) == 1
+                    and all(tests[w] == tests[ref] and sent[w] == sent[ref] for w in ways),
                 }
             )
     result = {
         "command": command_line("benchmarks.warm_sweep", None),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": describe_machine(),
-        "epochs": args.epochs,
         "rounds": [{"order": r["order"], "wall_s": r["wall_s"]} for r in rounds],
         "wall_s": total,
-        "warm_over_one_by_one": total["warm"] / total["one_by_one"],
-        "warm_over_basic": total["warm"] / total["basic"],
-        "basic_over_one_by_one": total["basic"] / total["one_by_one"],
+        "ratios": {f"{a}/{b}": total[a] / total[b] for a in ways for b in ways if a != b},
         "points": points,
     }
     (args.out / "results.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [
-        "| way | wall time (s, all rounds) | / one by one |",
+        f"| way | wall time (s, {len(rounds)} round(s)) | / {ref} |",
         "|---|---|---|",
-        *(f"| {w} | {total[w]:.1f} | {total[w] / total['one_by_one']:.2f} |" for w in ways),
+        *(f"| {w} | {total[w]:.1f} | {total[w] / total[ref]:.2f} |" for w in ways),
         "",
-        "| point | test accuracy (one by one / basic / warm) | halo bytes per epoch | identical |",
+        f"| point | test accuracy ({' / '.join(ways)}) | halo bytes per epoch | identical |",
         "|---|---|---|---|",
     ]
     for p in points:
