@@ -25,8 +25,16 @@ VARYING = {"run_dir", "finished_at", "wall_time_s", "peak_memory_mib_per_rank", 
 
 
 def _comparable(record: dict) -> dict:
-    out = {k: v for k, v in record.items() if k not in VARYING}
-    out["summary"] = {k: v for k, v in record["summary"].items() if k not in VARYING}
+    """The record without what differs between two runs of one config (times at any depth: AdaQP's solve times)."""
+
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in VARYING and "time_s" not in k}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    out = strip(record)
     out["config"] = {**record["config"], "logger": {**record["config"]["logger"], "group": None}}
     return out
 
