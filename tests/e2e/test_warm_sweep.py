@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from gnnq.track.wandb_file import read_offline_run
-from tests.cli_helpers import TIME_KEYS, read_metrics, read_record, run_gnnq, start_gnnq, without_times
+from tests.cli_helpers import TIME_KEYS, read_metrics, read_record, run_gnnq, start_gnnq
 from tests.e2e.test_exposure import _is_loopback
 from tests.e2e.test_faults import wait_for_training
 from tests.unit.test_exposure import _listening, _tree
@@ -24,18 +24,18 @@ CORA = ["dataset=cora", "cluster.nproc=2", "model.hidden=16", "trainer.epochs=3"
 VARYING = {"run_dir", "finished_at", "wall_time_s", "peak_memory_mib_per_rank", *TIME_KEYS}
 
 
+def _untimed(value):
+    """``value`` without what differs between two runs of one config: times at any depth (AdaQP's solve times)."""
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items() if k not in VARYING and "time_s" not in k}
+    if isinstance(value, list):
+        return [_untimed(v) for v in value]
+    return value
+
+
 def _comparable(record: dict) -> dict:
-    """The record without what differs between two runs of one config (times at any depth: AdaQP's solve times)."""
-
-    def strip(value):
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k not in VARYING and "time_s" not in k}
-        if isinstance(value, list):
-            return [strip(v) for v in value]
-        return value
-
-    out = strip(record)
-    out["config"] = {**record["config"], "logger": {**record["config"]["logger"], "group": None}}
+    out = _untimed(record)
+    out["config"] = {**record["config"], "logger": {**record["config"]["logger"], "group": None}}  # a sweep's group
     return out
 
 
@@ -76,7 +76,7 @@ def test_a_warm_points_record_equals_the_same_point_run_alone(tmp_path, planetoi
     assert warm["status"] == "ok" and warm["test"] == cold["test"] and warm["best_val"] == cold["best_val"]
     assert warm["comm_bytes_per_epoch"] == cold["comm_bytes_per_epoch"]
     assert _comparable(warm) == _comparable(cold)  # accuracy, bytes, resolved config, everything but times
-    assert without_times(read_metrics(second)) == without_times(read_metrics(alone))
+    assert _untimed(read_metrics(second)) == _untimed(read_metrics(alone))  # every row
     assert read_record(first)["test"] != warm["test"], "each point has its own seed"
     # each point its own W&B run, whose summary is its record's
     for run_dir in (first, second):
