@@ -10,6 +10,8 @@ with ``cluster.memory_limit_gib`` when set.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +21,12 @@ from omegaconf import OmegaConf
 from gnnq.config.method import Resources
 from gnnq.config.registry import METHODS
 from gnnq.data.integrity import warn
+from gnnq.data.registry import data_root
 from gnnq.errors import ConfigError
+from gnnq.track.files import write_json_atomic
 from gnnq.track.process_memory import proc_kib
+
+MODEL_CODE = Path(__file__).resolve().parents[1] / "models"  # gnnq/models: what a model's parameter count depends on
 
 # python, torch, gloo and gnnq in one rank process (450 MiB with an empty part), and what a big part adds at once
 BASE_MIB = 500.0
@@ -60,9 +66,9 @@ class Shape:
 
 
 def formula() -> str:
-    """FORMULA with the choices that add copies to k, as their classes declare them (``resources``)."""
+    """FORMULA with the choices that add copies to k, as their registry lines declare them (``resources``)."""
     declared = {
-        group: {name: registry.target(name).resources(_default_node(registry, name)) for name in registry.names()}
+        group: {name: registry.choice(name).resources for name in registry.names()}
         for group, registry in METHODS.items()
     }
     paths = "|".join(n for n, r in declared["model"].items() if r.weight_paths > 1)
@@ -71,10 +77,6 @@ def formula() -> str:
         for group in ("parallel", "quantizer")
     ]
     return f"{FORMULA}(+{EXTRA_COPIES} for model={paths}, +{EXTRA_COPIES} for {' or '.join(buffers)}) {MODEL_FORMULA}"
-
-
-def _default_node(registry, name: str):
-    return OmegaConf.merge(OmegaConf.structured(registry.schema(name)), {"name": name})
 
 
 def rank_memory_mib(inner: int, halo: int, edges: int, shape: Shape) -> float:
@@ -86,14 +88,36 @@ def rank_memory_mib(inner: int, halo: int, edges: int, shape: Shape) -> float:
 
 def model_parameters(cfg, features: int, classes: int) -> int:
     """The parameter count of the model ``cfg`` names for ``features`` inputs and ``classes`` outputs, built on
-    torch's meta device (no memory allocated; the same code as the ranks' model)."""
-    import torch  # loaded by the launcher with the data already
+    torch's meta device (no memory allocated; the same code as the ranks' model). Kept beside the partition
+    cache (``<data root>/parts/models/<key>.json``, the key hashing the model config, the sizes and gnnq's model
+    code), so that a run whose parts are cached imports no torch for it (docs/clusters.md)."""
+    path = data_root(cfg.dataset) / "parts" / "models" / f"{_model_key(cfg, features, classes)}.json"
+    try:
+        return int(json.loads(path.read_text())["num_params"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    import torch  # loaded by the launcher with the data already, unless the parts were cached
 
     from gnnq.config.registry import MODELS
 
     with torch.device("meta"):
         model = MODELS.target(cfg.model.name).from_config(cfg.model, features, max(1, classes))
-    return sum(p.numel() for p in model.parameters())
+    count = sum(p.numel() for p in model.parameters())
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, {"num_params": count})
+    except OSError:  # a read-only data root: counted again next time
+        pass
+    return count
+
+
+def _model_key(cfg, features: int, classes: int) -> str:
+    digest = hashlib.sha256()
+    model = OmegaConf.to_container(cfg.model, resolve=True) if OmegaConf.is_config(cfg.model) else dict(cfg.model)
+    digest.update(json.dumps([model, features, max(1, classes)], sort_keys=True, default=str).encode())
+    for source in sorted(MODEL_CODE.glob("*.py")):  # changed model code: counted anew
+        digest.update(source.name.encode() + source.read_bytes())
+    return digest.hexdigest()[:24]
 
 
 def model_state_bytes(cfg, features: int, classes: int) -> float:
