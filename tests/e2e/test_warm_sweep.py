@@ -1,9 +1,9 @@
 """The warm launcher (a local multirun's default, hydra_plugins/gnnq_warm_launcher, gnnq/launch/warm_pool.py), through
-the real command line on Cora: a point's record equals the same point run alone with torchrun; a failing point
+the real command line on Cora: a point's record equals the same point run alone (its own ranks, gnnq.launch.ranks); a failing point
 fails alone and the points after it run; a rank of the pool killed mid-point fails that point only, the pool is
 replaced and nothing of it outlives the sweep.
 
-Here: the real command-line runs; the torchrun path's faults are in `tests/e2e/test_faults.py`.
+Here: the real command-line runs; a single run's faults are in `tests/e2e/test_faults.py`.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def test_a_warm_points_record_equals_the_same_point_run_alone(tmp_path, planetoi
     assert _pool_log(second).endswith("the warm pool of 2 rank(s) started earlier"), "the second point reused it"
     res = run_gnnq([*args, "trainer.seed=1", f"hydra.run.dir={alone}"], tmp_path / "runs", planetoid_root)
     assert res.returncode == 0, res.stderr[-3000:]
-    assert "with torchrun" in res.stdout  # a single run: torchrun, as before
+    assert "launching 2 rank(s)" in res.stdout and "warm pool" not in res.stdout  # a single run: its own ranks
     warm, cold = read_record(second), read_record(alone)
     assert warm["status"] == "ok" and warm["test"] == cold["test"] and warm["best_val"] == cold["best_val"]
     assert warm["comm_bytes_per_epoch"] == cold["comm_bytes_per_epoch"]
