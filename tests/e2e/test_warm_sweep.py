@@ -1,7 +1,7 @@
 """The warm launcher (a local multirun's default, hydra_plugins/gnnq_warm_launcher, gnnq/launch/warm_pool.py), through
-the real command line on Cora: a point's record equals the same point run alone (its own ranks, gnnq.launch.ranks); a failing point
-fails alone and the points after it run; a rank of the pool killed mid-point fails that point only, the pool is
-replaced and nothing of it outlives the sweep.
+the real command line on Cora: a point's record equals the same point run alone (its own ranks, gnnq.launch.ranks);
+a failing point fails alone and the points after it run; a rank of the pool killed mid-point fails that point only,
+the pool is replaced and nothing of it outlives the sweep.
 
 Here: the real command-line runs; a single run's faults are in `tests/e2e/test_faults.py`.
 """
