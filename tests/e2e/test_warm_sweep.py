@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from gnnq.track.wandb_file import read_offline_run
 from tests.cli_helpers import TIME_KEYS, read_metrics, read_record, run_gnnq, start_gnnq
@@ -133,3 +136,47 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
     except OSError:
         return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_a_stopped_warm_sweep_leaves_no_pool_rank(tmp_path, planetoid_root, sig):
+    """Ctrl-C: the point's record says interrupted, exit 130, the pool stopped; SIGKILL to the launcher: the pool's
+    ranks die with it (their parent-death signal)."""
+    sweep, runs = tmp_path / "sweep", tmp_path / "runs"
+    args = ["-m", *CORA[:3], "logger=none", "trainer.epochs=100000", "trainer.seed=0,1", f"hydra.sweep.dir={sweep}"]
+    proc = start_gnnq(args, runs, planetoid_root)
+    try:
+        first = wait_for_training(proc, sweep, timeout_s=180)
+        ranks = _pool_ranks(proc.pid)
+        assert sorted(ranks) == [0, 1], ranks
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    deadline = time.monotonic() + 10
+    while (left := [pid for pid in ranks.values() if _alive(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert left == [], f"pool ranks outlived the sweep: {left}"
+    if sig == signal.SIGINT:
+        assert proc.returncode == 130, err[-3000:]
+        assert read_record(first)["error"].startswith("interrupted (SIGINT)")
+        assert not list(sweep.glob("1_*")), "no point after Ctrl-C"
+
+
+def test_a_pool_started_from_a_thread_that_ends_keeps_its_ranks():
+    """A rank's parent-death signal fires when the *thread* that started it ends: the pool's ranks are started by
+    a thread that lives as long as the launcher, whichever thread asked for them."""
+    from gnnq.launch.warm_pool import RankPool
+
+    pools: list[RankPool] = []
+    starter = threading.Thread(target=lambda: pools.append(RankPool((2, 120.0))))
+    starter.start()
+    starter.join(timeout=180)
+    assert pools, "the pool did not start"
+    try:
+        time.sleep(1.0)  # the starting thread has ended: a rank it had started itself would be gone by now
+        assert pools[0].healthy(), [p.poll() for p in pools[0].procs]
+    finally:
+        pools[0].close()
+    assert all(p.poll() is not None for p in pools[0].procs)
