@@ -6,9 +6,9 @@
 The sweep: ``gnnq -m dataset=cora experiment=adaqp_vanilla,adaqp trainer.seed=0,1,2,3,4 trainer.epochs=60``
 (W&B offline, as by default). Each round times, one after another:
 
-- ``one by one``: each point as its own ``gnnq <point's overrides>`` (a torchrun job each, a launcher each);
+- ``one by one``: each point as its own ``gnnq <point's overrides>`` (a launcher each, its ranks started by it);
 - ``warm``: the multirun with gnnq's default launcher (gnnq_warm: the ranks kept across points);
-- ``basic``: the multirun with ``hydra/launcher=basic`` (one torchrun job per point in one launcher).
+- ``basic``: the multirun with ``hydra/launcher=basic`` (each point's ranks started anew, in one launcher).
 
 Rounds after the first run the three in another order (warm first, then basic first), so a machine that
 slows down or speeds up over time does not favour one. ``DIR`` must hold Cora's raw files (Cora/raw/); its
