@@ -26,6 +26,11 @@ EXITS_FILE = "exits.json"  # under INTERNAL_DIR: the ranks that failed, in the o
 PROGRESS_PREFIX = "@@gnnq-progress "  # rank 0's epoch row, as JSON after the prefix, one line each
 RANK_WARNING_PREFIX = "[gnnq] warning:"  # how a rank's warnings start (e.g. gnnq.train.driver.check_loss)
 
+# --- a warm pool's ranks (gnnq.rank.serve), read by the launcher (gnnq.launch.warm_pool) ---------------
+WARM_RANK_MODULE = "gnnq.rank.serve"  # a pool's rank: joins the group once, then runs one run after another
+WARM_READY = "@@gnnq-warm-ready"  # a pool's rank joined the group
+WARM_DONE_PREFIX = "@@gnnq-warm-done "  # a pool's rank finished a run: {"ok": bool}
+
 # --- environment the launcher sets for the ranks ---------------------------------------------------
 STORE_FD_ENV = "GNNQ_STORE_FD"  # rank 0 of a local job: the listening socket its TCPStore serves on
 LAUNCHER_PID_ENV = "GNNQ_LAUNCHER_PID"  # a local job's ranks: the launcher that started them (they die with it)

@@ -56,17 +56,21 @@ SLURM_LAUNCHER = {
     "submitit_folder": "${hydra.sweep.dir}/.submitit/%j",
 }
 MULTIRUN_MODE = {"hydra": {"mode": "MULTIRUN"}}
+# A local multirun's launcher (conf/cluster/local.yaml): the basic one, with the ranks kept warm across points
+# (hydra_plugins/gnnq_warm_launcher/, gnnq/launch/warm_pool.py); hydra/launcher=basic opts out.
+WARM_LAUNCHER = {"_target_": "hydra_plugins.gnnq_warm_launcher.gnnq_warm_launcher.GnnqWarmLauncher"}
 SCHEMA_GROUP = "schema"  # the choices' dataclasses: /schema/<group>/<choice> in the ConfigStore
 
 
 def register_configs() -> None:
-    """Put the schema, every choice's dataclass and gnnq's Slurm launcher into Hydra's ConfigStore."""
+    """Put the schema, every choice's dataclass and gnnq's launchers (Slurm, warm) into Hydra's ConfigStore."""
     cs = ConfigStore.instance()
     cs.store(name="gnnq_schema", node=Config)
     for group, registry in group_registries().items():
         for choice in registry.choices():
             cs.store(group=f"{SCHEMA_GROUP}/{group}", name=choice.name, node=choice.schema, provider="gnnq")
     cs.store(group="hydra/launcher", name="gnnq_slurm", node=SLURM_LAUNCHER, provider="gnnq")
+    cs.store(group="hydra/launcher", name="gnnq_warm", node=WARM_LAUNCHER, provider="gnnq")
     cs.store(group="hydra/run_mode", name="multirun", node=MULTIRUN_MODE, provider="gnnq")
 
 

@@ -51,11 +51,19 @@ def elastic_log_dir(run_dir: Path, host: int = 0) -> Path:
     return Path(run_dir) / INTERNAL_DIR / ELASTIC_DIR / f"h{host}"
 
 
-def describe_failure(run_dir: Path, code: int, logs: list[Path] | None = None, ranks_per_log: int = 0) -> str:
+def describe_failure(
+    run_dir: Path,
+    code: int,
+    logs: list[Path] | None = None,
+    ranks_per_log: int = 0,
+    exits: dict[int, int] | None = None,
+) -> str:
     """One line naming the rank that failed first and why; ``code`` is torchrun's exit code.
 
     ``logs``: torchrun's logs, one per host in host order (default: ``logs/torchrun.log``), each
     for ``ranks_per_log`` consecutive ranks (0: one log for all); a rank is pointed at its host's log.
+    ``exits``: {rank: exit code} the launcher saw itself (a warm pool's ranks, gnnq.launch.warm_pool), besides
+    those torchrun's summary in the logs names.
     """
     run_dir = Path(run_dir)
     logs = [Path(p) for p in logs] if logs else [run_dir / "logs" / "torchrun.log"]
@@ -81,9 +89,10 @@ def describe_failure(run_dir: Path, code: int, logs: list[Path] | None = None, r
     own = [e for e in reported if not lost_peer(e["message"])]
     if own:
         return _reported(own[0], log_of(own[0]["rank"]), run_dir)
-    exits: dict[int, int] = {}
-    if ended:
-        exits = {e["rank"]: e["code"] for e in ended}  # first to end first
+    seen = dict(exits or {})
+    exits = {e["rank"]: e["code"] for e in ended}  # a local job's ranks, first to end first
+    for rank, c in seen.items():
+        exits.setdefault(rank, c)
     for host, text in enumerate(texts):
         for rank, c in failed_ranks(text, host * ranks_per_log).items():
             exits.setdefault(rank, c)

@@ -18,7 +18,7 @@ from gnnq.data.part_cache import cached_parts, prepare_parts
 from gnnq.data.registry import data_root, data_root_key, dataset_sources, load_dataset
 from gnnq.data.summary import GraphSummary, read_summary, recipe, write_summary
 from gnnq.errors import CacheError, ConfigError, GnnqError, LaunchError, describe_os_error
-from gnnq.launch import interrupts
+from gnnq.launch import interrupts, warm_pool
 from gnnq.launch.emulated import run_emulated
 from gnnq.launch.failure import describe_failure
 from gnnq.launch.partition_memory import check_before_partitioning, graph_mib
@@ -296,6 +296,16 @@ def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path, on_row: Callable[[di
         if cfg.cluster.name == "emulated":
             code, logs, info = run_emulated(cfg, run_dir, parts_dir, say, follow)
             return {**collect_result(run_dir, code, logs, cfg.cluster.nproc), "emulated": info}
+        pools = warm_pool.active()
+        if pools is not None and pools.serves(cfg):  # a multirun under the warm launcher: ranks kept across points
+            say(
+                f"running {cfg.cluster.nproc} rank(s) on the warm pool ({cfg.model.name}, {cfg.parallel.name}, "
+                f"{cfg.quantizer.name})"
+            )
+            log = run_dir / "logs" / "torchrun.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            code, exits = pools.run(cfg, run_dir, parts_dir, log, follow)
+            return collect_result(run_dir, code, [log], exits=exits)
         placement = place(cfg, run_dir, parts_dir)
         for note in placement.notes:
             say(note)
@@ -310,10 +320,14 @@ def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path, on_row: Callable[[di
         progress.close()
 
 
-def collect_result(run_dir: Path, code: int, logs: list[Path], ranks_per_log: int = 0) -> dict:
-    """Rank 0's summary of a job that exited with ``code``; a LaunchError naming the cause if it failed."""
+def collect_result(
+    run_dir: Path, code: int, logs: list[Path], ranks_per_log: int = 0, exits: dict[int, int] | None = None
+) -> dict:
+    """Rank 0's summary of a job that exited with ``code``; a LaunchError naming the cause if it failed.
+
+    ``exits``: ranks' exit codes the launcher saw itself (a warm pool's; torchrun's are in its log)."""
     if code != 0:
-        raise LaunchError(describe_failure(run_dir, code, logs, ranks_per_log))
+        raise LaunchError(describe_failure(run_dir, code, logs, ranks_per_log, exits))
     result = run_dir / INTERNAL_DIR / RESULT_FILE
     if not result.is_file():
         raise LaunchError(f"torchrun exited 0 but rank 0 left no result (see {logs[0]})")

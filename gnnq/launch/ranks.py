@@ -71,6 +71,42 @@ def run_local_ranks(
             job.close()
 
 
+def loopback_server() -> socket.socket:
+    """The listening socket of the ranks' store (torch's TCPStore, served by rank 0): 127.0.0.1 only, a free port."""
+    return socket.create_server((LOOPBACK, 0))
+
+
+def rank_env(rank: int, nproc: int, server: socket.socket) -> dict[str, str]:
+    """The environment of local rank ``rank`` of ``nproc`` (as torchrun would set it): gloo on ``lo``, the store at
+    ``server``, whose socket rank 0 inherits (``STORE_FD_ENV``; pass it with ``store_fds``), the launcher's pid for
+    the rank's parent-death check (gnnq.rank.__main__)."""
+    env = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+        "GLOO_SOCKET_IFNAME": os.environ.get("GLOO_SOCKET_IFNAME", "lo"),
+        "MASTER_ADDR": LOOPBACK,
+        "MASTER_PORT": str(server.getsockname()[1]),
+        "WORLD_SIZE": str(nproc),
+        "LOCAL_WORLD_SIZE": str(nproc),
+        "ROLE_WORLD_SIZE": str(nproc),
+        "GROUP_RANK": "0",
+        LAUNCHER_PID_ENV: str(os.getpid()),
+        "RANK": str(rank),
+        "LOCAL_RANK": str(rank),
+        "ROLE_RANK": str(rank),
+    }
+    env.pop(STORE_FD_ENV, None)
+    if rank == 0:
+        env[STORE_FD_ENV] = str(server.fileno())
+    return env
+
+
+def store_fds(rank: int, server: socket.socket) -> tuple[int, ...]:
+    """The file descriptors rank ``rank`` inherits: the store's socket for rank 0."""
+    return (server.fileno(),) if rank == 0 else ()
+
+
 class _Job:
     def __init__(self, nproc: int, log, on_progress: Callable[[dict], None], exits_path: Path):
         self.nproc, self.log, self.on_progress, self.exits_path = nproc, log, on_progress, exits_path
@@ -83,37 +119,14 @@ class _Job:
         self.buf = b""
 
     def start(self, cmd: list[str], attempt: Path) -> None:
-        server = socket.create_server((LOOPBACK, 0))  # the ranks' store, served by rank 0: loopback only
+        server = loopback_server()
         read_fd, write_fd = os.pipe()
         self.read_fd = read_fd
-        base = {
-            **os.environ,
-            "PYTHONUNBUFFERED": "1",
-            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
-            "GLOO_SOCKET_IFNAME": os.environ.get("GLOO_SOCKET_IFNAME", "lo"),
-            "MASTER_ADDR": LOOPBACK,
-            "MASTER_PORT": str(server.getsockname()[1]),
-            "WORLD_SIZE": str(self.nproc),
-            "LOCAL_WORLD_SIZE": str(self.nproc),
-            "ROLE_WORLD_SIZE": str(self.nproc),
-            "GROUP_RANK": "0",
-            LAUNCHER_PID_ENV: str(os.getpid()),
-        }
         try:
             for rank in range(self.nproc):
                 error_file = attempt / str(rank) / "error.json"
                 error_file.parent.mkdir(parents=True, exist_ok=True)
-                env = {
-                    **base,
-                    "RANK": str(rank),
-                    "LOCAL_RANK": str(rank),
-                    "ROLE_RANK": str(rank),
-                    "TORCHELASTIC_ERROR_FILE": str(error_file),
-                }
-                fds: tuple[int, ...] = ()
-                if rank == 0:
-                    env[STORE_FD_ENV] = str(server.fileno())
-                    fds = (server.fileno(),)
+                env = {**rank_env(rank, self.nproc, server), "TORCHELASTIC_ERROR_FILE": str(error_file)}
                 self.procs.append(
                     subprocess.Popen(
                         cmd,
@@ -121,7 +134,7 @@ class _Job:
                         stderr=write_fd,
                         stdin=subprocess.DEVNULL,
                         env=env,
-                        pass_fds=fds,
+                        pass_fds=store_fds(rank, server),
                         start_new_session=True,  # a terminal's Ctrl-C reaches the launcher, which stops them
                     )
                 )

@@ -58,7 +58,7 @@ class Shape:
 
 
 def formula() -> str:
-    """FORMULA with the choices that add copies to k, as their classes declare them (``resources``)."""
+    """FORMULA with the choices that add copies to k, as their registry lines declare them (``resources``)."""
     declared = {
         group: {name: registry.choice(name).resources for name in registry.names()}
         for group, registry in METHODS.items()

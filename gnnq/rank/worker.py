@@ -49,7 +49,7 @@ class StoppedBySignal(SystemExit):
     """This rank was told to stop; the cause of the failure lies elsewhere."""
 
 
-def _stop_on_sigterm() -> None:
+def stop_on_sigterm() -> None:
     """torchrun stops surviving ranks with SIGTERM: unwind so the error files are still written."""
 
     def handler(signum, frame):
@@ -58,7 +58,7 @@ def _stop_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
-def _threads_per_rank(cfg) -> int:
+def threads_per_rank(cfg) -> int:
     if cfg.cluster.threads_per_rank > 0:
         return cfg.cluster.threads_per_rank
     if os.environ.get(THREADS_ENV):  # emulated hosts: the launcher split the machine's cores between them
@@ -114,17 +114,26 @@ def init_group(backend: str, timeout: datetime.timedelta) -> None:
 @record  # main() catches everything and exits; run() is where an exception still passes, for torch elastic's error file
 def run(run_dir: Path, parts_dir: Path) -> None:
     cfg = load_run_config(run_dir / CONFIG_FILE)
-    torch.set_num_threads(_threads_per_rank(cfg))
+    torch.set_num_threads(threads_per_rank(cfg))
     backend = _backend(cfg)
     device = torch.device("cpu")
     if backend == "nccl":
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(device)
     init_group(backend, datetime.timedelta(seconds=cfg.cluster.timeout_s))
+    run_point(cfg, run_dir, parts_dir, device)
+    dist.destroy_process_group()
+
+
+def run_point(cfg, run_dir: Path, parts_dir: Path, device: torch.device, part_of=load_part) -> None:
+    """One run on the process group already initialized: its part, its trainer, its metrics and result files.
+
+    Shared by ``run`` (one run per process) and gnnq.rank.warm (a warm pool's rank: one run after another);
+    ``part_of(parts_dir, index)`` loads a part (the pool's keeps it loaded)."""
     rank = dist.get_rank()
     resume = (run_dir / INTERNAL_DIR / RESUME_FILE).is_file()
     shared = PARALLEL.choice(cfg.parallel.name).resources.shared_part  # one part, every rank reads it
-    part = load_part(parts_dir, 0 if shared else rank)
+    part = part_of(parts_dir, 0 if shared else rank)
     comm = Communicator()
     metrics_file = open_metrics(run_dir, resume) if rank == 0 else None
 
@@ -144,7 +153,6 @@ def run(run_dir: Path, parts_dir: Path) -> None:
     # Tear down together: a rank destroying its gloo group while a peer is still
     # communicating can abort the peer ("terminate called without an active exception").
     comm.barrier()
-    dist.destroy_process_group()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -153,7 +161,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--parts", type=Path, required=True)
     args = parser.parse_args(argv)
     rank = int(os.environ.get("RANK", "0"))
-    _stop_on_sigterm()
+    stop_on_sigterm()
     start_heartbeat(args.run_dir / INTERNAL_DIR, rank)  # tells the launcher which rank stopped, if one does
     try:
         run(args.run_dir, args.parts)
@@ -164,19 +172,24 @@ def main(argv: list[str] | None = None) -> None:
         # ("terminate called without an active exception"), failing a finished run.
         os._exit(0)
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the launcher
-        message = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
-        report = {
-            "rank": rank,
-            "message": message,
-            "traceback": traceback.format_exc(),
-            "time": time.time(),
-            "stopped": isinstance(exc, StoppedBySignal),
-        }
-        try:
-            write_json_atomic(args.run_dir / INTERNAL_DIR / ERROR_FILE.format(rank=rank), report)
-        except OSError:  # e.g. the disk that just filled up: the traceback below still names the cause in the log
-            pass
-        traceback.print_exc()
-        sys.stderr.flush()
-        sys.stdout.flush()
+        report_failure(args.run_dir, rank, exc)
         os._exit(1)  # do not wait in process-group teardown for peers that may be blocked
+
+
+def report_failure(run_dir: Path, rank: int, exc: BaseException) -> None:
+    """Write this rank's error file for the launcher (gnnq.launch.failure) and print the traceback to the log."""
+    message = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+    report = {
+        "rank": rank,
+        "message": message,
+        "traceback": traceback.format_exc(),
+        "time": time.time(),
+        "stopped": isinstance(exc, StoppedBySignal),
+    }
+    try:
+        write_json_atomic(run_dir / INTERNAL_DIR / ERROR_FILE.format(rank=rank), report)
+    except OSError:  # e.g. the disk that just filled up: the traceback below still names the cause in the log
+        pass
+    traceback.print_exc()
+    sys.stderr.flush()
+    sys.stdout.flush()

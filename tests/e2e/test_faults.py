@@ -168,8 +168,8 @@ def test_a_stopped_rank_is_named_not_the_peer_whose_collective_timed_out(tmp_pat
 def test_a_multirun_goes_on_after_a_point_whose_rank_was_killed(tmp_path):
     runs = tmp_path / "runs"
     proc = start_gnnq(
-        ["-m", *SMALL, "trainer.epochs=100000,3"], runs, tmp_path / "data"
-    )  # the first point runs until killed
+        ["-m", *SMALL, "trainer.epochs=100000,3", "hydra/launcher=basic"], runs, tmp_path / "data"
+    )  # the first point runs until killed; a torchrun job per point (the warm pool's case: test_warm_sweep.py)
     try:
         first = wait_for_training(proc, runs)
         os.kill(rank_pid(first, 1), signal.SIGKILL)
