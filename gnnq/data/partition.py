@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
+
 import numpy as np
 
 from gnnq.config.registry import PARTITIONERS as PARTITIONER_REGISTRY
@@ -31,12 +35,8 @@ def random_parts(edge_index: np.ndarray, num_nodes: int, nparts: int, seed: int)
 
 
 def metis_parts(edge_index: np.ndarray, num_nodes: int, nparts: int, seed: int) -> np.ndarray:
-    import pymetis
-
     xadj, adjncy = metis_adjacency(edge_index, num_nodes)
-    options = pymetis.Options(seed=seed)
-    _, membership = pymetis.part_graph(nparts, adjacency=pymetis.CSRAdjacency(xadj, adjncy), options=options)
-    parts = np.asarray(membership, dtype=np.int64)
+    parts = _in_child(_metis_membership, nparts, xadj, adjncy, seed)
     sizes = np.bincount(parts, minlength=nparts)
     if (sizes == 0).any():
         # METIS may leave a part empty on tiny or disconnected graphs; every rank needs nodes.
@@ -45,6 +45,74 @@ def metis_parts(edge_index: np.ndarray, num_nodes: int, nparts: int, seed: int) 
             "use fewer parts or partitioner=random"
         )
     return parts
+
+
+def _metis_membership(nparts: int, xadj: np.ndarray, adjncy: np.ndarray, seed: int) -> np.ndarray:
+    import pymetis
+
+    options = pymetis.Options(seed=seed)
+    _, membership = pymetis.part_graph(nparts, adjacency=pymetis.CSRAdjacency(xadj, adjncy), options=options)
+    return np.asarray(membership, dtype=np.int64)
+
+
+def _in_child(fn, *args) -> np.ndarray:
+    """``fn(*args)`` (an int64 array) computed in a forked child process. METIS' GKlib installs its own SIGTERM
+    handler while it runs (its error signal), which would swallow a scheduler's SIGTERM to the launcher: in a child
+    the launcher keeps its own handlers, and a stop signal ends the child (SIGKILL) and surfaces here as usual. The
+    child dies with the launcher (PR_SET_PDEATHSIG)."""
+    if not hasattr(os, "fork"):
+        return fn(*args)
+    prctl = _prctl()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: compute, send, and leave without running the parent's exit handlers
+        os.close(read_end)
+        status = 1
+        try:
+            if prctl is not None:
+                prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(sig, signal.SIG_DFL)
+            try:
+                payload = b"K" + np.ascontiguousarray(fn(*args), dtype=np.int64).tobytes()
+            except BaseException as exc:  # noqa: BLE001 - any failure goes back to the parent as its message
+                payload = b"E" + f"{type(exc).__name__}: {exc}".encode()
+            with os.fdopen(write_end, "wb") as out:
+                out.write(payload)
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    try:
+        with os.fdopen(read_end, "rb") as inp:
+            payload = inp.read()
+        os.waitpid(pid, 0)
+    except BaseException:  # a stop signal (KeyboardInterrupt) or any error here: the child goes too
+        _kill(pid)
+        raise
+    if payload[:1] == b"K":
+        return np.frombuffer(payload[1:], dtype=np.int64).copy()
+    raise PartitionError(f"METIS failed: {payload[1:].decode(errors='replace') or 'the partitioning process died'}")
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+
+
+def _prctl():
+    """libc's prctl, loaded before a fork (a forked child must not load libraries); None off Linux."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
 
 
 def metis_adjacency(edge_index: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
