@@ -146,7 +146,8 @@ def test_cluster_slurm_selects_the_gnnq_launcher_and_multirun_mode():
     target = slurm.hydra.launcher._target_
     assert target == "hydra_plugins.gnnq_slurm_launcher.gnnq_slurm_launcher.GnnqSlurmLauncher"
     assert str(slurm.hydra.mode) == "RunMode.MULTIRUN"  # a plain `gnnq cluster=slurm` is submitted too
-    assert local.hydra.launcher._target_.endswith("BasicLauncher") and local.hydra.mode is None
+    # cluster=local keeps its ranks warm across a multirun's points (hydra_plugins/gnnq_warm_launcher)
+    assert local.hydra.launcher._target_.endswith("GnnqWarmLauncher") and local.hydra.mode is None
     from hydra.core.plugins import Plugins
 
     assert target in Plugins.instance().class_name_to_class, "Hydra must find the launcher in the hydra_plugins package"

@@ -63,7 +63,7 @@ def test_the_ranks_get_torchruns_environment_and_rank_0_the_store_socket(tmp_pat
     assert job.follow() == 0
     job.close()
     log.close()
-    seen = [json.loads(line) for line in (tmp_path / "job.log").read_text().splitlines() if line.startswith("{")]
+    seen = _json_objects((tmp_path / "job.log").read_text())  # the two ranks share one pipe: lines can run together
     by_rank = {int(s["RANK"]): s for s in seen}
     assert set(by_rank) == {0, 1}
     for r, s in by_rank.items():
@@ -75,6 +75,15 @@ def test_the_ranks_get_torchruns_environment_and_rank_0_the_store_socket(tmp_pat
         assert s["TORCHELASTIC_ERROR_FILE"].endswith(f"attempt_0/{r}/error.json")
     assert by_rank[0]["bound"] == ["127.0.0.1", int(by_rank[0]["MASTER_PORT"])]  # loopback only
     assert by_rank[1]["bound"] is None
+
+
+def _json_objects(text: str) -> list[dict]:
+    decoder, found, at = json.JSONDecoder(), [], text.find('{"RANK"')
+    while at >= 0:
+        obj, end = decoder.raw_decode(text, at)
+        found.append(obj)
+        at = text.find('{"RANK"', end)
+    return found
 
 
 def test_a_stopped_launcher_stops_its_ranks_within_the_interrupt_grace(tmp_path):
