@@ -184,7 +184,7 @@ def check_groups_once(overrides: list[str], config_dir: str | None = None) -> No
         group = key.lstrip("+").split("@", 1)[0]
         if group not in groups:
             continue
-        if group in seen:
+        if group in seen and seen[group].split("=", 1)[1] != value:  # the same choice again says nothing new
             raise ConfigError(
                 f"{group} is chosen twice: {seen[group]} and {o}; give {group}= once "
                 f"(to run both: gnnq -m {group}={seen[group].split('=', 1)[1]},{value})"

@@ -59,6 +59,7 @@ def test_a_group_chosen_twice_is_refused_naming_both(overrides, line):
 
 def test_one_choice_and_its_keys_or_a_sweep_over_choices_are_not_twice():
     assert compose_config(["dataset=cora", "dataset.root=/tmp/x"]).dataset.name == "cora"
+    assert compose_config(["dataset=cora", "dataset=cora"]).dataset.name == "cora"  # the same choice: no doubt
     assert [p for p, _ in plan(["dataset=cora,citeseer", "logger=none"], multirun=True)] == [
         ["dataset=cora", "logger=none"],
         ["dataset=citeseer", "logger=none"],
