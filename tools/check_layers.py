@@ -24,7 +24,7 @@ from pathlib import Path
 # Each entry is one layer; names in one entry are packages (or top-level modules) of the same layer,
 # which may not import each other unless ALLOWED_SIDEWAYS says so.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "contract"),  # one-line errors; the launcher <-> rank <-> cluster constants
+    ("errors", "contract", "lifetime"),  # one-line errors; the launcher <-> rank <-> cluster constants; pdeathsig
     ("config",),  # schema, registries, composition, validation of values
     ("track",),  # run records, files, measurement
     ("data",),  # datasets, loaders, partitions

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 
 import numpy as np
 
+from gnnq import lifetime
 from gnnq.config.registry import PARTITIONERS as PARTITIONER_REGISTRY
 from gnnq.data.loaders import edge_keys, edges_from_keys
 from gnnq.errors import PartitionError
@@ -62,15 +62,14 @@ def _in_child(fn, *args) -> np.ndarray:
     child dies with the launcher (PR_SET_PDEATHSIG)."""
     if not hasattr(os, "fork"):
         return fn(*args)
-    prctl = _prctl()
+    prctl = lifetime.libc_prctl()  # before the fork
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: compute, send, and leave without running the parent's exit handlers
         os.close(read_end)
         status = 1
         try:
-            if prctl is not None:
-                prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+            lifetime.die_with_parent(prctl)
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 signal.signal(sig, signal.SIG_DFL)
             try:
@@ -101,18 +100,6 @@ def _kill(pid: int) -> None:
         os.waitpid(pid, 0)
     except (ProcessLookupError, ChildProcessError):
         pass
-
-
-def _prctl():
-    """libc's prctl, loaded before a fork (a forked child must not load libraries); None off Linux."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
 
 
 def metis_adjacency(edge_index: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from gnnq import lifetime
 from gnnq.contract import PROGRESS_PREFIX, RANK_MODULE, RANK_WARNING_PREFIX
 
 LOOPBACK = "127.0.0.1"
@@ -101,20 +102,10 @@ def follow_line(line: str, log, on_progress: Callable[[dict], None]) -> None:
 
 def die_with_parent() -> None:
     """In a child before exec: Linux sends it SIGKILL when the thread that started it ends (PR_SET_PDEATHSIG)."""
-    if _PRCTL is not None:
-        _PRCTL(1, signal.SIGKILL)
+    lifetime.die_with_parent(_PRCTL)
 
 
-def _libc_prctl():
-    try:
-        import ctypes
-
-        return ctypes.CDLL(None, use_errno=True).prctl  # loaded here: a forked child must not load libraries
-    except (OSError, AttributeError):
-        return None
-
-
-_PRCTL = _libc_prctl() if sys.platform.startswith("linux") else None
+_PRCTL = lifetime.libc_prctl()  # loaded here: a forked child must not load libraries
 
 
 def _progress_row(line: str) -> tuple[dict | None, str]:

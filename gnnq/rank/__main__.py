@@ -8,20 +8,13 @@ killed by SIGKILL, not even one still importing torch. The work itself is gnnq.r
 from __future__ import annotations
 
 import os
-import signal
-import sys
 
+from gnnq import lifetime
 from gnnq.contract import LAUNCHER_PID_ENV
 
 
 def die_with_parent() -> None:
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
+    if not lifetime.die_with_parent(lifetime.libc_prctl()):
         return
     launcher = os.environ.get(LAUNCHER_PID_ENV)
     if launcher and os.getppid() != int(launcher):  # it died before the request above
