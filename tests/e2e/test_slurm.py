@@ -57,6 +57,8 @@ def test_a_run_is_one_sbatch_job_whose_ranks_srun_starts(slurm, tmp_path, data_r
     assert record["status"] == "ok" and record["world_size"] == 2
     job = record["summary"]["slurm"]
     assert len(job["nodes"]) == 1 and job["nodes"][0] in slurm.nodes
+    # gnnq returns once submitit's result file is written; the batch script exits a moment later
+    _wait_for(lambda: slurm.job_info(job["job_id"])["JobState"] not in ("RUNNING", "COMPLETING"), 60, "the job to end")
     info = slurm.job_info(job["job_id"])
     assert info["BatchFlag"] == "1" and info["JobState"] == "COMPLETED" and info["NumNodes"] == "1", info
     assert info["JobName"] == "gnnq" and info["NumCPUs"] == "2"
