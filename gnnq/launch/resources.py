@@ -22,7 +22,7 @@ from gnnq.track.process_memory import proc_kib
 
 # python, torch, gloo and gnnq in one rank process (450 MiB with an empty part), and what a big part adds at once
 BASE_MIB = 500.0
-AGENT_MIB = 250.0  # each host's torchrun agent (RSS)
+AGENT_MIB = 250.0  # each host's torchrun agent (RSS); local runs start their ranks without one
 INNER_COPIES = 5  # per inner node, layer and hidden unit: outputs, aggregates, norm, dropout, gradients
 EXTRA_COPIES = (
     2  # each: a second weight path (model=sage); halo buffers kept across epochs or in flight (the methods' resources)
@@ -224,20 +224,27 @@ def warn_if_oversubscribed(cfg, ranks: int) -> None:
         )
 
 
+def torchrun_agents_here(cluster) -> int:
+    """torchrun agents on this host: none for cluster=local (gnnq.launch.ranks starts the ranks), one per emulated
+    host, one for multinode and Slurm jobs."""
+    return {"local": 0, "emulated": cluster.hosts}.get(cluster.name, 1)
+
+
 def refuse_ranks_that_do_not_fit(cfg, here: list[float], note: str = "", freed_mib: float = 0.0) -> None:
     """ConfigError with one line when the ranks ``here`` (their estimates, MiB) and this host's torchrun agents
     need more than is available; ``note`` says what the estimates assume; ``freed_mib`` (what the launcher holds
     now and frees before the ranks start) counts as available too, unless cluster.memory_limit_gib sets it."""
     c = cfg.cluster
-    agents = c.hosts if c.name == "emulated" else 1
+    agents = torchrun_agents_here(c)
     need = sum(here) + AGENT_MIB * agents
     avail, source = with_held(
         available_mib(c.memory_limit_gib), c.memory_limit_gib, freed_mib, "the graph the launcher frees first"
     )
     if avail is not None and need > avail:
+        agent_note = f", plus {AGENT_MIB:.0f} MiB per torchrun" if agents else ""
         raise ConfigError(
             f"not enough memory: the {len(here)} rank(s) on this host need about {need / 1024:.1f} GiB "
             f"(largest rank {max(here):,.0f} MiB{note}) but {avail / 1024:.1f} GiB is available ({source}); "
-            f"estimate: {formula()}, plus {AGENT_MIB:.0f} MiB per torchrun; use fewer ranks per host (cluster.nproc), "
+            f"estimate: {formula()}{agent_note}; use fewer ranks per host (cluster.nproc), "
             "a smaller model, or set cluster.memory_limit_gib to override the check"
         )

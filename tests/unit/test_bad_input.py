@@ -150,6 +150,16 @@ def test_a_model_far_above_the_limit_is_refused_where_activations_alone_fit():
         refuse_ranks_that_do_not_fit(cfg, [rank_memory_mib(200, 0, 2000, shape)])
 
 
+def test_only_hosts_that_start_torchrun_count_its_agent():
+    from gnnq.launch.resources import AGENT_MIB, refuse_ranks_that_do_not_fit
+
+    local = _cfg("cluster.nproc=1", "cluster.memory_limit_gib=1")
+    refuse_ranks_that_do_not_fit(local, [1000.0])  # 1000 MiB of ranks fit in 1 GiB: no torchrun agent locally
+    multinode = _cfg("cluster=multinode", "cluster.rendezvous=h:1", "cluster.nproc=1", "cluster.memory_limit_gib=1")
+    with pytest.raises(ConfigError, match=rf"plus {AGENT_MIB:.0f} MiB per torchrun"):
+        refuse_ranks_that_do_not_fit(multinode, [1000.0])
+
+
 # --- item 9: a full disk while a dataset's cache is written ----------------------------------------------------
 
 
