@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 
-from tests.reliability import procs
 from tests.reliability.case import Case, Expect, Outcome
 from tests.reliability.cases.common import ENDLESS, FAST
 from tests.reliability.cases.resume import interrupted
@@ -53,23 +51,25 @@ def _two_at_once(ctx: Context, args: list[str]) -> Outcome:
 
 
 def _two_resumes(ctx: Context, args: list[str]) -> Outcome:
-    first = ctx.start(args)
+    """Both resumes start at once (one started after the other's ranks run could find the run already finished on a
+    loaded machine): the one refused is the outcome; the other must have continued the run to its end."""
+    procs_ = [ctx.start(args), ctx.start(args)]
     try:
-        deadline = time.monotonic() + 120
-        while first.poll() is None and time.monotonic() < deadline:  # until its ranks run: it holds the run dir
-            try:
-                procs.torchrun_pid(ctx.marker, ctx.root)
-                break
-            except LookupError:
-                time.sleep(0.2)
-        second = ctx.run(args)
-        done = finish(first, 300)
+        done = [finish(p, 300) for p in procs_]
     except BaseException:
-        first.kill()
+        for p in procs_:
+            p.kill()
         raise
-    if done.proc.returncode != 0:
-        second.notes.append(f"the first resume ended {done.proc.returncode}: {done.last_line}")
-    return second
+    refused = [d for d in done if d.proc.returncode == 2]
+    continued = [d for d in done if d.proc.returncode == 0]
+    if len(refused) != 1 or len(continued) != 1:
+        outcome = done[1]
+        outcome.notes.append(
+            "expected one resume refused (exit 2) and one finished (exit 0), got exits "
+            + ", ".join(str(d.proc.returncode) for d in done)
+        )
+        return outcome
+    return refused[0]
 
 
 CASES = [
