@@ -86,7 +86,7 @@ def trace_meta(cfg, part: Part, parts: list[dict], experiment: str | None) -> di
         },
         "model": {"name": m.name, "layers": layers, "widths": widths},
         "graph": {
-            "name": cfg.dataset.name,
+            "name": OmegaConf.select(cfg, "dataset.name", default=None),
             "num_nodes": int(part.num_global_nodes),
             "num_edges": sum(p["local_edges"] for p in parts),  # every edge's destination is inner on one rank
             "features": features,
