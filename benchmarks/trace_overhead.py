@@ -2,13 +2,19 @@
 
     python -m benchmarks.trace_overhead --out results/projection/trace_overhead
 
-Every run is a fresh ``gnnq`` (its real command line and ranks); per repeat each method runs off and on
-back to back, the order swapped every repeat, so each on/off ratio compares two runs made side by side.
-The ratio is the median epoch time (the slowest rank's, over the run's epochs) on over off, per repeat.
-Beside it, what the recorder's own calls cost, measured in this process: the seconds per traced event
-(post, wait, codec, collective, and the epoch's line built from them) times the events a traced epoch
-holds, over the epoch time: the overhead with the machine's noise taken out. Writes results.json and
-README.md (the exact command, the machine, the numbers).
+Three measurements, each method the same 2-rank local run (Reddit-like graph, 1 thread per rank):
+
+- Runs: every run a fresh ``gnnq`` (its real command line and ranks); per repeat each method runs off and on
+  back to back, the order swapped every repeat. Ratio: the traced run's median epoch time (the slowest rank's)
+  over the untraced one's, per repeat. On a shared machine the epochs of one run vary by tens of percent.
+- Alternating epochs: one pair of gloo ranks sets up tracing as a traced run does (``start_trace``: meta.json,
+  and each traced epoch's line written to rank<r>.jsonl), trains with the real epoch driver (``run_epoch``) and
+  turns the recorder on and off between epochs (on, off, off, on, on, off, ...), so traced and untraced epochs
+  interleave within seconds of each other. Ratio: per adjacent pair, traced over untraced; the median.
+- The recorder alone, in this process: seconds per traced event (post, wait, codec, collective, and the
+  epoch's line built from them) times the events a traced epoch holds, over the epoch time.
+
+Writes results.json and README.md (the exact command, the machine, the numbers).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from gnnq.bench.machine import describe_machine
 from gnnq.comm.trace import DECODE, ENCODE, TraceRecorder
 from gnnq.track.progress import markdown_table
 from gnnq.track.trace_files import read_trace
+from tests.helpers import run_distributed
 
 METHODS = ("adaqp_vanilla", "adaqp")
 
@@ -83,6 +90,55 @@ def recorder_cost(events: int = 200_000) -> float:
     return (time.perf_counter() - started) / events
 
 
+def _alternating(overrides: list[str], epochs: int, run_dir: str) -> dict:
+    """One rank of the alternating measurement: {"on": [...], "off": [...]} epoch times (slowest rank) per
+    adjacent pair, after one warm-up epoch."""
+    import torch
+
+    from gnnq.comm import Communicator
+    from gnnq.config.compose import compose_config
+    from gnnq.data.part import build_parts
+    from gnnq.data.partition import partition_nodes
+    from gnnq.data.registry import load_dataset
+    from gnnq.train.driver import run_epoch
+    from gnnq.train.full_graph import FullGraphTrainer
+    from gnnq.train.trace_setup import start_trace, stop_trace
+
+    comm = Communicator()
+    cfg = compose_config(overrides)
+    graph = load_dataset(cfg.dataset)
+    assignment = partition_nodes(graph.edge_index, graph.num_nodes, comm.world_size, "metis", seed=0)
+    part = build_parts(graph, assignment, comm.world_size)[comm.rank]
+    del graph
+    trainer = FullGraphTrainer(cfg, part, comm)
+    lines = start_trace(cfg, part, comm, Path(run_dir))  # as a traced run: meta.json, rank<r>.jsonl written per epoch
+    recorder = comm.stats.trace
+    cpu, times = torch.device("cpu"), {"on": [], "off": []}
+    run_epoch(trainer, 1, False, comm, cpu)  # warm-up, traced
+    for epoch in range(2, epochs + 2):
+        traced = (epoch // 2) % 2 == 1  # 2, 3: on, off; 4, 5: off, on; ...
+        comm.stats.trace = recorder if traced else None
+        times["on" if traced else "off"].append(run_epoch(trainer, epoch, False, comm, cpu)["epoch_time_s"])
+    stop_trace(comm, lines)
+    trainer.strategy.close()
+    return times
+
+
+def alternating(method: str, args) -> dict:
+    overrides = [
+        f"experiment={method}",
+        "dataset=reddit-like",
+        f"dataset.num_nodes={args.num_nodes}",
+        "cluster.nproc=2",
+        "logger=none",
+        f"trainer.epochs={args.alternate_epochs + 1}",
+    ]
+    with tempfile.TemporaryDirectory() as run_dir:
+        times = run_distributed(2, _alternating, overrides, args.alternate_epochs, run_dir)[0]
+    ratios = [a / b for a, b in zip(times["on"], times["off"])]
+    return {"method": method, **times, "ratios": ratios, "median_ratio": statistics.median(ratios)}
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, default=Path("results/projection/trace_overhead"))
@@ -91,6 +147,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--epochs", type=int, default=8)
     p.add_argument("--num-nodes", type=int, default=20_000, help="dataset.num_nodes of the Reddit-like graph")
     p.add_argument("--methods", nargs="+", default=list(METHODS), help="experiment= presets")
+    p.add_argument("--alternate-epochs", type=int, default=24, help="epochs of the alternating measurement (even)")
     args = p.parse_args(argv)
     command = command_line("benchmarks.trace_overhead", argv)
     started, load = time.time(), [os.getloadavg()[0]]
@@ -104,6 +161,11 @@ def main(argv: list[str] | None = None) -> None:
                     )
                     samples[(method, trace)].append(gnnq_run(method, trace, args, Path(tmp)))
                     load.append(os.getloadavg()[0])
+    alternated = []
+    for method in args.methods:
+        print(f"[bench] alternating epochs: {method} ({time.time() - started:.0f}s)", flush=True)
+        alternated.append(alternating(method, args))
+        load.append(os.getloadavg()[0])
     per_event = recorder_cost()
     rows, results = [], []
     for method in args.methods:
@@ -144,6 +206,7 @@ def main(argv: list[str] | None = None) -> None:
         "load_average_1min": {"min": min(load), "max": max(load), "median": statistics.median(load)},
         "recorder_seconds_per_event": per_event,
         "results": results,
+        "alternating": alternated,
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(out, indent=2) + "\n")
@@ -157,10 +220,28 @@ def main(argv: list[str] | None = None) -> None:
         f"median {statistics.median(load):.1f}).\n\n"
         f"{args.repeats} repeats, each method off and on back to back (order swapped every repeat); 2 local ranks, "
         f"Reddit-like graph with {args.num_nodes} nodes, {args.epochs} epochs (evaluation only after the last).\n\n"
+        "## Runs\n\n"
         f"{table}\n\nEpoch ms: the run's median epoch time (slowest rank), median over repeats. on/off: per repeat, "
         "the traced run's over the untraced one's, median [min-max]. Recorder share: the recorder's own cost per "
         f"event ({per_event * 1e6:.2f} µs, measured in one process: post, wait, codec, collective calls and the "
-        "epoch's line) times the events of a traced epoch, over the untraced epoch time.\n"
+        "epoch's line) times the events of a traced epoch, over the untraced epoch time.\n\n"
+        "## Alternating epochs\n\n"
+        f"One pair of gloo ranks, {args.alternate_epochs} epochs after a warm-up, the recorder on and off in turn "
+        "(on, off, off, on, ...), the trace files written as in a traced run; epoch time: the slowest rank's.\n\n"
+        + markdown_table(
+            ["method", "epoch ms off (median)", "epoch ms on (median)", "on/off per pair: median [min-max]", "pairs"],
+            [
+                [
+                    a["method"],
+                    f"{statistics.median(a['off']) * 1e3:.0f}",
+                    f"{statistics.median(a['on']) * 1e3:.0f}",
+                    f"{a['median_ratio']:.3f} [{min(a['ratios']):.3f}-{max(a['ratios']):.3f}]",
+                    str(len(a["ratios"])),
+                ]
+                for a in alternated
+            ],
+        )
+        + "\n"
     )
     print((args.out / "README.md").read_text())
 
