@@ -89,8 +89,14 @@ def test_the_files_round_trip(tmp_path):
     meta, ranks = read_trace(tmp_path)
     assert meta["version"] == 1 and meta["clock"].startswith("perf_counter")
     assert ranks == {0: [{"epoch": 1, "rank": 0, "epoch_s": 0.5, "events": []}]}
-    EpochLines(tmp_path, 0, resume=True)({"epoch": 2, "rank": 0, "epoch_s": 0.5, "events": []})
-    assert [json.loads(s)["epoch"] for s in (tmp_path / "trace" / "rank0.jsonl").read_text().splitlines()] == [1, 2]
+    for epoch in (2, 3):  # an attempt that got to epoch 3, and then failed
+        EpochLines(tmp_path, 0, resume=True)({"epoch": epoch, "rank": 0, "epoch_s": 0.5, "events": []})
+    resumed = EpochLines(tmp_path, 0, resume=True)  # from a checkpoint after epoch 1: epochs 2 and 3 again
+    for epoch in (2, 3):
+        resumed({"epoch": epoch, "rank": 0, "epoch_s": 0.7, "events": []})
+    resumed.close()
+    lines = [json.loads(s) for s in (tmp_path / "trace" / "rank0.jsonl").read_text().splitlines()]
+    assert [(line["epoch"], line["epoch_s"]) for line in lines] == [(1, 0.5), (2, 0.7), (3, 0.7)]
 
 
 def test_the_key_is_off_by_default_and_refused_where_nothing_is_exchanged():
