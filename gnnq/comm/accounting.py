@@ -32,6 +32,9 @@ class CommStats:
       or not (on gloo a message is only observed complete inside ``wait``: an upper bound).
 
     And ``codec``: the time spent encoding and decoding quantized messages.
+
+    ``trace``: where the communicator also reports each message's timeline while an epoch is traced
+    (``trainer.trace=true``: a ``gnnq.comm.trace.TraceRecorder``); None: not traced.
     """
 
     bytes: dict = field(default_factory=lambda: defaultdict(int))
@@ -40,6 +43,7 @@ class CommStats:
     codec: dict = field(default_factory=lambda: defaultdict(float))
     _deferred: list = field(default_factory=list, repr=False, compare=False)  # (counter, key, start event, end event)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    trace: object | None = field(default=None, repr=False, compare=False)
 
     def add(self, category: str, layer: int, direction: str, nbytes: int, seconds: float) -> None:
         key = (category, layer, direction)

@@ -98,7 +98,17 @@ class Communicator:
         else:
             out.copy_(send)
         self.stats.add(*key, wire_rows * row_bytes, _host_seconds(send, posted))
-        return PendingMessage(self.stats, key, work, out, posted)
+        pending = PendingMessage(self.stats, key, work, out, posted)
+        if _tracing(self.stats):
+            per_peer = [0 if q == self.rank else row_bytes for q in range(self.world_size)]
+            pending.msg = self.stats.trace.post(
+                key,
+                posted.at,
+                time.perf_counter(),
+                [int(c) * b for c, b in zip(send_counts, per_peer)],
+                [int(c) * b for c, b in zip(recv_counts, per_peer)],
+            )
+        return pending
 
     def send_start(
         self, tensor: torch.Tensor, dst: int, *, category: str, layer: int, direction: str
@@ -108,8 +118,9 @@ class Communicator:
         tensor = tensor.contiguous()  # held by the returned handle until the send completes
         posted = Posted(tensor)
         work = dist.isend(tensor, dst, group=self.group)  # dst: global rank (groups span all ranks)
-        self.stats.add(*key, tensor.numel() * tensor.element_size(), _host_seconds(tensor, posted))
-        return PendingMessage(self.stats, key, work, tensor, posted)
+        nbytes = tensor.numel() * tensor.element_size()
+        self.stats.add(*key, nbytes, _host_seconds(tensor, posted))
+        return self._traced(PendingMessage(self.stats, key, work, tensor, posted), dst, nbytes, 0)
 
     def recv_start(self, out: torch.Tensor, src: int, *, category: str, layer: int, direction: str) -> "PendingMessage":
         """Post a point-to-point receive into ``out`` from rank ``src``; ``.wait()`` gives ``out``."""
@@ -117,7 +128,16 @@ class Communicator:
         posted = Posted(out)
         work = dist.irecv(out, src, group=self.group)
         self.stats.add(*key, 0, _host_seconds(out, posted))
-        return PendingMessage(self.stats, key, work, out, posted)
+        pending = PendingMessage(self.stats, key, work, out, posted)
+        return self._traced(pending, src, 0, out.numel() * out.element_size())
+
+    def _traced(self, pending: "PendingMessage", peer: int, sent: int, received: int) -> "PendingMessage":
+        """A point-to-point message, traced as a post of ``sent`` bytes to or ``received`` from ``peer``."""
+        if _tracing(self.stats):
+            send, recv = [0] * self.world_size, [0] * self.world_size
+            send[peer], recv[peer] = sent, received
+            pending.msg = self.stats.trace.post(pending.key, pending.posted.at, time.perf_counter(), send, recv)
+        return pending
 
     def all_reduce(self, tensor: torch.Tensor, *, category: str, op=dist.ReduceOp.SUM) -> torch.Tensor:
         """In-place all-reduce; counts the payload once per rank, and its time as exposed and as transfer."""
@@ -125,16 +145,24 @@ class Communicator:
             key = (category, -1, "all")
             posted = Posted(tensor)
             dist.all_reduce(tensor, op=op, group=self.group)
-            self.stats.add(*key, tensor.numel() * tensor.element_size(), 0.0)
+            nbytes = tensor.numel() * tensor.element_size()
+            self.stats.add(*key, nbytes, 0.0)
             _count_wait(self.stats, key, tensor, posted, posted)
+            self._trace_collective(category, posted.at, nbytes, "all_reduce")
         return tensor
+
+    def _trace_collective(self, category: str, start: float, nbytes: int, kind: str) -> None:
+        if _tracing(self.stats):
+            self.stats.trace.collective(category, start, time.perf_counter(), nbytes, kind)
 
     def broadcast(self, tensor: torch.Tensor, *, src: int = 0, category: str) -> torch.Tensor:
         t0 = time.perf_counter()
         if self.world_size > 1:
             dist.broadcast(tensor, src=src, group=self.group)
+            nbytes = tensor.numel() * tensor.element_size()
             if self.rank == src:
-                self.stats.add(category, -1, "all", tensor.numel() * tensor.element_size(), time.perf_counter() - t0)
+                self.stats.add(category, -1, "all", nbytes, time.perf_counter() - t0)
+            self._trace_collective(category, t0, nbytes if self.rank == src else 0, "broadcast")
         return tensor
 
     def all_gather_object(self, obj, *, category: str) -> list:
@@ -144,7 +172,9 @@ class Communicator:
         t0 = time.perf_counter()
         out = [None] * self.world_size
         dist.all_gather_object(out, obj, group=self.group)
-        self.stats.add(category, -1, "all", len(pickle.dumps(obj)), time.perf_counter() - t0)
+        nbytes = len(pickle.dumps(obj))
+        self.stats.add(category, -1, "all", nbytes, time.perf_counter() - t0)
+        self._trace_collective(category, t0, nbytes, "all_gather")
         return out
 
     def broadcast_object(self, obj, *, src: int = 0, category: str):
@@ -154,8 +184,10 @@ class Communicator:
         t0 = time.perf_counter()
         box = [obj if self.rank == src else None]
         dist.broadcast_object_list(box, src=src, group=self.group)
+        nbytes = len(pickle.dumps(obj)) if self.rank == src else 0
         if self.rank == src:
-            self.stats.add(category, -1, "all", len(pickle.dumps(obj)), time.perf_counter() - t0)
+            self.stats.add(category, -1, "all", nbytes, time.perf_counter() - t0)
+        self._trace_collective(category, t0, nbytes, "broadcast")
         return box[0]
 
     def barrier(self) -> None:
@@ -164,15 +196,22 @@ class Communicator:
 
 
 @contextmanager
-def timed(stats: CommStats, counter: str, key: tuple, tensor: torch.Tensor):
+def timed(stats: CommStats, counter: str, key: tuple, tensor: torch.Tensor, phase: str | None = None):
     """Count the time of the enclosed work on ``tensor``'s device under ``counter`` (CUDA: events on the current
-    stream)."""
+    stream). ``phase`` ("encode" or "decode", gnnq.comm.trace): codec work, traced with its message."""
     start = Posted(tensor)
     yield
     if tensor.is_cuda:
         stats.add_interval(counter, key, start.event, stream_event(tensor.device))
     else:
         stats.add_seconds(counter, key, time.perf_counter() - start.at)
+    if phase is not None and _tracing(stats):
+        stats.trace.codec(key, phase, start.at, time.perf_counter())
+
+
+def _tracing(stats: CommStats) -> bool:
+    """Whether an epoch is being traced (``trainer.trace=true``, inside the epoch's timer)."""
+    return stats.trace is not None and stats.trace.active
 
 
 def _host_seconds(tensor: torch.Tensor, posted: Posted) -> float:
@@ -212,6 +251,7 @@ class PendingMessage:
     def __init__(self, stats: CommStats, key: tuple, work, out: torch.Tensor, posted: Posted | None = None):
         self.stats, self.key, self.work, self.out = stats, key, work, out
         self.posted = posted
+        self.msg: str | None = None  # its id in the trace (gnnq.comm.trace), when posted while tracing
 
     def wait(self, exposed: bool = True) -> torch.Tensor:
         """The received tensor. The wait counts as exposed communication unless ``exposed`` is False
@@ -220,9 +260,12 @@ class PendingMessage:
         On CUDA the host does not block: with NCCL the current stream waits for the message.
         """
         waited_from = Posted(self.out) if exposed else None
+        started = waited_from.at if exposed else time.perf_counter()
         if self.work is not None:
             self.work.wait()
             self.work = None
+        if _tracing(self.stats):
+            self.stats.trace.wait(self.key, self.msg, started, time.perf_counter())
         if exposed:
             _count_wait(self.stats, self.key, self.out, waited_from, self.posted)
         elif self.posted is not None:

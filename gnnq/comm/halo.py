@@ -13,6 +13,7 @@ from gnnq.comm.codec import MessageQuantization
 from gnnq.comm.communicator import Communicator, Posted, timed
 from gnnq.comm.direction import Direction
 from gnnq.comm.kernels.backends import Kernels, kernels_for
+from gnnq.comm.trace import DECODE, ENCODE
 from gnnq.comm.wire_layout import WireLayout
 
 
@@ -199,7 +200,7 @@ class HaloExchange:
         self._trace(layer, direction, traffic, src, rows)
         noise = self.quant.noise_key(traffic.epoch, layer, direction)
         key, stats = (kw["category"], layer, kw["direction"]), self.comm.stats
-        with timed(stats, "codec", key, src):
+        with timed(stats, "codec", key, src, ENCODE):
             message = encoder.encode(src, rows, send_counts, noise, f"layer {layer} {direction.label}")
         self.nonfinite_zeroed += message.nonfinite_zeroed
         dim = src.shape[1]
@@ -208,7 +209,7 @@ class HaloExchange:
         )
 
         def decode(wire: torch.Tensor) -> torch.Tensor:
-            with timed(stats, "codec", key, wire):
+            with timed(stats, "codec", key, wire, DECODE):
                 return encoder.decode(wire, dim, out)
 
         return PendingHalo(pending, decode)

@@ -366,6 +366,8 @@ class TrainerConfig:
     seed: int = 0
     checkpoint_every: int = 0  # > 0: every rank checkpoints every N epochs (not minibatch); gnnq resume=<run dir>
     nonfinite_loss: str = "error"  # a NaN/inf training loss: error (the run fails, naming the epoch) | warn (goes on)
+    # true: every rank writes its epochs' message timeline under <run dir>/trace/ (full-graph strategies only)
+    trace: bool = False
 
 
 @dataclass

@@ -7,7 +7,7 @@ from typing import Sequence
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from gnnq.config.registry import group_registries, registries
+from gnnq.config.registry import FULL_GRAPH_TRAINER, PARALLEL, group_registries, registries
 from gnnq.config.schema import Config
 from gnnq.contract import EMULATED_MAX_HOSTS, MANAGED_SBATCH_OPTIONS
 from gnnq.errors import ConfigError
@@ -326,6 +326,12 @@ def _check_parallel(cfg: DictConfig) -> None:
         raise ConfigError(
             "parallel.stale_rows=pre_dropout is not allowed with model.layer_order=dropout_norm_act (its rows end in "
             "LayerNorm and ReLU, not dropout); use model.layer_order=norm_act_dropout or stale_rows=post_dropout"
+        )
+    if cfg.trainer.get("trace") and PARALLEL.choice(p.name).trainer != FULL_GRAPH_TRAINER:
+        full_graph = ", ".join(n for n in PARALLEL.names() if PARALLEL.choice(n).trainer == FULL_GRAPH_TRAINER)
+        raise ConfigError(
+            f"trainer.trace=true is not supported with parallel={p.name} (traces are of halo exchanges); allowed "
+            f"with parallel={full_graph}, or set trainer.trace=false"
         )
     if cfg.trainer.checkpoint_every and p.name == "minibatch":
         raise ConfigError(

@@ -25,6 +25,7 @@ IGNORED_KEYS = {
     "dataset.download",
     "cluster.timeout_s",
     "trainer.checkpoint_every",
+    "trainer.trace",
 }
 IGNORED_GROUPS = {"logger"}
 

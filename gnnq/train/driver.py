@@ -248,13 +248,18 @@ def run_epoch(
     trainer.before_epoch(epoch)
     overhead = reduce_overheads(trainer.overheads, comm, device)  # setup (first row), last checkpoint, before_epoch
     comm.stats.reset()
+    trace = comm.stats.trace  # trainer.trace=true: the epoch's messages on a timeline (gnnq.comm.trace)
     t0 = time.perf_counter()
+    if trace is not None:
+        trace.begin_epoch(epoch, t0)
     trainer.train_step(epoch)
     if settle or (evaluated and trainer.settles_for_evaluation):
         trainer.settle_training()  # a message of this epoch still in flight is this epoch's wait, not evaluation's
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     epoch_time = time.perf_counter() - t0
+    if trace is not None:
+        trace.end_epoch(epoch_time)  # written now, after the timer
     traffic = trainer.row_categories
     comm_time = comm.stats.total_seconds(
         *traffic.train, *traffic.grad

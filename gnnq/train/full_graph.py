@@ -19,6 +19,7 @@ from gnnq.train.driver import EpochCallback, RowCategories, Trainer, run_epochs
 from gnnq.train.grad_sync import all_reduce_gradients, sync_parameters
 from gnnq.train.metrics import loss_sum, split_counts
 from gnnq.train.optim import make_optimizer
+from gnnq.train.trace_setup import start_trace, stop_trace
 
 
 def evaluate_full_graph(model: torch.nn.Module, strategy, part: Part, masks) -> torch.Tensor:
@@ -173,4 +174,10 @@ def train(
     Checkpoints (``run_dir``, ``resume``) as in ``gnnq.train.driver.run_epochs``.
     """
     trainer = FullGraphTrainer(cfg, part, comm, device, cache_dir)
-    return run_epochs(trainer, cfg.trainer, comm, on_epoch, device, run_dir, resume)
+    if not cfg.trainer.get("trace", False):
+        return run_epochs(trainer, cfg.trainer, comm, on_epoch, device, run_dir, resume)
+    lines = start_trace(cfg, part, comm, run_dir, resume)  # trace/ under run_dir (docs/runs.md#traces)
+    try:
+        return run_epochs(trainer, cfg.trainer, comm, on_epoch, device, run_dir, resume)
+    finally:
+        stop_trace(comm, lines)
