@@ -273,9 +273,10 @@ def test_simd_paths_flag_nonfinite_rows_alike():
 
 @pytest.mark.parametrize("dim", [5, 256, 300, 512, 513, 1024])
 def test_blocks_of_rows_equal_scalar_around_nonfinite_rows(dim):
-    """The SIMD paths code narrow rows in blocks (ranges of the next block taken between the current one's codes, then
-    reduced W rows to a vector): every path equals the scalar reference byte for byte on row counts that leave partial
-    blocks, with NaN / inf rows and rows whose sum overflows (finite: coded) among them, and skips the same rows."""
+    """The SIMD paths code gathered narrow rows in blocks (ranges of the next block taken between the current one's
+    codes, then reduced W rows to a vector) and rows in order (or wider than 512) one at a time: on both, every path
+    equals the scalar reference byte for byte on row counts that leave partial blocks, with NaN / inf rows and rows
+    whose sum overflows (finite: coded) among them, and skips the same rows."""
     gen = torch.Generator().manual_seed(dim)
     src = torch.randn(70, dim, generator=gen) * torch.logspace(-3, 3, 70)[:, None]
     src[3, dim // 2], src[17, 0], src[18, dim - 1], src[40, dim // 3] = float("nan"), float("inf"), -float("inf"), 1.0

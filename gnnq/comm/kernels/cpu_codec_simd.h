@@ -275,9 +275,9 @@ static inline __attribute__((always_inline)) int64_t T(block_params)(const struc
     return bad;
 }
 
-/* A job's rows, a block at a time (see cpu_codec.c): while one block's rows are coded (read from L1), the next
-   block's ranges are taken row for row between them, so its reads from memory overlap the coding; then that block's
-   parameters. Returns how many rows hold NaN or inf. */
+/* A job's rows, one at a time (block 1) or a block at a time (see cpu_codec.c): while one block's rows are coded
+   (read from L1), the next block's ranges are taken row for row between them, so its reads from memory overlap the
+   coding; then that block's parameters. Returns how many rows hold NaN or inf. */
 static int64_t T(encode_rows)(const struct encode_job *j, int64_t block) {
     const int64_t dim = j->dim;
     T(vf) lo[MAX_BLOCK], hi[MAX_BLOCK], sum[MAX_BLOCK];
@@ -311,7 +311,7 @@ static int64_t T(encode_rows)(const struct encode_job *j, int64_t block) {
         r1 = r0 + n, n1 = j->last - r1 < block ? j->last - r1 : block;
         for (int64_t i = 0; i < n || i < n1; i++) {
             if (i < n1) {
-                prefetch_row(j, r1 + n1 + i);
+                prefetch_row(j, r1 + i + PREFETCH_ROWS);
                 T(row_range)(job_row(j, r1 + i), dim, &lo[i], &hi[i], &sum[i]);
             }
             if (i < n && !skip[i]) {
