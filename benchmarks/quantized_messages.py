@@ -12,8 +12,9 @@ included.
 ``--codec-only`` times the codecs only and keeps the other sections of the existing results.json.
 ``--before-source FILE`` adds the encoder before/after table: FILE is an earlier cpu_codec.c (e.g.
 ``git show main:gnnq/comm/kernels/cpu_codec.c > /tmp/codec-before.c``), built beside the current one and
-timed against it, interleaved, on 65,536 x 256 and 16,384 x 1,024 inputs (16M elements each), with the
-current encoder at 1 and 2 threads and on each SIMD path.
+timed against it, interleaved, on 65,536 x 256 and 16,384 x 1,024 inputs (16M elements each; the 256-wide rows
+also gathered in a random order, as the exchange gathers boundary rows), with the current encoder at 1 and 2
+threads and on each SIMD path.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -137,13 +139,15 @@ def codec_throughput(rows: int, dim: int, repeats: int, mixed_widths=MIXED_WIDTH
     return rows_out
 
 
-ENCODE_SHAPES = ((65536, 256), (16384, 1024))
+# (rows, columns, gathered): rows in order, or gathered in a random order as the exchange gathers its boundary rows.
+ENCODE_SHAPES = ((65536, 256, False), (16384, 1024, False), (65536, 256, True))
 
 
 def _before_encoder(source: Path):
     """An earlier cpu_codec.c's encode (its gnnq_encode signature: no path or thread arguments), allocating its
-    wire rows as ``c_codec.quantize_pack`` does."""
-    lib = ctypes.CDLL(str(c_codec.build(source, [], "cpu_codec_before")))
+    wire rows as ``c_codec.quantize_pack`` does. Headers it includes (cpu_codec_simd.h) are taken from its folder."""
+    headers = [source.with_name(h.name) for h in c_codec.HEADERS]
+    lib = ctypes.CDLL(str(c_codec.build(source, headers, "cpu_codec_before")))
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.gnnq_encode.argtypes = [ptr, i64, ptr, ptr, ptr, i64, ptr, ptr, ctypes.c_int, ctypes.c_int, ptr]
     lib.gnnq_encode.restype = i64
@@ -176,11 +180,12 @@ def _before_encoder(source: Path):
 
 def encode_before_after(before: Path, repeats: int) -> list[dict]:
     """Median wall and CPU (process) times of the earlier and the current C encoder beside the fp32->fp16 copy
-    into an existing buffer, interleaved; 4 peers, fp16 parameters, rows in order."""
+    into an existing buffer, interleaved; 4 peers, fp16 parameters, rows in order or gathered (ENCODE_SHAPES)."""
     old = _before_encoder(before)
     out = []
-    for rows, dim in ENCODE_SHAPES:
-        x, idx = torch.randn(rows, dim), torch.arange(rows)
+    for rows, dim, gathered in ENCODE_SHAPES:
+        x = torch.randn(rows, dim)
+        idx = torch.randperm(rows, generator=torch.Generator().manual_seed(1)) if gathered else torch.arange(rows)
         half = torch.empty(rows, dim, dtype=torch.float16)
         streams = NoiseKey(0, 1, 1, "fwd", 0).streams([rows // 4] * 4, "cpu")
         gen = torch.Generator().manual_seed(0)
@@ -224,7 +229,7 @@ def encode_before_after(before: Path, repeats: int) -> list[dict]:
             w, c = statistics.median(wall[k]), statistics.median(cpu[k])
             out.append(
                 {
-                    "shape": f"{rows}x{dim}",
+                    "shape": f"{rows}x{dim}" + (" gathered" if gathered else ""),
                     "bits": "/".join(map(str, MIXED_WIDTHS)) if k[0] == "mixed" else k[0],
                     "encoder": k[1],
                     "median_s": w,
@@ -297,8 +302,10 @@ def main(argv: list[str] | None = None) -> None:
         sections = {"wire_bytes": command, "accuracy": command if args.accuracy else None}
     sections["codec"] = command
     torch.set_num_threads(args.threads)
+    load = [os.getloadavg()[0]]  # the machine may be shared: its 1-minute load average at the start and the end
     before_rows = encode_before_after(args.before_source, args.repeats) if args.before_source else []
     codec_rows = codec_throughput(65536, HIDDEN, args.repeats)
+    load.append(os.getloadavg()[0])
     machine = describe_machine()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(
@@ -308,6 +315,7 @@ def main(argv: list[str] | None = None) -> None:
                 "sections": sections,
                 "machine": machine,
                 "torch_threads": torch.get_num_threads(),
+                "load_average": load,
                 "wire_bytes": byte_rows,
                 "codec": codec_rows,
                 "encode_before_after": before_rows,
@@ -326,7 +334,9 @@ def main(argv: list[str] | None = None) -> None:
         "",
         f"Machine: {machine['cpu']}, {machine['cores']} cores, torch {machine['torch']} (torch threads: "
         f"{torch.get_num_threads()}), "
-        f"CUDA {'yes' if machine['cuda'] else 'no'}.",
+        f"CUDA {'yes' if machine['cuda'] else 'no'}. Load average (1 minute) at the start and the end of the codec "
+        f"timings: {load[0]:.1f} / {load[1]:.1f} on {machine['cores']} cores (a shared machine: read the CPU-time "
+        "ratios).",
         "",
     ]
     if args.codec_only:
@@ -398,7 +408,7 @@ def main(argv: list[str] | None = None) -> None:
             "## C encode with draws, before and after (fp16 parameters, 4 peers; median of "
             f"{args.repeats}, interleaved)",
             "",
-            f"Before: `{args.before_source}` (the earlier cpu_codec.c: Philox4x32-10, 8-lane vector draws, "
+            f"Before: `{args.before_source}` (an earlier cpu_codec.c, built beside this one: its widest path, "
             f"1 thread). After: this tree's encoder (Philox4x32-{ROUNDS}, the widest SIMD path here: "
             f"{c_codec.simd_paths()[-1]}; paths built: {', '.join(c_codec.simd_paths())}). `vs copy`: wall time "
             "over the fp32->fp16 copy into an existing buffer of the same input; `CPU vs copy`: process CPU time "

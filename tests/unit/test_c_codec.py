@@ -271,6 +271,34 @@ def test_simd_paths_flag_nonfinite_rows_alike():
             assert ok == (row not in (1, 3, 4)), (path, row)
 
 
+@pytest.mark.parametrize("dim", [5, 256, 300, 512, 513, 1024])
+def test_blocks_of_rows_equal_scalar_around_nonfinite_rows(dim):
+    """The SIMD paths code gathered narrow rows in blocks (ranges of the next block taken between the current one's
+    codes, then reduced W rows to a vector) and rows in order (or wider than 512) one at a time: on both, every path
+    equals the scalar reference byte for byte on row counts that leave partial blocks, with NaN / inf rows and rows
+    whose sum overflows (finite: coded) among them, and skips the same rows."""
+    gen = torch.Generator().manual_seed(dim)
+    src = torch.randn(70, dim, generator=gen) * torch.logspace(-3, 3, 70)[:, None]
+    src[3, dim // 2], src[17, 0], src[18, dim - 1], src[40, dim // 3] = float("nan"), float("inf"), -float("inf"), 1.0
+    src[41] = 3.0e38  # finite, its sum overflows
+    src[42, ::2] = -0.0  # zero minimum's sign
+    src[42, 1::2] = 0.0
+    for rows in (torch.arange(70), torch.randint(0, 70, (53,), generator=gen)):
+        streams = RowStreams.of_blocks([dim, 9], [20, rows.numel() - 20], "cpu")
+        for bits in (1, 8):
+            want, _ = c_codec.quantize_pack(src, rows, streams, bits, torch.float16, simd="scalar")
+            stride = torch_codec.row_bytes(dim, bits, torch.float16)
+            finite = [r for r, i in enumerate(rows.tolist()) if i not in (3, 17, 18)]
+            for path in c_codec.simd_paths():
+                for threads in (1, 2):
+                    got, ok = c_codec.quantize_pack(src, rows, streams, bits, torch.float16, simd=path, threads=threads)
+                    assert ok == (len(finite) == rows.numel())
+                    assert same(got[finite], want[finite]), (path, threads, bits)
+            if len(finite) == rows.numel():
+                assert same(want, torch_codec.quantize_rows(src, rows, streams, bits, torch.float16)[0])
+            assert want.shape == (rows.numel(), stride)
+
+
 @pytest.mark.parametrize("path", ["scalar", "generic", "auto"])
 def test_mixed_widths_and_threads_equal_across_paths(path):
     gen = torch.Generator().manual_seed(3)

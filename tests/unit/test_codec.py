@@ -193,14 +193,18 @@ def test_philox_known_answers(rounds):
             assert [int(w) for w in philox.philox4x32([torch.tensor([c]) for c in ctr], k0, k1)] == want
 
 
-@pytest.mark.parametrize("backend", ["torch", "c"])
+@pytest.mark.parametrize("backend", ["torch", "c", "c, rows in order"])
 @pytest.mark.parametrize("bits", BITS)
 def test_keyed_draws_are_unbiased(backend, bits):
-    """The mean of n decodes of one row (n independent Philox rows) converges to the row."""
+    """The mean of n decodes of one row (n independent Philox rows) converges to the row. The C encoder codes gathered
+    rows (one row sent n times) in blocks and rows in order (n copies of it) one at a time: both are checked."""
     x = torch.randn(1, 70, generator=torch.Generator().manual_seed(bits)) * 2
     n = 20000
     streams = RowStreams.of_blocks([12345], [n], "cpu")
-    wire, finite = BACKENDS[backend].quantize_pack(x, torch.zeros(n, dtype=torch.int64), streams, bits, torch.float16)
+    src, rows = x, torch.zeros(n, dtype=torch.int64)
+    if backend == "c, rows in order":
+        src, rows, backend = x.repeat(n, 1), torch.arange(n), "c"
+    wire, finite = BACKENDS[backend].quantize_pack(src, rows, streams, bits, torch.float16)
     mean = torch_codec.unpack_dequantize(wire, 70, bits, torch.float16).double().mean(0)
     _, step = torch_codec.param_values(*torch_codec.row_params(x, bits, torch.float16))
     # Each decode's error has variance <= step^2/4, so the mean's standard error is <= step / (2 sqrt(n));

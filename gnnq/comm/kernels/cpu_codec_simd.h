@@ -66,43 +66,70 @@ static inline __attribute__((always_inline)) void T(philox)(uint32_t call0, int 
     }
 }
 
-/* The row's min and max (as torch.aminmax: see first_equal) and whether it holds NaN or inf: 4 W running
-   minima, maxima and NaN detectors (x - x: NaN from NaN or inf, else 0; four independent chains), lane j of
-   chain a taking elements i + a W + j. VMIN / VMAX (per instruction set: minps / maxps) may differ from the
-   scalar selections only on NaN (such rows are not coded) and on the sign of a zero (settled by first_equal),
-   so any order of comparisons gives the same min and max values. */
-static int T(range)(const float *x, int64_t dim, float *mn_out, float *mx_out) {
-    T(vf) lo[4], hi[4], nz[4];
+/* A row's running minima, maxima and sum, W lanes each: lane l of chain a takes elements i + a W + l (four
+   independent chains), the last dim % W elements go to every lane. Lane by lane, min and max are what
+   torch.aminmax gives except for NaN (such rows are not coded: see encode_block) and the sign of a zero (settled
+   by first_equal), so any order of comparisons gives the same values. The sum only screens for NaN and inf: it is
+   finite whenever the row is (a finite row whose sum overflows is checked exactly). */
+static inline __attribute__((always_inline)) void T(row_range)(const float *x, int64_t dim, T(vf) *lo_out,
+                                                               T(vf) *hi_out, T(vf) *sum_out) {
+    T(vf) lo[4], hi[4], sum[4];
     int64_t i = 0;
-    for (int a = 0; a < 4; a++) lo[a] = (T(vf)){0} + x[0], hi[a] = lo[a], nz[a] = (T(vf)){0};
+    for (int a = 0; a < 4; a++) lo[a] = (T(vf)){0} + x[0], hi[a] = lo[a], sum[a] = (T(vf)){0};
     for (; i + 4 * W <= dim; i += 4 * W)
         for (int a = 0; a < 4; a++) {
             T(vf) v;
             memcpy(&v, x + i + a * W, sizeof v);
-            lo[a] = VMIN(v, lo[a]), hi[a] = VMAX(v, hi[a]), nz[a] += v - v;
+            lo[a] = VMIN(v, lo[a]), hi[a] = VMAX(v, hi[a]), sum[a] += v;
         }
     for (; i + W <= dim; i += W) {
         T(vf) v;
         memcpy(&v, x + i, sizeof v);
-        lo[0] = VMIN(v, lo[0]), hi[0] = VMAX(v, hi[0]), nz[0] += v - v;
+        lo[0] = VMIN(v, lo[0]), hi[0] = VMAX(v, hi[0]), sum[0] += v;
     }
-    lo[0] = VMIN(VMIN(lo[0], lo[1]), VMIN(lo[2], lo[3]));
-    hi[0] = VMAX(VMAX(hi[0], hi[1]), VMAX(hi[2], hi[3]));
-    nz[0] = (nz[0] + nz[1]) + (nz[2] + nz[3]);
-    float mn = REDUCE_MIN(lo[0]), mx = REDUCE_MAX(hi[0]);
-    T(vi) nan = nz[0] != nz[0];
-    uint64_t lanes[W / 2], any = 0;
-    memcpy(lanes, &nan, sizeof lanes);
-    for (int j = 0; j < W / 2; j++) any |= lanes[j];
-    int bad = any != 0;
     for (; i < dim; i++) {
-        mn = x[i] < mn ? x[i] : mn;
-        mx = x[i] > mx ? x[i] : mx;
-        bad |= x[i] - x[i] != 0;
+        T(vf) v = (T(vf)){0} + x[i];
+        lo[0] = VMIN(v, lo[0]), hi[0] = VMAX(v, hi[0]), sum[0] += v;
     }
-    *mn_out = mn, *mx_out = mx;
-    return bad;
+    *lo_out = VMIN(VMIN(lo[0], lo[1]), VMIN(lo[2], lo[3]));
+    *hi_out = VMAX(VMAX(hi[0], hi[1]), VMAX(hi[2], hi[3]));
+    *sum_out = (sum[0] + sum[1]) + (sum[2] + sum[3]);
 }
+
+/* W vectors v[0..W), row i's W partial results in v[i], folded into v[0], whose lane i is then row i's result:
+   log2(W) rounds, each pairing vectors and keeping, per row, the OP of the two halves of its lanes. */
+#define PAIR(OP, a, b, ...) OP(__builtin_shufflevector(a, b, __VA_ARGS__##_P), __builtin_shufflevector(a, b, __VA_ARGS__##_Q))
+#if W == 16
+#define R1_P 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23
+#define R1_Q 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31
+#define R2_P 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27
+#define R2_Q 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31
+#define R3_P 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29
+#define R3_Q 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31
+#define R4_P 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30
+#define R4_Q 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31
+#define FOLD(OP, v)                                                                                                   \
+    do {                                                                                                              \
+        for (int k = 0; k < 8; k++) v[k] = PAIR(OP, v[2 * k], v[2 * k + 1], R1);                                      \
+        for (int k = 0; k < 4; k++) v[k] = PAIR(OP, v[2 * k], v[2 * k + 1], R2);                                      \
+        for (int k = 0; k < 2; k++) v[k] = PAIR(OP, v[2 * k], v[2 * k + 1], R3);                                      \
+        v[0] = PAIR(OP, v[0], v[1], R4);                                                                              \
+    } while (0)
+#else
+#define R1_P 0, 1, 2, 3, 8, 9, 10, 11
+#define R1_Q 4, 5, 6, 7, 12, 13, 14, 15
+#define R2_P 0, 1, 4, 5, 8, 9, 12, 13
+#define R2_Q 2, 3, 6, 7, 10, 11, 14, 15
+#define R3_P 0, 2, 4, 6, 8, 10, 12, 14
+#define R3_Q 1, 3, 5, 7, 9, 11, 13, 15
+#define FOLD(OP, v)                                                                                                   \
+    do {                                                                                                              \
+        for (int k = 0; k < 4; k++) v[k] = PAIR(OP, v[2 * k], v[2 * k + 1], R1);                                      \
+        for (int k = 0; k < 2; k++) v[k] = PAIR(OP, v[2 * k], v[2 * k + 1], R2);                                      \
+        v[0] = PAIR(OP, v[0], v[1], R3);                                                                              \
+    } while (0)
+#endif
+#define ADD(a, b) ((a) + (b))
 
 /* W codes of columns x[0..W) with draws from word w, 16-bit half h: floor((x - z) / d + u) clamped to
    [0, levels] (clamp, then truncation: the same for t >= 0). u = (2 u16 + 1) 2^-17 as (1 + u16 2^-16) -
@@ -222,4 +249,92 @@ static void T(quantize)(const float *x, int64_t dim, int bits, float z, float d,
     }
 }
 
+/* The ranges of rows [r0, r0 + n) (see T(row_range)), folded W rows to a vector, into each row's parameters
+   (written to its wire row), z[i], d[i] and skip[i] (it holds NaN or inf: nothing written). */
+static inline __attribute__((always_inline)) int64_t T(block_params)(const struct encode_job *j, int64_t r0, int64_t n,
+                                                                     T(vf) *lo, T(vf) *hi, T(vf) *sum, float *z,
+                                                                     float *d, int *skip) {
+    float mn[MAX_BLOCK], mx[MAX_BLOCK], total[MAX_BLOCK];
+    int64_t bad = 0;
+    for (int64_t g = 0; g < n; g += W) {
+        for (int64_t i = n; i < g + W; i++) lo[i] = lo[g], hi[i] = hi[g], sum[i] = sum[g];
+        FOLD(VMIN, (lo + g));
+        FOLD(VMAX, (hi + g));
+        FOLD(ADD, (sum + g));
+        memcpy(mn + g, &lo[g], sizeof lo[g]), memcpy(mx + g, &hi[g], sizeof hi[g]);
+        memcpy(total + g, &sum[g], sizeof sum[g]);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float *x = job_row(j, r0 + i);
+        skip[i] = total[i] - total[i] != 0 && nonfinite(x, j->dim);
+        bad += skip[i];
+        if (!skip[i])
+            finish_params(x, j->dim, mn[i], mx[i], job_bits(j, r0 + i), j->fp16, job_out(j, r0 + i), PARAMS, &z[i],
+                          &d[i]);
+    }
+    return bad;
+}
+
+/* A job's rows, one at a time (block 1) or a block at a time (see cpu_codec.c): while one block's rows are coded
+   (read from L1), the next block's ranges are taken row for row between them, so its reads from memory overlap the
+   coding; then that block's parameters. Returns how many rows hold NaN or inf. */
+static int64_t T(encode_rows)(const struct encode_job *j, int64_t block) {
+    const int64_t dim = j->dim;
+    T(vf) lo[MAX_BLOCK], hi[MAX_BLOCK], sum[MAX_BLOCK];
+    float z[MAX_BLOCK], d[MAX_BLOCK];
+    int skip[MAX_BLOCK];
+    int64_t bad = 0, n = j->last - j->first < block ? j->last - j->first : block;
+    if (block == 1) { /* wide rows: each row's range, then its codes (from L1), the next row fetched meanwhile */
+        for (int64_t r = j->first; r < j->last; r++) {
+            const float *x = job_row(j, r);
+            prefetch_row(j, r + 1);
+            T(row_range)(x, dim, &lo[0], &hi[0], &sum[0]);
+            T(vf) nz = sum[0] - sum[0];
+            uint64_t lanes[W / 2], any = 0;
+            memcpy(lanes, &nz, sizeof lanes);
+            for (int k = 0; k < W / 2; k++) any |= lanes[k];
+            if (any && nonfinite(x, dim)) {
+                bad++;
+                continue;
+            }
+            finish_params(x, dim, REDUCE_MIN(lo[0]), REDUCE_MAX(hi[0]), job_bits(j, r), j->fp16, job_out(j, r), PARAMS,
+                          &z[0], &d[0]);
+            uint64_t key = (uint64_t)j->keys[r], ridx = (uint64_t)j->ridx[r];
+            T(quantize)(x, dim, job_bits(j, r), z[0], d[0], (uint32_t)ridx, (uint32_t)(ridx >> 32), (uint32_t)key,
+                        (uint32_t)(key >> 32), job_out(j, r) + (j->fp16 ? 4 : 8));
+        }
+        return bad;
+    }
+    for (int64_t i = 0; i < n; i++) T(row_range)(job_row(j, j->first + i), dim, &lo[i], &hi[i], &sum[i]);
+    bad += T(block_params)(j, j->first, n, lo, hi, sum, z, d, skip);
+    for (int64_t r0 = j->first, r1, n1; r0 < j->last; r0 = r1, n = n1) {
+        r1 = r0 + n, n1 = j->last - r1 < block ? j->last - r1 : block;
+        for (int64_t i = 0; i < n || i < n1; i++) {
+            if (i < n1) {
+                prefetch_row(j, r1 + i + PREFETCH_ROWS);
+                T(row_range)(job_row(j, r1 + i), dim, &lo[i], &hi[i], &sum[i]);
+            }
+            if (i < n && !skip[i]) {
+                int64_t r = r0 + i;
+                uint64_t key = (uint64_t)j->keys[r], ridx = (uint64_t)j->ridx[r];
+                T(quantize)(job_row(j, r), dim, job_bits(j, r), z[i], d[i], (uint32_t)ridx, (uint32_t)(ridx >> 32),
+                            (uint32_t)key, (uint32_t)(key >> 32), job_out(j, r) + (j->fp16 ? 4 : 8));
+            }
+        }
+        if (n1) bad += T(block_params)(j, r1, n1, lo, hi, sum, z, d, skip);
+    }
+    return bad;
+}
+
+#undef ADD
+#undef FOLD
+#undef PAIR
+#undef R1_P
+#undef R1_Q
+#undef R2_P
+#undef R2_Q
+#undef R3_P
+#undef R3_Q
+#undef R4_P
+#undef R4_Q
 #undef T
