@@ -59,7 +59,13 @@ def write_trace(
     tdir.mkdir(parents=True, exist_ok=True)
     if parts is None:
         parts = [
-            {"rank": r, "inner_nodes": 1000, "local_edges": 10000, "halo_rows_from": [0] * world, "rows_to": [0] * world}
+            {
+                "rank": r,
+                "inner_nodes": 1000,
+                "local_edges": 10000,
+                "halo_rows_from": [0] * world,
+                "rows_to": [0] * world,
+            }
             for r in range(world)
         ]
     meta = {
@@ -77,8 +83,13 @@ def write_trace(
             "pinned": True,
         },
         "model": {"name": "gcn", "layers": len(widths) - 1, "widths": list(widths)},
-        "graph": {"name": "fixture", "num_nodes": 1000 * world, "num_edges": 10000 * world, "features": widths[0],
-                  "parts": parts},
+        "graph": {
+            "name": "fixture",
+            "num_nodes": 1000 * world,
+            "num_edges": 10000 * world,
+            "features": widths[0],
+            "parts": parts,
+        },
         "clock": "perf_counter seconds, relative to each epoch's start on that rank",
     }
     (tdir / "meta.json").write_text(json.dumps(meta))

@@ -226,7 +226,7 @@ class _Replay:
         stuck = [r for r in range(self.w) if self.pc[r] < len(self.tl[r])]
         if stuck:
             op = self.tl[stuck[0]][self.pc[stuck[0]]]
-            raise ConfigError(f"the replay deadlocked: rank {stuck[0]} never got past {op} (a trace missing a rank's part?)")
+            raise ConfigError(f"the replay deadlocked: rank {stuck[0]} never got past {op} (is a trace incomplete?)")
         for r in range(self.w):
             if self.epochs[r]:
                 self.epochs[r][-1].end = self.end[r]
@@ -368,4 +368,3 @@ class _Replay:
         for r, (t, _) in self.ar_arrived.pop(k).items():
             self.epochs[r][-1].allreduce_s += end - t
             self.wake(end, r)
-

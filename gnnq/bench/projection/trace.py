@@ -60,7 +60,7 @@ def read_trace(run_dir: Path | str) -> Trace:
         raise ConfigError(f"{run_dir}: no such run directory")
     tdir = run_dir / "trace"
     if not tdir.is_dir():
-        raise ConfigError(f"{run_dir}: no trace/ in this run directory (record the run with tracing on: docs/projection.md)")
+        raise ConfigError(f"{run_dir}: no trace/ in this run directory (record it with tracing on: docs/projection.md)")
     meta = _read_json(tdir / "meta.json")
     _check_meta(meta, tdir / "meta.json")
     world = int(meta["world_size"])
