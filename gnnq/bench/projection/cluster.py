@@ -3,6 +3,10 @@
 Every host has an uplink and a downlink of ``link_gbit`` (each direction on its own), shared fairly by the messages in
 flight on it; ranks of one host talk through ``intra_gbit``, shared by that host's local messages. ``latency_ms`` is
 one way between two hosts. ``compute_speed`` divides every compute span (2: a device twice as fast as the one traced).
+``goodput``: the share of a link's bandwidth that carries payload (TCP/IP headers take the rest: about 0.96 on
+the emulated cluster's links, tests/e2e/test_emulated.py; 1 by default). ``duplex``: ``full`` (default: a host's uplink and downlink are separate, as on a real NIC and switch port) or
+``half`` (a host's sends and receives share one link's bandwidth: what bidirectional TCP streams get through the
+emulated cluster's token buckets, docs/projection.md#validation).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from pathlib import Path
 from gnnq.errors import ConfigError
 
 TOPOLOGIES = ("switch",)
+DUPLEX = ("full", "half")
 DEFAULT_INTRA_GBIT = 100.0  # ranks of one host: shared memory / loopback, far above a network link
 
 
@@ -27,6 +32,8 @@ class Cluster:
     intra_latency_ms: float = 0.0
     compute_speed: float = 1.0
     topology: str = "switch"
+    duplex: str = "full"
+    goodput: float = 1.0
 
     def __post_init__(self):
         checks = (
@@ -37,10 +44,13 @@ class Cluster:
             ("intra_gbit", self.intra_gbit > 0, "> 0"),
             ("intra_latency_ms", self.intra_latency_ms >= 0, ">= 0"),
             ("compute_speed", self.compute_speed > 0, "> 0"),
+            ("goodput", 0 < self.goodput <= 1, "in (0, 1]"),
         )
         for name, ok, allowed in checks:
             if not ok:
                 raise ConfigError(f"cluster {name}={getattr(self, name)!r}: must be {allowed}")
+        if self.duplex not in DUPLEX:
+            raise ConfigError(f"cluster duplex={self.duplex!r}: allowed: {', '.join(DUPLEX)}")
         if self.topology not in TOPOLOGIES:
             raise ConfigError(f"cluster topology={self.topology!r}: allowed: {', '.join(TOPOLOGIES)}")
 
@@ -54,7 +64,8 @@ class Cluster:
 
     @property
     def link_Bps(self) -> float:
-        return self.link_gbit * 1e9 / 8
+        """Payload bytes per second of a link: its bandwidth times ``goodput``."""
+        return self.link_gbit * 1e9 / 8 * self.goodput
 
     @property
     def intra_Bps(self) -> float:

@@ -96,6 +96,8 @@ def parse_args(argv: list[str]):
     p.add_argument("--latency-ms", type=float, help="one-way latency between hosts (default: the run's own)")
     p.add_argument("--intra-gbit", type=float, help="bandwidth between ranks of one host (default 100)")
     p.add_argument("--compute-speed", type=float, help="compute speed relative to the traced device (default 1)")
+    p.add_argument("--duplex", help="full (default: separate up- and downlinks) or half (one shared link per host)")
+    p.add_argument("--goodput", type=float, help="payload share of a link's bandwidth (default 1)")
     p.add_argument("--cluster", type=Path, help="a cluster file (JSON or 'key: value' lines) with any of the above")
     p.add_argument("--engine", default="analytic", help=f"one of {', '.join(ENGINES)} (default %(default)s)")
     p.add_argument("--simgrid-model", default="LV08", help="SimGrid's network model: LV08 (default) or CM02")
@@ -116,7 +118,7 @@ def parse_args(argv: list[str]):
 
 def _cluster_options(args) -> dict:
     opts = read_cluster_file(args.cluster) if args.cluster else {}
-    for key in ("ranks_per_host", "latency_ms", "intra_gbit", "compute_speed"):
+    for key in ("ranks_per_host", "latency_ms", "intra_gbit", "compute_speed", "duplex", "goodput"):
         if getattr(args, key) is not None:
             opts[key] = getattr(args, key)
     return opts
@@ -196,8 +198,19 @@ def project_run(trace: Trace, clusters: list[Cluster], args, scaler) -> list[Poi
         else:
             timelines, parts = scaler.timelines(trace, recorded_timelines(trace, recorded), c)
             proj = make_engine(args.engine, c, None, args.simgrid_model).run(timelines)
-        points.append(Point(str(trace.run_dir), trace.label, c, proj.epoch_s, proj.summary(), parts, args.engine))
+        point = Point(str(trace.run_dir), trace.label, c, proj.epoch_s, proj.summary(), parts, args.engine)
+        if recorded is not None and parts == "recorded" and abs(c.link_gbit - recorded.link_gbit) < 1e-9:
+            point.measured_s, point.measured_from = own_epoch_s(trace), f"{trace.run_dir} (itself)"
+        points.append(point)
     return points
+
+
+def own_epoch_s(trace: Trace) -> float:
+    """The run's measured epoch time: its record's (median over epochs of the slowest rank), else the trace's."""
+    rec = trace.record or {}
+    if rec.get("status") == "ok" and rec.get("epoch_time_s"):
+        return float(rec["epoch_time_s"])
+    return trace.measured_epoch_s()
 
 
 def add_speedups(points: list[Point], baseline: str) -> None:
@@ -225,7 +238,7 @@ def main(argv: list[str]) -> int:
             points += project_run(t, grid(t, args), args, scaler)
         for p in points:
             found = _match(measured, p.method, p.cluster)
-            if found:
+            if found and p.measured_s is None:
                 p.measured_s = statistics.median(m["epoch_s"] for m in found)
                 p.measured_from = ", ".join(m["run"] for m in found)
                 p.extra["measured_oversubscribed"] = any(bool(m.get("oversubscribed")) for m in found)

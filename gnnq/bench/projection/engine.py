@@ -103,6 +103,8 @@ class _Net:
         hs, hd = self.host[src], self.host[dst]
         if hs == hd:
             r = (2 * self.c.hosts + hs, -1)
+        elif self.c.duplex == "half":  # one link per host for both directions: its "up" resource
+            r = (2 * hs, 2 * hd)
         else:
             r = (2 * hs, 2 * hd + 1)
         self.rem = np.append(self.rem, float(nbytes))

@@ -85,12 +85,14 @@ def _simulate(cluster: Cluster, rank_host: list[int], timelines: list[list[Op]],
     zone = sg.NetZone.create_full_zone("cluster")
     hosts = [zone.create_host(f"h{h}", 1e9) for h in range(cluster.hosts)]
     lat, ilat = cluster.latency_ms / 1e3, cluster.intra_latency_ms / 1e3
-    ups = [zone.create_link(f"up{h}", cluster.link_Bps).set_latency(lat / 2) for h in range(cluster.hosts)]
-    downs = [zone.create_link(f"down{h}", cluster.link_Bps).set_latency(lat / 2) for h in range(cluster.hosts)]
+    bw = cluster.link_Bps if model == "CM02" else cluster.link_Bps / cluster.goodput  # LV08 applies its own factor
+    ups = [zone.create_link(f"up{h}", bw).set_latency(lat / 2) for h in range(cluster.hosts)]
+    downs = [zone.create_link(f"down{h}", bw).set_latency(lat / 2) for h in range(cluster.hosts)]
     loops = [zone.create_link(f"loop{h}", cluster.intra_Bps).set_latency(ilat) for h in range(cluster.hosts)]
     for i in range(cluster.hosts):
         for j in range(cluster.hosts):
-            links = [loops[i]] if i == j else [ups[i], downs[j]]
+            down = ups[j] if cluster.duplex == "half" else downs[j]  # half duplex: one link per host, both ways
+            links = [loops[i]] if i == j else [ups[i], down]
             zone.add_route(hosts[i].netpoint, hosts[j].netpoint, None, None, [sg.LinkInRoute(x) for x in links], False)
     zone.seal()
     world = len(timelines)
