@@ -3,10 +3,11 @@
 Every host has an uplink and a downlink of ``link_gbit`` (each direction on its own), shared fairly by the messages in
 flight on it; ranks of one host talk through ``intra_gbit``, shared by that host's local messages. ``latency_ms`` is
 one way between two hosts. ``compute_speed`` divides every compute span (2: a device twice as fast as the one traced).
-``goodput``: the share of a link's bandwidth that carries payload (TCP/IP headers take the rest: about 0.96 on
-the emulated cluster's links, tests/e2e/test_emulated.py; 1 by default). ``duplex``: ``full`` (default: a host's uplink and downlink are separate, as on a real NIC and switch port) or
-``half`` (a host's sends and receives share one link's bandwidth: what bidirectional TCP streams get through the
-emulated cluster's token buckets, docs/projection.md#validation).
+``goodput``: the share of a link's bandwidth that carries payload (TCP/IP headers take the rest: about 0.96 on the
+emulated cluster's links, tests/e2e/test_emulated.py; 1 by default). ``duplex``: ``full`` (default: a host's uplink
+and downlink are separate, as on a real NIC and switch port) or ``half`` (a host's sends and receives share one
+link's bandwidth: what bidirectional TCP streams get through the emulated cluster's token buckets,
+docs/projection.md#validation).
 """
 
 from __future__ import annotations
