@@ -93,6 +93,7 @@ class _Net:
         self.res = np.zeros((0, 2), dtype=np.int64)  # a flow's two resources (intra: the same one twice, counted once)
         self.keys: list = []
         self.rate = np.zeros(0)
+        self.new: list = []  # (key, resources, bytes) added since the last step
         self.dirty = False
 
     def latency(self, src: int, dst: int) -> float:
@@ -107,12 +108,19 @@ class _Net:
             r = (2 * hs, 2 * hd)
         else:
             r = (2 * hs, 2 * hd + 1)
-        self.rem = np.append(self.rem, float(nbytes))
-        self.res = np.vstack([self.res, np.array([r], dtype=np.int64)])
-        self.keys.append(key)
+        self.new.append((key, r, float(nbytes)))
         self.dirty = True
 
+    def _flush(self) -> None:
+        """Parts added since the last step join the arrays (once per step, not once per part)."""
+        if self.new:
+            self.rem = np.concatenate([self.rem, np.array([b for _, _, b in self.new])])
+            self.res = np.vstack([self.res, np.array([r for _, r, _ in self.new], dtype=np.int64)])
+            self.keys += [k for k, _, _ in self.new]
+            self.new = []
+
     def _rates(self) -> None:
+        self._flush()
         n = self.rem.size
         rate = np.zeros(n)
         if n == 0:
@@ -200,7 +208,7 @@ class _Replay:
         self.ar_count = [0] * self.w
         self.ar_arrived: dict[int, dict[int, tuple[float, AllReduce]]] = {}
         self.ar_flows: dict[int, list] = {}  # k -> [ring flows outstanding, latencies + overhead after them]
-        self.pending: set[tuple] = set()  # parts whose other rank has not posted their message yet
+        self.pending: dict[tuple[str, int], list] = {}  # (msg, rank) -> parts waiting for that rank to post msg
         self.end = [0.0] * self.w
 
     def wake(self, t: float, r: int) -> None:
@@ -221,8 +229,9 @@ class _Replay:
             elif t_rank < np.inf:
                 self.net.advance(t_rank - self.now)
                 self.now = t_rank
-                _, _, r = heapq.heappop(self.heap)
-                self.step(r)
+                while self.heap and self.heap[0][0] <= t_rank:  # every rank due now, before rates are recomputed
+                    _, _, r = heapq.heappop(self.heap)
+                    self.step(r)
             else:
                 break
         stuck = [r for r in range(self.w) if self.pc[r] < len(self.tl[r])]
@@ -273,10 +282,8 @@ class _Replay:
                 self._want(op.msg, r, q, rec)
             if op.recv_bytes[q] > 0:
                 self._want(op.msg, q, r, rec)
-        for key in [k for k in self.pending if k[0] == op.msg]:  # parts that waited for this rank to take part
-            if self._ready(*key):
-                self.pending.discard(key)
-                self.net.add(("halo", key), key[1], key[2], self.posted[op.msg][key[1]].send_bytes[key[2]])
+        for key in self.pending.pop((op.msg, r), []):  # parts that waited for this rank to take part
+            self.net.add(("halo", key), key[1], key[2], self.posted[op.msg][key[1]].send_bytes[key[2]])
 
     def _ready(self, msg: str, src: int, dst: int) -> bool:
         """Both ends have posted (or the receiver never posts this message)."""
@@ -300,7 +307,8 @@ class _Replay:
         if self._ready(msg, src, dst):
             self.net.add(("halo", key), src, dst, self.posted[msg][src].send_bytes[dst])
         else:
-            self.pending.add(key)
+            missing = src if src not in self.posted[msg] else dst
+            self.pending.setdefault((msg, missing), []).append(key)
 
     def part_done(self, key) -> None:
         kind, ident = key
