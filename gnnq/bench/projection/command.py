@@ -106,6 +106,7 @@ def parse_args(argv: list[str]):
     p.add_argument("--measured", nargs="*", type=Path, default=[], help="measured runs to compare with")
     p.add_argument("--max-real-parts", type=int, default=16, help="partition for real up to this many parts (16)")
     p.add_argument("--max-real-edges", type=float, default=20e6, help="... and graphs up to this many edges (20e6)")
+    p.add_argument("--max-epochs", type=int, help="replay only the first N traced epochs (large clusters: faster)")
     p.add_argument("--out", type=Path, help="write results.json, results.csv, README.md and heatmaps here")
     p.add_argument("--data", type=Path, help="data root for the partitions (default: the run's, or $GNNQ_DATA)")
     args = p.parse_args(argv)
@@ -230,7 +231,7 @@ def main(argv: list[str]) -> int:
     args = parse_args(argv)
     command = "gnnq-bench project " + " ".join(argv)
     try:
-        traces = [read_trace(d) for d in args.runs]
+        traces = [read_trace(d).limit(args.max_epochs) for d in args.runs]
         measured = measured_runs(args.measured)
         scaler = Scaler(args)
         points: list[Point] = []

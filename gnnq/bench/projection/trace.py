@@ -49,6 +49,14 @@ class Trace:
         per_epoch = [max(self.epochs[r][e]["epoch_s"] for r in range(self.world_size)) for e in range(self.num_epochs)]
         return statistics.median(per_epoch)
 
+    def limit(self, max_epochs: int | None) -> "Trace":
+        """Keep only the first ``max_epochs`` epochs of every rank (None: all)."""
+        if max_epochs is not None:
+            if max_epochs < 1:
+                raise ConfigError(f"--max-epochs {max_epochs}: must be >= 1")
+            self.epochs = [eps[:max_epochs] for eps in self.epochs]
+        return self
+
     @property
     def num_epochs(self) -> int:
         return min(len(eps) for eps in self.epochs)
