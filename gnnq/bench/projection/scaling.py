@@ -159,3 +159,33 @@ def _bytes(recorded: tuple[int, ...], old: dict, new: dict, direction: str | Non
     if not total_rows and sum(recorded):  # bytes without rows (not a halo message): spread evenly over the peers
         return tuple(int(round(sum(recorded) / max(1, w_new - 1))) if q != new["rank"] else 0 for q in range(w_new))
     return tuple(int(round(per_row * rows_new[q])) for q in range(w_new))
+
+
+def compute_totals(timelines: list[list[Op]]) -> dict:
+    """(kind, layer, direction) -> seconds per epoch (median over epochs, summed over ranks) of the compute ops."""
+    per: dict = {}
+    for ops in timelines:
+        e = -1
+        for op in ops:
+            if isinstance(op, EpochStart):
+                e += 1
+            elif isinstance(op, Compute) and e >= 0:
+                per.setdefault((op.kind, op.layer, op.direction), {}).setdefault(e, 0.0)
+                per[(op.kind, op.layer, op.direction)][e] += op.seconds
+    return {k: statistics.median(v.values()) for k, v in per.items()}
+
+
+def with_compute_of(timelines: list[list[Op]], reference: list[list[Op]]) -> list[list[Op]]:
+    """``timelines`` with each compute kind / layer / direction rescaled to what ``reference`` (another trace of the
+    same method and ranks) spent on it; encoding and decoding stay (they follow the bytes)."""
+    mine, ref = compute_totals(timelines), compute_totals(reference)
+    ratio = {k: ref[k] / v for k, v in mine.items() if k in ref and v > 0 and k[0] not in ("encode", "decode")}
+    return [
+        [
+            replace(op, seconds=op.seconds * ratio.get((op.kind, op.layer, op.direction), 1.0))
+            if isinstance(op, Compute)
+            else op
+            for op in ops
+        ]
+        for ops in timelines
+    ]
