@@ -48,6 +48,8 @@ def sources(root: Path, max_epochs: int) -> dict:
     out: dict = {}
     for meta in sorted(root.rglob("trace/meta.json")):
         run = meta.parent.parent
+        if not (run / "record.json").is_file() or json.loads(meta.read_text()).get("hosts") != 2:
+            continue  # a run still in progress, or not a 2-host run
         t = read_trace(run)
         if t.meta["hosts"] != 2 or (t.record or {}).get("status") != "ok":
             continue

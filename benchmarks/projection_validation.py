@@ -83,6 +83,7 @@ def summarize(rows: list[dict]) -> dict:
         "2 hosts, all": [r for r in rows if r["hosts"] == 2],
         "2 hosts, other bandwidths, compute matched": [r for r in rows if r["hosts"] == 2 and not r["own"]],
         "4 hosts": [r for r in rows if r["hosts"] == 4],
+        "4 hosts, compute matched": [r for r in rows if r["hosts"] == 4],
         "4 hosts, compute at the measured cores/host": [r for r in rows if r["hosts"] == 4 and "error_oversub" in r],
     }
     out = {}
