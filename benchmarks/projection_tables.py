@@ -4,14 +4,17 @@
 
 DIR holds the traced 2-host runs (results/projection/validation/run.sh). For each method and target bandwidth the
 source trace is that method's 2-host run recorded at the nearest bandwidth (log scale): adaptive methods choose
-their bit-widths from the link they measured, so their bytes belong to it. Its compute (per kind, layer and
-direction; the codec excepted) is taken from the method's run whose trace holds the least compute: the machine was
-shared, and the least-disturbed run is the best estimate of a host's own compute (--compute-from nearest: keep each
-source's own). Each point replays the source on H hosts
+their bit-widths from the link they measured, so their bytes belong to it. Its model compute (per kind, layer and
+direction; the codec excepted) is, by default (--compute-from vanilla), Vanilla's least-disturbed trace's: every
+method trains the same GCN on the same parts, the machine was shared, and the traced compute of one method varied
+between its runs by up to 4x, far more than the methods differ; so the methods differ by their messages, overlap,
+staleness, sampling and codec only. --compute-from least: each method's own least-disturbed trace; nearest: the
+source's own. Each point replays the source on H hosts
 with one rank each, the graph grown with the hosts (``--graph grow``: the run's generator, as many nodes per rank
 as recorded; partitioned for real with METIS up to --max-real-parts, beyond by the stated extrapolation rule), links
 full duplex at 0.96 goodput (a real NIC and switch port), --latency-ms one way. The break-even bandwidth of a method
-is where its projected speedup over Vanilla falls to 1 (bisection on log bandwidth between 0.1 and 1000 Gbit/s).
+is where its projected speedup over Vanilla falls to 1 (bisection on log bandwidth between 0.1 and 1000 Gbit/s),
+both replayed from their traces recorded at one bandwidth (each of those >= --break-even-from, one row each).
 Writes README.md (command, date, machine, tables), results.json, results.csv and one heatmap per method.
 """
 
@@ -75,12 +78,18 @@ class Projector:
         self.srcs, self.scaler, self.latency, self.compute_from = srcs, scaler, latency_ms, compute_from
         self.cache: dict = {}
 
-    def point(self, method: str, hosts: int, link: float):
-        key = (method, hosts, round(link, 9))
+    def point(self, method: str, hosts: int, link: float, source: float | None = None):
+        """``source``: the recorded bandwidth of the trace to replay (None: the nearest to ``link``)."""
+        key = (method, hosts, round(link, 9), source)
         if key not in self.cache:
-            src = nearest(self.srcs[method], link)
+            src = self.srcs[method][source] if source is not None else nearest(self.srcs[method], link)
             tls = _timelines(src)
-            ref = least_compute(self.srcs[method]) if self.compute_from == "least" else src
+            if self.compute_from == "vanilla":  # the same GCN on the same parts: Vanilla's model compute for all
+                ref = least_compute(self.srcs[BASELINE])
+            elif self.compute_from == "least":
+                ref = least_compute(self.srcs[method])
+            else:
+                ref = src
             if ref is not src:
                 tls = with_compute_of(tls, _timelines(ref))
             c = Cluster(hosts=hosts, ranks_per_host=1, link_gbit=link, latency_ms=self.latency, goodput=0.96)
@@ -91,24 +100,27 @@ class Projector:
             proj = AnalyticEngine(c).run(tls)
             p = Point(str(src.run_dir), method, c, proj.epoch_s, proj.summary(), parts, "analytic")
             p.extra["source_gbit"] = float(src.meta["cluster"]["link_mbit"]) / 1000
-            p.extra["compute_from_gbit"] = float(ref.meta["cluster"]["link_mbit"]) / 1000
+            p.extra["compute_from"] = f"{ref.label} at {float(ref.meta['cluster']['link_mbit']) / 1000:g} Gbit/s"
             self.cache[key] = p
         return self.cache[key]
 
-    def speedup(self, method: str, hosts: int, link: float) -> float:
-        return self.point(BASELINE, hosts, link).epoch_s / self.point(method, hosts, link).epoch_s
+    def speedup(self, method: str, hosts: int, link: float, source: float | None = None) -> float:
+        return self.point(BASELINE, hosts, link, source).epoch_s / self.point(method, hosts, link, source).epoch_s
 
 
-def break_even(proj: Projector, method: str, hosts: int, lo: float = 0.1, hi: float = 1000.0, steps: int = 7):
-    """The bandwidth where the projected speedup falls to 1: (value, 'exact'|'above'|'below')."""
-    if proj.speedup(method, hosts, hi) >= 1:
+def break_even(
+    proj: Projector, method: str, hosts: int, source: float, lo: float = 0.1, hi: float = 1000.0, steps: int = 7
+):
+    """The bandwidth where the projected speedup falls to 1, both methods replayed from their traces recorded at
+    ``source`` Gbit/s (a fixed source: the nearest-source rule would jump there): (value, 'exact'|'above'|'below')."""
+    if proj.speedup(method, hosts, hi, source) >= 1:
         return hi, "above"
-    if proj.speedup(method, hosts, lo) < 1:
+    if proj.speedup(method, hosts, lo, source) < 1:
         return lo, "below"
     a, b = math.log(lo), math.log(hi)
     for _ in range(steps):
         m = (a + b) / 2
-        if proj.speedup(method, hosts, math.exp(m)) >= 1:
+        if proj.speedup(method, hosts, math.exp(m), source) >= 1:
             a = m
         else:
             b = m
@@ -123,7 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--links", default="1,10,25,100")
     p.add_argument("--latency-ms", type=float, default=0.025)
     p.add_argument("--max-epochs", type=int, default=3)
-    p.add_argument("--compute-from", default="least", choices=("least", "nearest"))
+    p.add_argument("--compute-from", default="vanilla", choices=("vanilla", "least", "nearest"))
+    p.add_argument("--no-break-even", action="store_true")
+    p.add_argument("--break-even-from", type=float, default=1.0, help="break-even from traces recorded at >= this")
     p.add_argument("--max-real-parts", type=int, default=32)
     p.add_argument("--max-real-edges", type=float, default=30e6)
     p.add_argument("--data", type=Path)
@@ -152,7 +166,14 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
     add_speedups(points, BASELINE)
-    even = {m: {h: break_even(proj, m, h) for h in hosts} for m in methods if m != BASELINE}
+    common = sorted(set.intersection(*(set(srcs[m]) for m in methods)))
+    even_sources = [] if args.no_break_even else [b for b in common if b >= args.break_even_from]
+    even = {
+        f"{m} (from the {b:g} Gbit/s traces)": {h: break_even(proj, m, h, b) for h in hosts}
+        for m in methods
+        if m != BASELINE
+        for b in even_sources
+    }
     wall = time.perf_counter() - t0
     args.out.mkdir(parents=True, exist_ok=True)
     rows = [pt.row() for pt in points]

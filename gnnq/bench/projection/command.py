@@ -1,7 +1,8 @@
 """gnnq-bench project: project traced runs onto modelled clusters.
 
     gnnq-bench project RUN_DIR... [--hosts 2,4] [--ranks-per-host P] [--link-gbit 1,10] [--latency-ms 0.05]
-                       [--intra-gbit 100] [--compute-speed 1] [--cluster FILE] [--engine analytic|simgrid]
+                       [--intra-gbit 100] [--compute-speed 1] [--duplex full|half] [--goodput 1]
+                       [--cluster FILE] [--engine analytic|simgrid]
                        [--graph grow|same] [--baseline METHOD] [--measured DIR...] [--out DIR] [--data DIR]
 
 Each RUN_DIR is a run recorded with tracing on (its trace/). Every run is projected onto every point of the grid
