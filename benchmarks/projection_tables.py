@@ -46,17 +46,20 @@ from gnnq.track.progress import markdown_table
 BASELINE = "adaqp_vanilla"
 
 
-def sources(root: Path, max_epochs: int) -> dict:
-    """method -> {recorded Gbit/s: trace} of the 2-host traced runs under ``root``."""
+def sources(roots: list[Path], max_epochs: int) -> dict:
+    """method -> {recorded Gbit/s: trace} of the 2-host traced runs under ``roots`` (one per method and bandwidth)."""
     out: dict = {}
-    for meta in sorted(root.rglob("trace/meta.json")):
+    for meta in sorted(m for root in roots for m in root.rglob("trace/meta.json")):
         run = meta.parent.parent
         if not (run / "record.json").is_file() or json.loads(meta.read_text()).get("hosts") != 2:
             continue  # a run still in progress, or not a 2-host run
         t = read_trace(run)
         if t.meta["hosts"] != 2 or (t.record or {}).get("status") != "ok":
             continue
-        out.setdefault(t.label, {})[float(t.meta["cluster"]["link_mbit"]) / 1000] = t.limit(max_epochs)
+        link = float(t.meta["cluster"]["link_mbit"]) / 1000
+        if link in out.get(t.label, {}):
+            raise SystemExit(f"two 2-host {t.label} runs at {link:g} Gbit/s under --runs: give one pass")
+        out.setdefault(t.label, {})[link] = t.limit(max_epochs)
     return out
 
 
@@ -129,7 +132,7 @@ def break_even(
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--runs", type=Path, required=True)
+    p.add_argument("--runs", type=Path, nargs="+", required=True, help="folders searched for traced runs")
     p.add_argument("--out", type=Path, default=Path("results/projection/tables"))
     p.add_argument("--hosts", default="4,8,16,64,256")
     p.add_argument("--links", default="1,10,25,100")

@@ -43,9 +43,9 @@ VARIANTS = {
 }
 
 
-def traced_runs(root: Path) -> list:
+def traced_runs(roots: list[Path]) -> list:
     out = []
-    for meta in sorted(root.rglob("trace/meta.json")):
+    for meta in sorted(m for root in roots for m in root.rglob("trace/meta.json")):
         run = meta.parent.parent
         if not (run / "record.json").is_file():
             continue
@@ -97,7 +97,7 @@ def summarize(rows: list[dict]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--runs", type=Path, required=True)
+    p.add_argument("--runs", type=Path, nargs="+", required=True, help="folders searched for traced runs")
     p.add_argument("--out", type=Path, default=Path("results/projection/validation"))
     p.add_argument("--engines", default="analytic,simgrid")
     p.add_argument("--data", type=Path)
