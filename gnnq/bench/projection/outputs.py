@@ -129,7 +129,11 @@ def heatmaps(points, baseline: str, out: Path) -> list[Path]:
             continue
         fig, ax = plt.subplots(figsize=(1.2 * len(links) + 2.5, 0.6 * len(hosts) + 1.8))
         vals = [[float("nan") if v is None else v for v in row] for row in grid]
-        im = ax.imshow(vals, cmap="RdYlGn", vmin=0.5, vmax=1.5, aspect="auto", origin="lower")
+        from matplotlib.colors import TwoSlopeNorm
+
+        seen = [v for row in grid for v in row if v is not None]
+        norm = TwoSlopeNorm(vcenter=1.0, vmin=min(0.5, min(seen)), vmax=max(1.5, max(seen)))  # 1 = as fast as base
+        im = ax.imshow(vals, cmap="RdYlGn", norm=norm, aspect="auto", origin="lower")
         for i, row in enumerate(grid):
             for j, v in enumerate(row):
                 ax.text(j, i, "-" if v is None else f"{v:.2f}x", ha="center", va="center", fontsize=9)
