@@ -1,5 +1,6 @@
 """gnnq-bench: the points of a sweep side by side, interleaved and repeated, against a baseline.
 
+    gnnq-bench project RUN_DIR... [options]   (projections of traced runs: docs/projection.md)
     gnnq-bench SWEEP [--repeats 3] [--baseline experiment=adaqp_vanilla] [--out DIR] [--plot-x KEY]
                [--target VALUE | --target-drop 0.01] [--data DIR] [OVERRIDES...]
 
@@ -183,8 +184,13 @@ def parse_args(argv: list[str] | None):
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["project"]:  # gnnq-bench project RUN_DIR...: projections of traced runs (docs/projection.md)
+        from gnnq.bench.projection.command import main as project_main
+
+        return project_main(argv[1:])
     args = parse_args(argv)
-    command = "gnnq-bench " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+    command = "gnnq-bench " + " ".join(shlex.quote(a) for a in argv)
     try:
         sweep = resolve_sweep(args.sweep)
         args.out = args.out or Path("results/bench") / sweep[1]
