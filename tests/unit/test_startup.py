@@ -34,6 +34,9 @@ def test_the_first_rank_to_fail_is_recorded_first_and_the_others_are_stopped(tmp
         "import os, sys, time\n"
         "r = int(os.environ['RANK'])\n"
         "print(f'@@gnnq-progress {{\"epoch\": 1, \"rank\": {r}}}' if r == 0 else 'rank 1 says hello', flush=True)\n"
+        f"said = {str(tmp_path / 'rank0-said')!r}\n"
+        "if r == 0: open(said, 'w').close()\n"
+        "while r == 1 and not os.path.exists(said): time.sleep(0.05)\n"  # rank 0's line is out, however slow it started
         "if r == 1: time.sleep(0.3); sys.exit(3)\n"
         "import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)\n"  # must be SIGKILLed
     )
