@@ -39,15 +39,22 @@ from tests.helpers import run_distributed
 METHODS = ("adaqp_vanilla", "adaqp")
 
 
-def gnnq_run(method: str, trace: bool, args, runs: Path) -> dict:
-    """One run; its record's epoch time, its rows' epoch times and, when traced, its events per epoch."""
-    overrides = [
+def _overrides(method: str, args, epochs: int) -> list[str]:
+    """The benchmark's workload: ``method`` on the reduced Reddit-like graph, 2 ranks, no logger."""
+    return [
         f"experiment={method}",
         "dataset=reddit-like",
         f"dataset.num_nodes={args.num_nodes}",
         "cluster.nproc=2",
         "logger=none",
-        f"trainer.epochs={args.epochs}",
+        f"trainer.epochs={epochs}",
+    ]
+
+
+def gnnq_run(method: str, trace: bool, args, runs: Path) -> dict:
+    """One run; its record's epoch time, its rows' epoch times and, when traced, its events per epoch."""
+    overrides = [
+        *_overrides(method, args, args.epochs),
         f"trainer.eval_every={args.epochs}",
         f"trainer.trace={str(trace).lower()}",
     ]
@@ -125,14 +132,7 @@ def _alternating(overrides: list[str], epochs: int, run_dir: str) -> dict:
 
 
 def alternating(method: str, args) -> dict:
-    overrides = [
-        f"experiment={method}",
-        "dataset=reddit-like",
-        f"dataset.num_nodes={args.num_nodes}",
-        "cluster.nproc=2",
-        "logger=none",
-        f"trainer.epochs={args.alternate_epochs + 1}",
-    ]
+    overrides = _overrides(method, args, args.alternate_epochs + 1)
     with tempfile.TemporaryDirectory() as run_dir:
         times = run_distributed(2, _alternating, overrides, args.alternate_epochs, run_dir)[0]
     ratios = [a / b for a, b in zip(times["on"], times["off"])]
