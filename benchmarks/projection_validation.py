@@ -27,19 +27,22 @@ import types
 from pathlib import Path
 
 from gnnq.bench.machine import describe_machine
-from gnnq.bench.projection.cluster import recorded_cluster
+from gnnq.bench.projection.cluster import EMULATED, recorded_cluster
 from gnnq.bench.projection.command import own_epoch_s, project_run
 from gnnq.bench.projection.scaler import Scaler
 from gnnq.bench.projection.trace import read_trace
 from gnnq.track.progress import markdown_table
 
 # name -> (engine, simgrid model, cluster changes). The emulated cluster's links: bidirectional TCP through its token
-# buckets gets about half a link each way (docs/projection.md#validation), payload 0.96 of the bandwidth.
+# buckets gets about half a link each way (docs/projection.md#validation), payload 0.96 of the bandwidth. The same
+# changes describe the recorded cluster (--recorded-cluster): with comm_interference, the traces' compute is cleaned.
+HALF = {"duplex": "half", "goodput": 0.96}
 VARIANTS = {
-    "analytic, half duplex": ("analytic", None, {"duplex": "half", "goodput": 0.96}),
+    "analytic, half duplex": ("analytic", None, HALF),
+    "analytic, emulated (half duplex, interference)": ("analytic", None, EMULATED),
     "analytic, full duplex": ("analytic", None, {"duplex": "full", "goodput": 0.96}),
-    "SimGrid LV08, half duplex": ("simgrid", "LV08", {"duplex": "half", "goodput": 0.96}),
-    "SimGrid CM02, half duplex": ("simgrid", "CM02", {"duplex": "half", "goodput": 0.96}),
+    "SimGrid LV08, half duplex": ("simgrid", "LV08", HALF),
+    "SimGrid CM02, half duplex": ("simgrid", "CM02", HALF),
 }
 
 
@@ -64,7 +67,8 @@ def cores(t) -> dict:
 
 
 def project_one(trace, hosts: int, link: float, engine: str, model: str | None, changes: dict, scaler) -> dict:
-    args = types.SimpleNamespace(engine=engine, simgrid_model=model or "LV08")
+    recorded = {k: v for k, v in changes.items() if k != "compute_speed"}
+    args = types.SimpleNamespace(engine=engine, simgrid_model=model or "LV08", recorded_model=recorded)
     rec = recorded_cluster(trace.meta)
     cluster = rec.with_(hosts=hosts, link_gbit=link, **changes)
     t0 = time.perf_counter()
@@ -100,6 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=Path, nargs="+", required=True, help="folders searched for traced runs")
     p.add_argument("--out", type=Path, default=Path("results/projection/validation"))
     p.add_argument("--engines", default="analytic,simgrid")
+    p.add_argument(
+        "--fit-interference",
+        help="comma-separated comm_interference values: one more analytic half-duplex variant each (the fit)",
+    )
     p.add_argument("--data", type=Path)
     args = p.parse_args(argv)
     engines = args.engines.split(",")
@@ -110,7 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     sources = [t for t in runs if setting(t)[0] == 2]
     scaler = Scaler(types.SimpleNamespace(graph="same", max_real_parts=16, max_real_edges=20e6, data=args.data))
     results = {}
-    for name, (engine, model, changes) in VARIANTS.items():
+    variants = dict(VARIANTS)
+    for k in (float(x) for x in (args.fit_interference or "").split(",") if x.strip()):
+        variants[f"analytic, half duplex, interference {k:g}"] = ("analytic", None, {**HALF, "comm_interference": k})
+    for name, (engine, model, changes) in variants.items():
         if engine not in engines:
             continue
         rows = []

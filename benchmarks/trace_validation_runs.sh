@@ -6,13 +6,16 @@
 # SUFFIX is appended to each setting's folder under results/projection/validation/runs/ (a repeat: -rep2);
 # SETTINGs: hosts2-100mbit hosts2-1gbit hosts2-10gbit hosts4-1gbit (default: all). The 1-minute load average
 # is sampled every 20 s into results/projection/validation/runs/loadavg<SUFFIX>.log.
+# Another graph or folder: DATA="dataset=products-like" OUT=results/projection/products_like bash ... (the runs land
+# in $OUT/runs/).
 set -u
-OUT=results/projection/validation
+OUT=${OUT:-results/projection/validation}
+DATA=${DATA:-dataset=reddit-like dataset.num_nodes=20000}
 SUFFIX=${1:-}
 shift || true
 SETTINGS=${*:-hosts2-100mbit hosts2-1gbit hosts2-10gbit hosts4-1gbit}
 METHODS=experiment=adaqp_vanilla,adaqp,adaqp_q,pipegcn,bnsgcn
-COMMON="dataset=reddit-like dataset.num_nodes=20000 trainer.epochs=5 trainer.eval_every=5 trainer.trace=true logger=none"
+COMMON="$DATA trainer.epochs=5 trainer.eval_every=5 trainer.trace=true logger=none"
 declare -A CLUSTER=(
   [hosts2-100mbit]="cluster.hosts=2 cluster.pin_cores=on cluster.link=custom cluster.bandwidth_mbit=100"
   [hosts2-1gbit]="cluster.hosts=2 cluster.pin_cores=on cluster.link=1gbit"

@@ -19,7 +19,7 @@ from gnnq.bench.projection.engine import AnalyticEngine
 from gnnq.bench.projection.partstats import extrapolate, stats_from_assignment
 from gnnq.bench.projection.project import project_recorded, recorded_timelines
 from gnnq.bench.projection.scaling import fit_layer_model, scaled_timelines
-from gnnq.bench.projection.timeline import Post, Wait, rank_timeline
+from gnnq.bench.projection.timeline import Compute, Post, Wait, rank_timeline
 from gnnq.bench.projection.trace import read_trace
 from tests.projection_traces import allreduce, compute, post, wait, write_trace
 
@@ -133,6 +133,48 @@ def test_rendezvous_a_part_starts_when_both_ranks_posted(tmp_path):
         )
     run = write_trace(tmp_path / "late", ranks, hosts=2)
     assert _project(run) == pytest.approx(0.4)
+
+
+def overlapped_epoch(r: int, e: int, busy_compute: float = 0.3) -> list[dict]:
+    """A message posted at once (0.1 s on a 1 Gbit/s link) under ``busy_compute`` s of compute, then waited for."""
+    msg = f"{e}:0"
+    return [
+        post(0, 0, msg, _pair(r, B), _pair(r, B)),
+        compute(0, busy_compute),
+        wait(busy_compute, busy_compute, msg),
+    ]
+
+
+def test_compute_slows_while_the_hosts_messages_move():
+    """comm_interference 1: the first 0.1 s (the message on the wire) computes at half speed, 0.05 s of the 0.3 s
+    compute; the remaining 0.25 s runs at full speed: the epoch takes 0.35 s, not 0.3 s."""
+    tls = [rank_timeline([{"epoch": 0, "epoch_s": 0.3, "events": overlapped_epoch(r, 0)}]) for r in range(2)]
+    plain = Cluster(hosts=2, ranks_per_host=1, link_gbit=1.0)
+    assert AnalyticEngine(plain).run(tls).epoch_s == pytest.approx(0.3)
+    proj = AnalyticEngine(plain.with_(comm_interference=1.0)).run(tls)
+    assert proj.epoch_s == pytest.approx(0.35)
+    assert proj.summary()["compute_s"] == pytest.approx(0.35)
+    (busy_share,) = [v for v in proj.busy[0].values() if v > 0]
+    assert busy_share == pytest.approx(0.1 / 0.35)
+    # a rank whose host moves nothing is not slowed: ranks of one host, 100 Gbit/s between them, 2 ms busy
+    local = AnalyticEngine(Cluster(hosts=1, ranks_per_host=2, link_gbit=1.0, comm_interference=1.0)).run(tls)
+    assert local.epoch_s == pytest.approx(0.3 + 0.001, rel=1e-6)
+
+
+def test_recorded_interference_is_taken_out_of_the_traced_compute(tmp_path):
+    """A run traced on hosts with comm_interference 1 computed 0.35 s of which 0.3 s is the work (the test above).
+    Cleaned, projected onto an idle-host cluster it takes 0.3 s; onto its own setting, the measured 0.35 s."""
+    run = write_trace(tmp_path / "busy", [[overlapped_epoch(r, e, 0.35) for e in range(3)] for r in range(2)], hosts=2)
+    trace = read_trace(run)
+    rec = recorded_cluster(trace.meta, {"comm_interference": 1.0})
+    assert rec.comm_interference == 1.0 and rec.link_gbit == 1.0
+    cleaned = recorded_timelines(trace, rec)
+    assert sum(op.seconds for op in cleaned[0] if isinstance(op, Compute)) == pytest.approx(3 * 0.3, rel=1e-3)
+    assert project_recorded(trace, rec, rec).epoch_s == pytest.approx(0.35, rel=1e-3)
+    idle = rec.with_(comm_interference=0.0, link_gbit=10.0)
+    assert project_recorded(trace, idle, rec).epoch_s == pytest.approx(0.30, rel=1e-3)
+    # not cleaned (no recorded interference): the slowed compute is carried over
+    assert project_recorded(trace, idle, recorded_cluster(trace.meta)).epoch_s == pytest.approx(0.35)
 
 
 def test_allreduce_overhead_is_calibrated_on_the_recorded_cluster(tmp_path):
@@ -279,6 +321,12 @@ def test_bad_input_is_one_line_naming_it(tmp_path, capsys):
     assert rc == 2 and "duplex='quarter'" in err and "full, half" in err
     rc, err = _cli([str(run), "--link-gbit", "0"], capsys)
     assert rc == 2 and "link_gbit=0.0" in err and "> 0" in err
+    rc, err = _cli([str(run), "--interference", "-1"], capsys)
+    assert rc == 2 and "comm_interference=-1.0" in err and ">= 0" in err
+    rc, err = _cli([str(run), "--cluster", "emulatd"], capsys)
+    assert rc == 2 and "--cluster emulatd" in err and "built-in model: emulated" in err
+    rc, err = _cli([str(run), "--cluster", "emulated", "--engine", "simgrid"], capsys)
+    assert rc == 2 and "analytic engine only" in err
     with pytest.raises(SystemExit) as exc:
         bench_main(["project", str(run), "--engine", "ns3"])
     assert exc.value.code == 2 and "--engine 'ns3'" in capsys.readouterr().err

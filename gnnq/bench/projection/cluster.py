@@ -7,7 +7,13 @@ one way between two hosts. ``compute_speed`` divides every compute span (2: a de
 emulated cluster's links, tests/e2e/test_emulated.py; 1 by default). ``duplex``: ``full`` (default: a host's uplink
 and downlink are separate, as on a real NIC and switch port) or ``half`` (a host's sends and receives share one
 link's bandwidth: what bidirectional TCP streams get through the emulated cluster's token buckets,
-docs/projection.md#validation).
+docs/projection.md#validation). ``comm_interference``: while any message of a host is in flight (sent, received or
+between two of its ranks), that host's compute runs ``1 + comm_interference`` times slower, because its own cores move
+the bytes (the emulated cluster's one-core hosts, whose kernel and gloo threads share the core with training: see
+``EMULATED``); 0 (default) on hosts with cores and NICs to spare.
+
+``EMULATED`` is gnnq's emulated cluster as the validation measured it (``--cluster emulated``, ``--recorded-cluster
+emulated``): half-duplex links at 0.96 goodput and the fitted interference of a pinned one-core host.
 """
 
 from __future__ import annotations
@@ -21,6 +27,10 @@ from gnnq.errors import ConfigError
 TOPOLOGIES = ("switch",)
 DUPLEX = ("full", "half")
 DEFAULT_INTRA_GBIT = 100.0  # ranks of one host: shared memory / loopback, far above a network link
+# The emulated cluster's hosts and links (results/projection/validation: comm_interference fitted on pass 2's
+# cross-bandwidth points, checked on pass 3's).
+EMULATED = {"duplex": "half", "goodput": 0.96, "comm_interference": 2.0}
+NAMED_MODELS = {"emulated": EMULATED}
 
 
 @dataclass(frozen=True)
@@ -35,6 +45,7 @@ class Cluster:
     topology: str = "switch"
     duplex: str = "full"
     goodput: float = 1.0
+    comm_interference: float = 0.0
 
     def __post_init__(self):
         checks = (
@@ -46,6 +57,7 @@ class Cluster:
             ("intra_latency_ms", self.intra_latency_ms >= 0, ">= 0"),
             ("compute_speed", self.compute_speed > 0, "> 0"),
             ("goodput", 0 < self.goodput <= 1, "in (0, 1]"),
+            ("comm_interference", self.comm_interference >= 0, ">= 0"),
         )
         for name, ok, allowed in checks:
             if not ok:
@@ -79,8 +91,9 @@ class Cluster:
         return asdict(self)
 
 
-def recorded_cluster(meta: dict) -> Cluster:
-    """The cluster a trace was recorded on, from its meta.json (a run without a shaped link: ConfigError)."""
+def recorded_cluster(meta: dict, model: dict | None = None) -> Cluster:
+    """The cluster a trace was recorded on, from its meta.json (a run without a shaped link: ConfigError); ``model``:
+    the fields the trace cannot tell (duplex, goodput, comm_interference: e.g. ``EMULATED``)."""
     c = meta.get("cluster") or {}
     if not c.get("link_mbit"):
         raise ConfigError(
@@ -92,15 +105,22 @@ def recorded_cluster(meta: dict) -> Cluster:
         ranks_per_host=int(meta["ranks_per_host"]),
         link_gbit=float(c["link_mbit"]) / 1000.0,
         latency_ms=float(c.get("latency_ms") or 0.0),
+        **{k: v for k, v in (model or {}).items() if k not in ("hosts", "ranks_per_host", "link_gbit", "latency_ms")},
     )
 
 
 def read_cluster_file(path: Path) -> dict:
-    """A small cluster file (JSON, or YAML's flat ``key: value`` lines): the Cluster fields it sets."""
+    """A small cluster file (JSON, or YAML's flat ``key: value`` lines): the Cluster fields it sets; or the name of a
+    built-in model (``emulated``)."""
+    if str(path) in NAMED_MODELS:
+        return dict(NAMED_MODELS[str(path)])
     try:
         text = Path(path).read_text()
     except OSError as exc:
-        raise ConfigError(f"--cluster {path}: cannot read it ({exc.strerror or type(exc).__name__})") from None
+        raise ConfigError(
+            f"--cluster {path}: cannot read it ({exc.strerror or type(exc).__name__}); give a cluster file or a "
+            f"built-in model: {', '.join(NAMED_MODELS)}"
+        ) from None
     try:
         data = json.loads(text)
     except ValueError:

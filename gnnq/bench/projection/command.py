@@ -2,7 +2,8 @@
 
     gnnq-bench project RUN_DIR... [--hosts 2,4] [--ranks-per-host P] [--link-gbit 1,10] [--latency-ms 0.05]
                        [--intra-gbit 100] [--compute-speed 1] [--duplex full|half] [--goodput 1]
-                       [--cluster FILE] [--engine analytic|simgrid]
+                       [--interference 0] [--cluster FILE|emulated] [--recorded-cluster FILE|emulated]
+                       [--engine analytic|simgrid]
                        [--graph grow|same] [--baseline METHOD] [--measured DIR...] [--out DIR] [--data DIR]
 
 Each RUN_DIR is a run recorded with tracing on (its trace/). Every run is projected onto every point of the grid
@@ -11,6 +12,9 @@ recorded ranks; any other host count replays each recorded rank's timeline scale
 that many ranks (``--graph grow``: the graph grows with the ranks, as many nodes per rank as recorded; ``same``: the
 recorded graph). Prints a table; with ``--out`` writes results.json, results.csv, README.md and, for a grid of more
 than one host count and bandwidth, heatmaps of each method's projected speedup over ``--baseline``.
+``--recorded-cluster``: what the traces cannot tell about the cluster they were recorded on (duplex, goodput,
+comm_interference; ``emulated``: gnnq's emulated cluster as validated): it calibrates the all-reduce's overhead and,
+with comm_interference > 0, takes the slowdown the run's own messages caused out of its compute (project.py).
 ``--measured DIR...``: traced or recorded runs whose measured epoch times stand beside the projections of the same
 method at the same hosts, ranks per host and bandwidth (validation).
 """
@@ -99,7 +103,17 @@ def parse_args(argv: list[str]):
     p.add_argument("--compute-speed", type=float, help="compute speed relative to the traced device (default 1)")
     p.add_argument("--duplex", help="full (default: separate up- and downlinks) or half (one shared link per host)")
     p.add_argument("--goodput", type=float, help="payload share of a link's bandwidth (default 1)")
-    p.add_argument("--cluster", type=Path, help="a cluster file (JSON or 'key: value' lines) with any of the above")
+    p.add_argument(
+        "--interference", type=float, help="compute slowdown while a host's messages move: 1 + this (default 0)"
+    )
+    p.add_argument(
+        "--cluster", type=Path, help="a cluster file (JSON or 'key: value' lines) with any of the above, or: emulated"
+    )
+    p.add_argument(
+        "--recorded-cluster",
+        type=Path,
+        help="the recording cluster's duplex, goodput, comm_interference: a cluster file or emulated (default: none)",
+    )
     p.add_argument("--engine", default="analytic", help=f"one of {', '.join(ENGINES)} (default %(default)s)")
     p.add_argument("--simgrid-model", default="LV08", help="SimGrid's network model: LV08 (default) or CM02")
     p.add_argument("--graph", default="grow", help="for other host counts: grow (default) or same")
@@ -123,6 +137,8 @@ def _cluster_options(args) -> dict:
     for key in ("ranks_per_host", "latency_ms", "intra_gbit", "compute_speed", "duplex", "goodput"):
         if getattr(args, key) is not None:
             opts[key] = getattr(args, key)
+    if args.interference is not None:
+        opts["comm_interference"] = args.interference
     return opts
 
 
@@ -188,9 +204,12 @@ def _match(measured: list[dict], method: str, c: Cluster) -> list[dict]:
 
 
 def project_run(trace: Trace, clusters: list[Cluster], args, scaler) -> list[Point]:
+    model = getattr(args, "recorded_model", None) or {}  # --recorded-cluster's fields
     try:
-        recorded = recorded_cluster(trace.meta)
+        recorded = recorded_cluster(trace.meta, model)
     except ConfigError:
+        if model:
+            raise
         recorded = None
     points = []
     for c in clusters:
@@ -232,6 +251,7 @@ def main(argv: list[str]) -> int:
     args = parse_args(argv)
     command = "gnnq-bench project " + " ".join(argv)
     try:
+        args.recorded_model = read_cluster_file(args.recorded_cluster) if args.recorded_cluster else {}
         traces = [read_trace(d).limit(args.max_epochs) for d in args.runs]
         measured = measured_runs(args.measured)
         scaler = Scaler(args)

@@ -14,6 +14,10 @@
   ring successor (ranks host by host, so one flow per host uplink), plus 2(N-1) latencies and the collective's
   calibrated overhead (timeline.AllReduce).
 
+- With ``comm_interference`` k > 0, a host's compute progresses at 1/(1 + k) of its speed while any part or ring
+  flow of that host is in flight (cluster.py); each compute op's busy share is kept (``Projection.busy``: what
+  project.clean_compute takes out of a recorded trace's compute).
+
 ``tolerance``: parts whose remaining time is within this fraction of the next completion finish together (fewer
 rate recomputations on large clusters; error bounded by it).
 """
@@ -51,6 +55,7 @@ class Projection:
     rank_epochs: list[list[RankEpoch]]
     engine: str = "analytic"
     cluster: dict = field(default_factory=dict)
+    busy: list[dict[int, float]] = field(default_factory=list)  # rank -> {op index: share of its time a flow moved}
 
     @property
     def num_epochs(self) -> int:
@@ -143,6 +148,15 @@ class _Net:
             cap = np.maximum(cap, 0.0)
         self.rate, self.dirty = rate, False
 
+    def busy_hosts(self) -> np.ndarray:
+        """Per host: does any flow in flight (or just added) use one of its links?"""
+        h = self.c.hosts
+        res = np.concatenate([self.res.ravel(), np.array([x for _, r, _ in self.new for x in r], dtype=np.int64)])
+        res = res[res >= 0]
+        busy = np.zeros(h, dtype=bool)
+        busy[np.where(res < 2 * h, res // 2, res - 2 * h)] = True
+        return busy
+
     def next_done(self) -> float:
         """Seconds until the next part finishes (inf when none moves)."""
         if self.dirty:
@@ -210,10 +224,17 @@ class _Replay:
         self.ar_flows: dict[int, list] = {}  # k -> [ring flows outstanding, latencies + overhead after them]
         self.pending: dict[tuple[str, int], list] = {}  # (msg, rank) -> parts waiting for that rank to post msg
         self.end = [0.0] * self.w
+        # comm_interference: per rank its compute in progress [work left, since, rate, op index, start, busy s, busy]
+        self.k = cluster.comm_interference
+        self.ver = [0] * self.w  # a rank's wake-ups before its last reschedule are stale
+        self.comp: list[list | None] = [None] * self.w
+        self.busy_prev = np.zeros(cluster.hosts, dtype=bool)
+        self.on_host = [[r for r in range(self.w) if rank_host[r] == h] for h in range(cluster.hosts)]
+        self.op_busy: list[dict[int, float]] = [{} for _ in range(self.w)]
 
     def wake(self, t: float, r: int) -> None:
         self.seq += 1
-        heapq.heappush(self.heap, (t, self.seq, r))
+        heapq.heappush(self.heap, (t, self.seq, r, self.ver[r]))
 
     def run(self) -> Projection:
         for r in range(self.w):
@@ -230,10 +251,13 @@ class _Replay:
                 self.net.advance(t_rank - self.now)
                 self.now = t_rank
                 while self.heap and self.heap[0][0] <= t_rank:  # every rank due now, before rates are recomputed
-                    _, _, r = heapq.heappop(self.heap)
-                    self.step(r)
+                    _, _, r, ver = heapq.heappop(self.heap)
+                    if ver == self.ver[r]:
+                        self.step(r)
             else:
                 break
+            if self.k > 0:
+                self.interfere()
         stuck = [r for r in range(self.w) if self.pc[r] < len(self.tl[r])]
         if stuck:
             op = self.tl[stuck[0]][self.pc[stuck[0]]]
@@ -241,11 +265,13 @@ class _Replay:
         for r in range(self.w):
             if self.epochs[r]:
                 self.epochs[r][-1].end = self.end[r]
-        return Projection(self.epochs, AnalyticEngine.name, self.c.to_dict())
+        return Projection(self.epochs, AnalyticEngine.name, self.c.to_dict(), self.op_busy)
 
     def step(self, r: int) -> None:
         """Run rank r's ops from now until it blocks or has computed up to a later time."""
         ops = self.tl[r]
+        if self.comp[r] is not None:
+            self.compute_done(r)
         while self.pc[r] < len(ops):
             op = ops[self.pc[r]]
             self.pc[r] += 1
@@ -256,6 +282,12 @@ class _Replay:
                 self.epochs[r].append(RankEpoch(self.now))
             elif isinstance(op, Compute):
                 d = op.seconds / self.c.compute_speed
+                if d > 0 and self.k > 0:
+                    busy = bool(self.busy_prev[self.host[r]])
+                    rate = 1 / (1 + self.k) if busy else 1.0
+                    self.comp[r] = [d, self.now, rate, self.pc[r] - 1, self.now, 0.0, busy]
+                    self.wake(self.now + d / rate, r)
+                    return
                 if cur is not None:
                     cur.compute_s += d
                 if d > 0:
@@ -270,6 +302,34 @@ class _Replay:
                 self.allreduce(r, op)
                 return
         self.end[r] = self.now
+
+    # -- compute slowed by the host's own messages (comm_interference) --
+    def compute_done(self, r: int) -> None:
+        _, since, _, idx, start, busy_s, busy = self.comp[r]
+        busy_s += (self.now - since) if busy else 0.0
+        wall = self.now - start
+        self.op_busy[r][idx] = busy_s / wall if wall > 0 else 0.0
+        if self.epochs[r]:
+            self.epochs[r][-1].compute_s += wall
+        self.comp[r] = None
+
+    def interfere(self) -> None:
+        """Hosts whose links started or stopped carrying flows: their computing ranks change speed."""
+        busy = self.net.busy_hosts()
+        changed = np.nonzero(busy != self.busy_prev)[0]
+        self.busy_prev = busy
+        for h in changed:
+            for r in self.on_host[h]:
+                c = self.comp[r]
+                if c is None:
+                    continue
+                elapsed = self.now - c[1]
+                c[0] = max(0.0, c[0] - elapsed * c[2])
+                c[5] += elapsed if c[6] else 0.0
+                c[1], c[6] = self.now, bool(busy[h])
+                c[2] = 1 / (1 + self.k) if c[6] else 1.0
+                self.ver[r] += 1
+                self.wake(self.now + c[0] / c[2], r)
 
     # -- messages --
     def post(self, r: int, op: Post) -> None:

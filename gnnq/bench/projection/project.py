@@ -4,15 +4,21 @@ The recorded cluster calibrates the one thing a trace cannot split by itself: th
 k-th all-reduce of an epoch, the rank that reached it last waited for no one, so its duration is the collective's
 time; what exceeds the ring's transfer time on the recorded cluster (reductions, protocol) is kept as the
 all-reduce's overhead and added wherever it is projected (median over epochs).
+
+A recorded cluster with ``comm_interference`` k > 0 (``--recorded-cluster emulated``) also takes out of the trace the
+compute its own messages slowed down (clean_compute): each compute op of traced length d, whose time was a share f busy
+with the host's messages when the recording is replayed on the recorded cluster, keeps d * (1 - f * k / (1 + k)): the
+compute it would have taken on an idle host. f depends on the cleaned compute, so the replay is repeated (3 times).
 """
 
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 
 from gnnq.bench.projection.cluster import Cluster
 from gnnq.bench.projection.engine import AnalyticEngine, Projection
-from gnnq.bench.projection.timeline import Op, rank_timeline
+from gnnq.bench.projection.timeline import Compute, Op, rank_timeline
 from gnnq.bench.projection.trace import Trace
 from gnnq.errors import ConfigError
 
@@ -43,16 +49,40 @@ def allreduce_overheads(trace: Trace, recorded: Cluster | None) -> list[float]:
 
 
 def recorded_timelines(trace: Trace, recorded: Cluster | None) -> list[list[Op]]:
-    """Every recorded rank's timeline, its all-reduces carrying the calibrated overheads."""
+    """Every recorded rank's timeline, its all-reduces carrying the calibrated overheads (and, where the recorded
+    cluster slows compute while messages move, its compute cleaned of that slowdown)."""
     over = allreduce_overheads(trace, recorded)
     n = trace.num_epochs
-    return [rank_timeline(trace.epochs[r][:n], [over] * n) for r in range(trace.world_size)]
+    timelines = [rank_timeline(trace.epochs[r][:n], [over] * n) for r in range(trace.world_size)]
+    if recorded is not None and recorded.comm_interference > 0:
+        timelines = clean_compute(timelines, recorded, [int(h) for h in trace.meta["rank_host"]])
+    return timelines
+
+
+def clean_compute(timelines: list[list[Op]], recorded: Cluster, rank_host: list[int], rounds: int = 3):
+    """The timelines with each compute op as long as it would have been on a host that moved no bytes meanwhile."""
+    k = recorded.comm_interference
+    clean = timelines
+    for _ in range(rounds):
+        busy = AnalyticEngine(recorded, rank_host).run(clean).busy
+        clean = [
+            [
+                replace(op, seconds=op.seconds * (1 - busy[r].get(i, 0.0) * k / (1 + k)))
+                if isinstance(op, Compute)
+                else op
+                for i, op in enumerate(ops)
+            ]
+            for r, ops in enumerate(timelines)
+        ]
+    return clean
 
 
 def make_engine(name: str, cluster: Cluster, rank_host: list[int] | None = None, simgrid_model: str = "LV08"):
     if name == "analytic":
         return AnalyticEngine(cluster, rank_host)
     if name == "simgrid":
+        if cluster.comm_interference > 0:
+            raise ConfigError("comm_interference is modelled by the analytic engine only: use --engine analytic")
         from gnnq.bench.projection.simgrid_engine import SimGridEngine
 
         return SimGridEngine(cluster, rank_host, simgrid_model)
