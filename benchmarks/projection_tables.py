@@ -15,7 +15,8 @@ as recorded; partitioned for real with METIS up to --max-real-parts, beyond by t
 full duplex at 0.96 goodput (a real NIC and switch port), --latency-ms one way. The break-even bandwidth of a method
 is where its projected speedup over Vanilla falls to 1 (bisection on log bandwidth between 0.1 and 1000 Gbit/s),
 both replayed from their traces recorded at one bandwidth (each of those >= --break-even-from, one row each).
-Writes README.md (command, date, machine, tables), results.json, results.csv and one heatmap per method.
+Writes tables.md (the tables), results.json (with the command, date and machine), results.csv and one heatmap per
+method.
 """
 
 from __future__ import annotations
