@@ -16,6 +16,7 @@ from gnnq.track.progress import markdown_table
 CSV_FIELDS = [
     "point",
     "method",
+    "baseline",
     "setting",
     "runs",
     "epoch_time_s",
@@ -73,9 +74,11 @@ def _f(value, spec: str, scale: float = 1.0) -> str:
 
 def table_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     axes = list(rows[0]["setting"]) if rows else []
+    paired = len({r["baseline"] for r in rows}) > 1  # some methods have their own reference (--pair)
     headers = [
         *axes,
         "method",
+        *(["against"] if paired else []),
         "runs",
         "epoch ms [min-max]",
         "comm share",
@@ -99,6 +102,7 @@ def table_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
             [
                 *(r["setting"][a] for a in axes),
                 r["method"],
+                *([r["baseline"]] if paired else []),
                 str(r["runs"]) + (f" ({len(r['failed'])} failed)" if r["failed"] else ""),
                 f"{_f(r['epoch_time_s'], '.1f', 1e3)} "
                 f"[{_f(r['epoch_time_min_s'], '.1f', 1e3)}-{_f(r['epoch_time_max_s'], '.1f', 1e3)}]",
@@ -119,6 +123,14 @@ def table_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
             ]
         )
     return headers, out
+
+
+def pairs_text(pairs: list[str]) -> str:
+    """The --pair references as the README states them ('' without any)."""
+    if not pairs:
+        return ""
+    listed = ", ".join(f"`{m}` against `{b}`" for m, _, b in (pair.partition("=") for pair in pairs))
+    return f"; {listed} (the table's 'against' column: each row's reference for its speedup, bytes, Δ test and bounds)"
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:
@@ -253,6 +265,7 @@ def write_outputs(
                 "command": command,
                 "sweep": sweep[1],
                 "baseline": args.baseline,
+                "pairs": args.pair,
                 "repeats": args.repeats,
                 "machine": machine,
                 "rows": rows,
@@ -279,7 +292,7 @@ def write_outputs(
         f"torch {machine['torch']}, CUDA {'yes' if machine['cuda'] else 'no'}.",
         "",
         f"{len(points)} points x {args.repeats} repeats, interleaved (each repeat runs every point once, "
-        f"the order rotated by one per repeat). Baseline: `{args.baseline}`. Evaluation every "
+        f"the order rotated by one per repeat). Baseline: `{args.baseline}`{pairs_text(args.pair)}. Evaluation every "
         f"{eval_every(points)} epoch(s) (trainer.eval_every; a message in flight when an evaluation starts is waited "
         "for inside its epoch).",
         "",

@@ -66,21 +66,31 @@ def speedup_bounds(
     return (t / no_overlap if no_overlap > 0 else None), (t / overlap if overlap > 0 else None)
 
 
-def compare(points: list[Point], baseline: str, target: float | None, target_drop: float) -> list[dict]:
+def compare(
+    points: list[Point],
+    baseline: str,
+    target: float | None,
+    target_drop: float,
+    pairs: dict[str, str] | None = None,
+) -> list[dict]:
     """One row per point, grouped by setting: medians and spreads over repeats, speedups against the baseline point of
     the same setting.
 
-    The validation target of a setting is ``target`` if given, else the baseline's median best
-    validation value minus ``target_drop``. Speedups are paired: repeat r of a point against
-    repeat r of the baseline (run in the same round), then the median and range of those ratios.
+    ``pairs`` maps a method to its own reference method (``gnnq-bench --pair``); every other method
+    is compared against ``baseline``. The validation target of a point is ``target`` if given, else
+    its reference's median best validation value minus ``target_drop``. Speedups are paired: repeat
+    r of a point against repeat r of its reference (run in the same round), then the median and
+    range of those ratios.
     """
-    base_of = {p.setting: p for p in points if p.method == baseline}
+    pairs = pairs or {}
+    point_of = {(p.setting, p.method): p for p in points}
     settings = list(dict.fromkeys(p.setting for p in points))
     methods = list(dict.fromkeys(p.method for p in points))
     rows = []
     for p in sorted(points, key=lambda p: (settings.index(p.setting), methods.index(p.method))):
         ok = p.ok_runs()
-        base = base_of.get(p.setting)
+        reference = pairs.get(p.method, baseline)
+        base = point_of.get((p.setting, reference))
         base_ok = base.ok_runs() if base else {}
         goal = target
         if goal is None and base_ok:
@@ -110,6 +120,7 @@ def compare(points: list[Point], baseline: str, target: float | None, target_dro
             {
                 "point": p.index,
                 "method": p.method,
+                "baseline": reference,
                 "setting": dict(p.setting),
                 "overrides": p.overrides,
                 "runs": len(ok),

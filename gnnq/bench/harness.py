@@ -1,15 +1,17 @@
 """gnnq-bench: the points of a sweep side by side, interleaved and repeated, against a baseline.
 
     gnnq-bench project RUN_DIR... [options]   (projections of traced runs: docs/projection.md)
-    gnnq-bench SWEEP [--repeats 3] [--baseline experiment=adaqp_vanilla] [--out DIR] [--plot-x KEY]
-               [--target VALUE | --target-drop 0.01] [--data DIR] [OVERRIDES...]
+    gnnq-bench SWEEP [--repeats 3] [--baseline experiment=adaqp_vanilla] [--pair METHOD=BASELINE ...]
+               [--out DIR] [--plot-x KEY] [--target VALUE | --target-drop 0.01] [--data DIR] [OVERRIDES...]
 
 SWEEP is a sweep file in sweeps/ (by name) or a path to one; OVERRIDES change it as on the
 ``gnnq -m`` command line (``cluster.link=1gbit,10gbit`` adds or narrows an axis). Each repeat runs
 every point once, as a single ``gnnq`` run, in an order rotated by one per repeat, so slow and fast
 phases of a shared machine fall on every point alike. Unless ``trainer.seed`` is set, repeat r
 uses ``trainer.seed=r``. The point whose ``--baseline`` axis has the baseline value is the
-reference of every point that agrees with it on the other axes (its "setting").
+reference of every point that agrees with it on the other axes (its "setting"); ``--pair
+METHOD=BASELINE`` (repeatable; both values of the baseline's axis) gives the points of METHOD their
+own reference, e.g. ``--pair adaqp_published=adaqp_vanilla_published``.
 
 Every run keeps its directory under OUT/runs/rep<r>/point<i> (a record and metrics.jsonl, as any
 gnnq run, so ``gnnq-report OUT/runs`` reads them too). Running the same command again skips the
@@ -37,8 +39,9 @@ from gnnq.contract import RECORD_FILE
 from gnnq.errors import ConfigError, GnnqError
 
 
-def build_points(raw: list[list[str]], baseline: str) -> list[Point]:
-    """Points with their method (value on the baseline's axis) and setting (values on the other axes)."""
+def build_points(raw: list[list[str]], baseline: str, pairs: list[str] = ()) -> tuple[list[Point], dict[str, str]]:
+    """Points with their method (value on the baseline's axis) and setting (values on the other axes), and the
+    ``--pair`` references (method -> its own baseline method), checked against the axis's values."""
     key, _, value = baseline.partition("=")
     if not value:
         raise ConfigError(f"--baseline {baseline!r}: give it as KEY=VALUE, e.g. experiment=adaqp_vanilla")
@@ -53,11 +56,23 @@ def build_points(raw: list[list[str]], baseline: str) -> list[Point]:
     values = list(dict.fromkeys(p[method_pos].split("=", 1)[1] for p in raw))
     if value not in values:
         raise ConfigError(f"--baseline {baseline}: {key} takes {', '.join(values)} in this sweep")
+    references = {}
+    for pair in pairs:
+        method, _, reference = pair.partition("=")
+        if not reference:
+            raise ConfigError(
+                f"--pair {pair!r}: give it as METHOD=BASELINE, two values of {key}, e.g. "
+                "adaqp_published=adaqp_vanilla_published"
+            )
+        for name in (method, reference):
+            if name not in values:
+                raise ConfigError(f"--pair {pair}: {name!r} is not a value of {key} here ({', '.join(values)})")
+        references[method] = reference
     points = []
     for i, p in enumerate(raw):
         setting = tuple((keys[a].lstrip("+~"), p[a].split("=", 1)[1]) for a in axes if a != method_pos)
         points.append(Point(i, p, p[method_pos].split("=", 1)[1], setting))
-    return points
+    return points, references
 
 
 def run_order(n_points: int, repeats: int) -> list[tuple[int, int]]:
@@ -165,6 +180,13 @@ def parse_args(argv: list[str] | None):
         default="experiment=adaqp_vanilla",
         help="AXIS=VALUE of the reference method (default %(default)s)",
     )
+    p.add_argument(
+        "--pair",
+        action="append",
+        default=[],
+        metavar="METHOD=BASELINE",
+        help="compare METHOD's points against BASELINE's instead of --baseline's (repeatable; values of its axis)",
+    )
     p.add_argument("--out", type=Path, help="results directory (default results/bench/<sweep>)")
     p.add_argument("--data", type=Path, help="data root (default: $GNNQ_DATA or gnnq's default)")
     p.add_argument(
@@ -196,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out = args.out or Path("results/bench") / sweep[1]
         # Axes come from the sweep file and the command line's comma lists; the rest applies to every run.
         raw = sweep_points(args.overrides, sweep[1], sweep[0])
-        points = build_points(raw, args.baseline)
+        points, pairs = build_points(raw, args.baseline, args.pair)
         if args.plot_x and args.plot_x not in {k for k, _ in points[0].setting}:
             raise ConfigError(
                 f"--plot-x {args.plot_x}: not a setting axis (axes besides the baseline's: "
@@ -208,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         run_all(points, sweep, args, extra=[])
-        rows = compare(points, args.baseline.partition("=")[2], args.target, args.target_drop)
+        rows = compare(points, args.baseline.partition("=")[2], args.target, args.target_drop, pairs)
         paths = write_outputs(args.out, command, sweep, rows, points, args)
     except GnnqError as exc:
         print(f"gnnq-bench: {exc}", file=sys.stderr)

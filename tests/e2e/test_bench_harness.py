@@ -163,6 +163,10 @@ def test_failed_runs_are_listed_and_fail_the_command(tmp_path):
             r"experiment takes adaqp_vanilla, adaqp_q, adaqp_p, adaqp",
         ),
         (["adaqp_ablation", "--plot-x", "cluster.link"], r"--plot-x cluster.link: not a setting axis"),
+        (
+            ["adaqp_ablation", "--pair", "adaqp=pipegcn"],
+            r"--pair adaqp=pipegcn: 'pipegcn' is not a value of experiment",
+        ),
         (["adaqp_ablation", "model.hiden=3"], r"model.hiden"),
     ],
 )
