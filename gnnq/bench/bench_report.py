@@ -47,6 +47,9 @@ CSV_FIELDS = [
     "overrides",
 ]
 
+# Per run in results.json: the summary values gnnq.bench.compare reads besides the record's own fields.
+RUN_SUMMARY_KEYS = ("halo_comm_time_s", "codec_time_s", "overhead_time_s", "throughput_epochs_per_s")
+
 DEFINITIONS = (
     "Epoch: median over a run's epochs of the slowest rank's training step, then the median over repeats "
     "[min-max over repeats]. Comm share: exposed communication (halo messages and the gradient all-reduce: the time "
@@ -255,6 +258,8 @@ def write_outputs(
             "comm_bytes_per_epoch": rec.get("comm_bytes_per_epoch"),
             "best_val": rec.get("best_val"),
             "test": rec.get("test"),
+            # what the table's bounds and wall speedups read, so they can be recomputed from this file alone
+            "summary": {key: (rec.get("summary") or {}).get(key) for key in RUN_SUMMARY_KEYS},
         }
         for p in points
         for r, rec in sorted(p.runs.items())
