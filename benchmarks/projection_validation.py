@@ -67,8 +67,7 @@ def cores(t) -> dict:
 
 
 def project_one(trace, hosts: int, link: float, engine: str, model: str | None, changes: dict, scaler) -> dict:
-    recorded = {k: v for k, v in changes.items() if k != "compute_speed"}
-    args = types.SimpleNamespace(engine=engine, simgrid_model=model or "LV08", recorded_model=recorded)
+    args = types.SimpleNamespace(engine=engine, simgrid_model=model or "LV08", recorded_model=changes)
     rec = recorded_cluster(trace.meta)
     cluster = rec.with_(hosts=hosts, link_gbit=link, **changes)
     t0 = time.perf_counter()

@@ -128,11 +128,11 @@ def table_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     return headers, out
 
 
-def pairs_text(pairs: list[str]) -> str:
-    """The --pair references as the README states them ('' without any)."""
+def pairs_text(pairs: dict[str, str]) -> str:
+    """The --pair references (method -> its baseline) as the README states them ('' without any)."""
     if not pairs:
         return ""
-    listed = ", ".join(f"`{m}` against `{b}`" for m, _, b in (pair.partition("=") for pair in pairs))
+    listed = ", ".join(f"`{m}` against `{b}`" for m, b in pairs.items())
     return f"; {listed} (the table's 'against' column: each row's reference for its speedup, bytes, Δ test and bounds)"
 
 
@@ -242,8 +242,16 @@ def plot_bounds(rows: list[dict], out: Path, title: str) -> list[Path]:
 
 
 def write_outputs(
-    out: Path, command: str, sweep: tuple[str, str], rows: list[dict], points: list[Point], args
+    out: Path,
+    command: str,
+    sweep: tuple[str, str],
+    rows: list[dict],
+    points: list[Point],
+    args,
+    pairs: dict[str, str] | None = None,
 ) -> list[Path]:
+    """``pairs``: the --pair references (method -> its own baseline method), checked by build_points."""
+    pairs = pairs or {}
     out.mkdir(parents=True, exist_ok=True)
     machine = describe_machine()
     runs = [
@@ -270,7 +278,7 @@ def write_outputs(
                 "command": command,
                 "sweep": sweep[1],
                 "baseline": args.baseline,
-                "pairs": args.pair,
+                "pairs": pairs,
                 "repeats": args.repeats,
                 "machine": machine,
                 "rows": rows,
@@ -283,9 +291,10 @@ def write_outputs(
     write_csv(out / "results.csv", rows)
     paths = [out / "results.json", out / "results.csv", out / "README.md"]
     plots = []
+    against = f"baseline {args.baseline}" + "".join(f"; {m} vs {b}" for m, b in pairs.items())
     if args.plot_x:
-        plots = plot_speedup(rows, args.plot_x, out, f"{sweep[1]}: speedup vs {args.plot_x} (baseline {args.baseline})")
-    plots += plot_bounds(rows, out, f"{sweep[1]}: measured speedup and its bounds (baseline {args.baseline})")
+        plots = plot_speedup(rows, args.plot_x, out, f"{sweep[1]}: speedup vs {args.plot_x} ({against})")
+    plots += plot_bounds(rows, out, f"{sweep[1]}: measured speedup and its bounds ({against})")
     headers, cells = table_rows(rows)
     failed = [(r, f) for r in rows for f in r["failed"]]
     md = [
@@ -297,7 +306,7 @@ def write_outputs(
         f"torch {machine['torch']}, CUDA {'yes' if machine['cuda'] else 'no'}.",
         "",
         f"{len(points)} points x {args.repeats} repeats, interleaved (each repeat runs every point once, "
-        f"the order rotated by one per repeat). Baseline: `{args.baseline}`{pairs_text(args.pair)}. Evaluation every "
+        f"the order rotated by one per repeat). Baseline: `{args.baseline}`{pairs_text(pairs)}. Evaluation every "
         f"{eval_every(points)} epoch(s) (trainer.eval_every; a message in flight when an evaluation starts is waited "
         "for inside its epoch).",
         "",

@@ -67,6 +67,10 @@ def build_points(raw: list[list[str]], baseline: str, pairs: list[str] = ()) -> 
         for name in (method, reference):
             if name not in values:
                 raise ConfigError(f"--pair {pair}: {name!r} is not a value of {key} here ({', '.join(values)})")
+        if method == reference:
+            raise ConfigError(f"--pair {pair}: a method against itself; name another value of {key} as its baseline")
+        if references.get(method, reference) != reference:
+            raise ConfigError(f"--pair {pair}: {method} is already paired with {references[method]}; give it one pair")
         references[method] = reference
     points = []
     for i, p in enumerate(raw):
@@ -231,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         run_all(points, sweep, args, extra=[])
         rows = compare(points, args.baseline.partition("=")[2], args.target, args.target_drop, pairs)
-        paths = write_outputs(args.out, command, sweep, rows, points, args)
+        paths = write_outputs(args.out, command, sweep, rows, points, args, pairs)
     except GnnqError as exc:
         print(f"gnnq-bench: {exc}", file=sys.stderr)
         return 2

@@ -79,13 +79,11 @@ def test_a_paired_method_is_compared_against_its_own_baseline(tmp_path):
     headers, cells = table_rows(list(rows.values()))
     against = headers.index("against")
     assert [c[against] for c in cells] == ["adaqp_vanilla", "adaqp_vanilla_published", "adaqp_vanilla", "adaqp_vanilla"]
-    assert "`adaqp_published` against `adaqp_vanilla_published`" in pairs_text(
-        ["adaqp_published=adaqp_vanilla_published"]
-    )
+    assert "`adaqp_published` against `adaqp_vanilla_published`" in pairs_text(pairs)
     # without --pair, every method is against --baseline, and the table has no such column
     unpaired = compare(points, "adaqp_vanilla", None, 0.01)
     assert all(r["baseline"] == "adaqp_vanilla" for r in unpaired) and unpaired[1]["bytes_vs_baseline"] == 0.5
-    assert "against" not in table_rows(unpaired)[0] and pairs_text([]) == ""
+    assert "against" not in table_rows(unpaired)[0] and pairs_text({}) == ""
 
 
 @pytest.mark.parametrize(
@@ -103,3 +101,13 @@ def test_a_bad_pair_is_named(pair, message):
     raw = [["experiment=adaqp_published"], ["experiment=adaqp"]]
     with pytest.raises(ConfigError, match=message):
         build_points(raw, "experiment=adaqp", [pair])
+
+
+def test_a_pair_names_one_other_baseline():
+    raw = [["experiment=adaqp_published"], ["experiment=adaqp"], ["experiment=adaqp_vanilla"]]
+    with pytest.raises(ConfigError, match=r"--pair adaqp=adaqp: a method against itself"):
+        build_points(raw, "experiment=adaqp_vanilla", ["adaqp=adaqp"])
+    with pytest.raises(ConfigError, match=r"--pair adaqp=adaqp_published: adaqp is already paired with adaqp_vanilla"):
+        build_points(raw, "experiment=adaqp_vanilla", ["adaqp=adaqp_vanilla", "adaqp=adaqp_published"])
+    _, pairs = build_points(raw, "experiment=adaqp_vanilla", ["adaqp=adaqp_published", "adaqp=adaqp_published"])
+    assert pairs == {"adaqp": "adaqp_published"}  # the same pair twice is one pair

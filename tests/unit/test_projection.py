@@ -145,6 +145,11 @@ def overlapped_epoch(r: int, e: int, busy_compute: float = 0.3) -> list[dict]:
     ]
 
 
+def _three(event: dict) -> dict:
+    """A 2-rank event's per-peer byte lists for 3 ranks (nothing to or from rank 2)."""
+    return {k: [*event[k], 0] for k in ("send_bytes", "recv_bytes") if k in event}
+
+
 def test_compute_slows_while_the_hosts_messages_move():
     """comm_interference 1: the first 0.1 s (the message on the wire) computes at half speed, 0.05 s of the 0.3 s
     compute; the remaining 0.25 s runs at full speed: the epoch takes 0.35 s, not 0.3 s."""
@@ -156,9 +161,18 @@ def test_compute_slows_while_the_hosts_messages_move():
     assert proj.summary()["compute_s"] == pytest.approx(0.35)
     (busy_share,) = [v for v in proj.busy[0].values() if v > 0]
     assert busy_share == pytest.approx(0.1 / 0.35)
-    # a rank whose host moves nothing is not slowed: ranks of one host, 100 Gbit/s between them, 2 ms busy
+    # ranks of one host: their messages move over the 100 Gbit/s between them, 2 ms busy, 1 ms of compute lost
     local = AnalyticEngine(Cluster(hosts=1, ranks_per_host=2, link_gbit=1.0, comm_interference=1.0)).run(tls)
     assert local.epoch_s == pytest.approx(0.3 + 0.001, rel=1e-6)
+    # a host whose link moves nothing is not slowed: rank 2 only computes while hosts 0 and 1 exchange
+    three = [
+        rank_timeline([{"epoch": 0, "epoch_s": 0.3, "events": [{**e, **_three(e)} for e in overlapped_epoch(r, 0)]}])
+        for r in range(2)
+    ]
+    three.append(rank_timeline([{"epoch": 0, "epoch_s": 0.3, "events": [compute(0, 0.3)]}]))
+    proj3 = AnalyticEngine(plain.with_(hosts=3, comm_interference=1.0)).run(three)
+    assert [e.epoch_s for e in proj3.rank_epochs[2]] == [pytest.approx(0.3)]
+    assert proj3.epoch_s == pytest.approx(0.35)
 
 
 def test_recorded_interference_is_taken_out_of_the_traced_compute(tmp_path):
@@ -325,6 +339,11 @@ def test_bad_input_is_one_line_naming_it(tmp_path, capsys):
     assert rc == 2 and "comm_interference=-1.0" in err and ">= 0" in err
     rc, err = _cli([str(run), "--cluster", "emulatd"], capsys)
     assert rc == 2 and "--cluster emulatd" in err and "built-in model: emulated" in err
+    rc, err = _cli([str(run), "--recorded-cluster", "emulatd"], capsys)
+    assert rc == 2 and err.startswith("gnnq-bench project: --recorded-cluster emulatd: cannot read it")
+    loopback = write_trace(tmp_path / "loopback", [[sync_epoch(r, 0)] for r in range(2)], hosts=2, link_mbit=None)
+    rc, err = _cli([str(loopback), "--link-gbit", "1", "--recorded-cluster", "emulated"], capsys)
+    assert rc == 2 and str(loopback) in err and "traced on no shaped link" in err and len(err.splitlines()) == 1
     rc, err = _cli([str(run), "--cluster", "emulated", "--engine", "simgrid"], capsys)
     assert rc == 2 and "analytic engine only" in err
     with pytest.raises(SystemExit) as exc:

@@ -31,6 +31,9 @@ DEFAULT_INTRA_GBIT = 100.0  # ranks of one host: shared memory / loopback, far a
 # cross-bandwidth points, checked on pass 3's).
 EMULATED = {"duplex": "half", "goodput": 0.96, "comm_interference": 2.0}
 NAMED_MODELS = {"emulated": EMULATED}
+# What a trace's own meta.json tells of the cluster it was recorded on (and compute_speed, 1 by definition there):
+# recorded_cluster takes these from the trace, never from a --recorded-cluster model.
+RECORDED_FIELDS = ("hosts", "ranks_per_host", "link_gbit", "latency_ms", "compute_speed")
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,8 @@ class Cluster:
 
 def recorded_cluster(meta: dict, model: dict | None = None) -> Cluster:
     """The cluster a trace was recorded on, from its meta.json (a run without a shaped link: ConfigError); ``model``:
-    the fields the trace cannot tell (duplex, goodput, comm_interference: e.g. ``EMULATED``)."""
+    the fields the trace cannot tell (duplex, goodput, comm_interference: e.g. ``EMULATED``). The recording ran at
+    compute_speed 1 by definition, so a ``compute_speed`` in ``model`` is ignored."""
     c = meta.get("cluster") or {}
     if not c.get("link_mbit"):
         raise ConfigError(
@@ -105,36 +109,36 @@ def recorded_cluster(meta: dict, model: dict | None = None) -> Cluster:
         ranks_per_host=int(meta["ranks_per_host"]),
         link_gbit=float(c["link_mbit"]) / 1000.0,
         latency_ms=float(c.get("latency_ms") or 0.0),
-        **{k: v for k, v in (model or {}).items() if k not in ("hosts", "ranks_per_host", "link_gbit", "latency_ms")},
+        **{k: v for k, v in (model or {}).items() if k not in RECORDED_FIELDS},
     )
 
 
-def read_cluster_file(path: Path) -> dict:
+def read_cluster_file(path: Path, flag: str = "--cluster") -> dict:
     """A small cluster file (JSON, or YAML's flat ``key: value`` lines): the Cluster fields it sets; or the name of a
-    built-in model (``emulated``)."""
+    built-in model (``emulated``). ``flag``: the option that named it, for the error messages."""
     if str(path) in NAMED_MODELS:
         return dict(NAMED_MODELS[str(path)])
     try:
         text = Path(path).read_text()
     except OSError as exc:
         raise ConfigError(
-            f"--cluster {path}: cannot read it ({exc.strerror or type(exc).__name__}); give a cluster file or a "
+            f"{flag} {path}: cannot read it ({exc.strerror or type(exc).__name__}); give a cluster file or a "
             f"built-in model: {', '.join(NAMED_MODELS)}"
         ) from None
     try:
         data = json.loads(text)
     except ValueError:
-        data = _flat_yaml(text, path)
+        data = _flat_yaml(text, f"{flag} {path}")
     if not isinstance(data, dict):
-        raise ConfigError(f"--cluster {path}: must hold one mapping of cluster fields")
+        raise ConfigError(f"{flag} {path}: must hold one mapping of cluster fields")
     allowed = {f.name for f in fields(Cluster)}
     for key in data:
         if key not in allowed:
-            raise ConfigError(f"--cluster {path}: unknown field {key!r}; allowed: {', '.join(sorted(allowed))}")
+            raise ConfigError(f"{flag} {path}: unknown field {key!r}; allowed: {', '.join(sorted(allowed))}")
     return data
 
 
-def _flat_yaml(text: str, path: Path) -> dict:
+def _flat_yaml(text: str, where: str) -> dict:
     out: dict = {}
     for n, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
@@ -142,7 +146,7 @@ def _flat_yaml(text: str, path: Path) -> dict:
             continue
         key, sep, value = line.partition(":")
         if not sep:
-            raise ConfigError(f"--cluster {path}:{n}: expected 'key: value', got {line!r}")
+            raise ConfigError(f"{where}:{n}: expected 'key: value', got {line!r}")
         value = value.strip()
         try:
             out[key.strip()] = json.loads(value)

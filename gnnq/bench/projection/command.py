@@ -209,7 +209,10 @@ def project_run(trace: Trace, clusters: list[Cluster], args, scaler) -> list[Poi
         recorded = recorded_cluster(trace.meta, model)
     except ConfigError:
         if model:
-            raise
+            raise ConfigError(
+                f"{trace.run_dir}: --recorded-cluster describes the cluster a run was traced on, and this run was "
+                "traced on no shaped link (cluster.link_mbit is null); leave --recorded-cluster out for it"
+            ) from None
         recorded = None
     points = []
     for c in clusters:
@@ -251,7 +254,9 @@ def main(argv: list[str]) -> int:
     args = parse_args(argv)
     command = "gnnq-bench project " + " ".join(argv)
     try:
-        args.recorded_model = read_cluster_file(args.recorded_cluster) if args.recorded_cluster else {}
+        args.recorded_model = (
+            read_cluster_file(args.recorded_cluster, "--recorded-cluster") if args.recorded_cluster else {}
+        )
         traces = [read_trace(d).limit(args.max_epochs) for d in args.runs]
         measured = measured_runs(args.measured)
         scaler = Scaler(args)

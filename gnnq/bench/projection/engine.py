@@ -284,7 +284,7 @@ class _Replay:
                 d = op.seconds / self.c.compute_speed
                 if d > 0 and self.k > 0:
                     busy = bool(self.busy_prev[self.host[r]])
-                    rate = 1 / (1 + self.k) if busy else 1.0
+                    rate = self.compute_rate(busy)
                     self.comp[r] = [d, self.now, rate, self.pc[r] - 1, self.now, 0.0, busy]
                     self.wake(self.now + d / rate, r)
                     return
@@ -313,6 +313,10 @@ class _Replay:
             self.epochs[r][-1].compute_s += wall
         self.comp[r] = None
 
+    def compute_rate(self, busy: bool) -> float:
+        """Compute speed of a rank whose host's link is ``busy`` (moving its messages), relative to an idle host's."""
+        return 1 / (1 + self.k) if busy else 1.0
+
     def interfere(self) -> None:
         """Hosts whose links started or stopped carrying flows: their computing ranks change speed."""
         busy = self.net.busy_hosts()
@@ -327,7 +331,7 @@ class _Replay:
                 c[0] = max(0.0, c[0] - elapsed * c[2])
                 c[5] += elapsed if c[6] else 0.0
                 c[1], c[6] = self.now, bool(busy[h])
-                c[2] = 1 / (1 + self.k) if c[6] else 1.0
+                c[2] = self.compute_rate(c[6])
                 self.ver[r] += 1
                 self.wake(self.now + c[0] / c[2], r)
 
