@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -136,6 +137,11 @@ def pairs_text(pairs: dict[str, str]) -> str:
     return f"; {listed} (the table's 'against' column: each row's reference for its speedup, bytes, Δ test and bounds)"
 
 
+def _vs(row: dict, rows: list[dict], sep: str = " ") -> str:
+    """A plot label's note of the row's reference, where the rows have more than one (--pair)."""
+    return f"{sep}(vs {row['baseline']})" if len({r["baseline"] for r in rows}) > 1 else ""
+
+
 def write_csv(path: Path, rows: list[dict]) -> None:
     """One numeric column per statistic (blank where there is none); setting and overrides as text."""
     flat = [
@@ -155,7 +161,7 @@ def plot_speedup(rows: list[dict], x_key: str, out: Path, title: str) -> list[Pa
     lines: dict[str, dict[str, dict]] = {}
     for r in rows:
         rest = " ".join(f"{k}={v}" for k, v in r["setting"].items() if k != x_key)
-        lines.setdefault(f"{r['method']} {rest}".strip(), {})[r["setting"][x_key]] = r
+        lines.setdefault(f"{r['method']} {rest}".strip() + _vs(r, rows), {})[r["setting"][x_key]] = r
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for label, by_x in lines.items():
         pts = [(xs.index(x), r) for x, r in by_x.items() if r["speedup"] is not None]
@@ -215,7 +221,9 @@ def plot_bounds(rows: list[dict], out: Path, title: str) -> list[Path]:
     if not shown:
         return []
     plt = _pyplot()
-    labels = [" ".join([r["method"], *(f"{k}={v}" for k, v in r["setting"].items())]) for r in shown]
+    labels = [
+        " ".join([r["method"], *(f"{k}={v}" for k, v in r["setting"].items())]) + _vs(r, rows, "\n") for r in shown
+    ]
     fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(shown) + 2), 4.5))
     width = 0.27
     for i, (key, name) in enumerate(
@@ -232,7 +240,7 @@ def plot_bounds(rows: list[dict], out: Path, title: str) -> list[Path]:
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
     ax.set_xticks(range(len(shown)), labels, rotation=30, ha="right", fontsize=8)
     ax.set(ylabel="speedup over the baseline (epoch time)")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(textwrap.fill(title, 60), fontsize=9)
     ax.grid(alpha=0.3, axis="y")
     ax.legend(**LEGEND)  # beside the axes: never over a bar
     fig.tight_layout()
@@ -291,10 +299,9 @@ def write_outputs(
     write_csv(out / "results.csv", rows)
     paths = [out / "results.json", out / "results.csv", out / "README.md"]
     plots = []
-    against = f"baseline {args.baseline}" + "".join(f"; {m} vs {b}" for m, b in pairs.items())
     if args.plot_x:
-        plots = plot_speedup(rows, args.plot_x, out, f"{sweep[1]}: speedup vs {args.plot_x} ({against})")
-    plots += plot_bounds(rows, out, f"{sweep[1]}: measured speedup and its bounds ({against})")
+        plots = plot_speedup(rows, args.plot_x, out, f"{sweep[1]}: speedup vs {args.plot_x} (baseline {args.baseline})")
+    plots += plot_bounds(rows, out, f"{sweep[1]}: measured speedup and its bounds (baseline {args.baseline})")
     headers, cells = table_rows(rows)
     failed = [(r, f) for r in rows for f in r["failed"]]
     md = [

@@ -31,7 +31,7 @@ def _save(fig, out: Path, stem: str) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{stem}.png", out / f"{stem}.svg"]
     for p in paths:
-        fig.savefig(p, dpi=120)
+        fig.savefig(p, dpi=120, bbox_inches="tight")  # nothing cut: long tick labels, the legend beside
     return paths
 
 
