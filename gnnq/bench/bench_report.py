@@ -78,7 +78,7 @@ def _f(value, spec: str, scale: float = 1.0) -> str:
 
 def table_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     axes = list(rows[0]["setting"]) if rows else []
-    paired = len({r["baseline"] for r in rows}) > 1  # some methods have their own reference (--pair)
+    paired = _has_pairs(rows)
     headers = [
         *axes,
         "method",
@@ -137,9 +137,14 @@ def pairs_text(pairs: dict[str, str]) -> str:
     return f"; {listed} (the table's 'against' column: each row's reference for its speedup, bytes, Δ test and bounds)"
 
 
+def _has_pairs(rows: list[dict]) -> bool:
+    """Whether the rows have more than one reference (some methods paired with their own: --pair)."""
+    return len({r["baseline"] for r in rows}) > 1
+
+
 def _vs(row: dict, rows: list[dict], sep: str = " ") -> str:
     """A plot label's note of the row's reference, where the rows have more than one (--pair)."""
-    return f"{sep}(vs {row['baseline']})" if len({r["baseline"] for r in rows}) > 1 else ""
+    return f"{sep}(vs {row['baseline']})" if _has_pairs(rows) else ""
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:

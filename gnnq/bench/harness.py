@@ -39,7 +39,9 @@ from gnnq.contract import RECORD_FILE
 from gnnq.errors import ConfigError, GnnqError
 
 
-def build_points(raw: list[list[str]], baseline: str, pairs: list[str] = ()) -> tuple[list[Point], dict[str, str]]:
+def build_points(
+    raw: list[list[str]], baseline: str, pairs: tuple[str, ...] | list[str] = ()
+) -> tuple[list[Point], dict[str, str]]:
     """Points with their method (value on the baseline's axis) and setting (values on the other axes), and the
     ``--pair`` references (method -> its own baseline method), checked against the axis's values."""
     key, _, value = baseline.partition("=")
