@@ -290,6 +290,9 @@ class ClusterConfig:
     nproc: int = 2  # ranks per host
     hosts: int = 1
     backend: str = "auto"  # auto | gloo | nccl (auto: nccl when CUDA is available)
+    # where a rank computes: auto (CUDA with nccl, else the CPU) | cpu | cuda (with gloo: ranks share the GPUs,
+    # local rank i on GPU i mod count, messages through host memory; nccl needs a GPU per local rank)
+    device: str = "auto"
     timeout_s: int = 300  # collective timeout
     threads_per_rank: int = 0  # torch intra-op threads per rank; 0: cores / ranks
     allow_oversubscribe: bool = False  # true: no warning when ranks on a host exceed 4x its cores

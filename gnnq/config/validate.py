@@ -39,6 +39,7 @@ ALLOWED = {
     "cluster.link": ("1gbit", "10gbit", "25gbit", "custom"),
     "cluster.pin_cores": ("auto", "on", "off"),
     "cluster.backend": ("auto", "gloo", "nccl"),
+    "cluster.device": ("auto", "cpu", "cuda"),
     "logger.mode": ("offline", "online"),
     "trainer.nonfinite_loss": ("error", "warn"),
 }
@@ -474,6 +475,11 @@ def validate(cfg: DictConfig) -> None:
     if cfg.cluster.memory_limit_gib is not None and cfg.cluster.memory_limit_gib <= 0:
         raise ConfigError(
             f"cluster.memory_limit_gib={cfg.cluster.memory_limit_gib} is not allowed; it must be null or > 0 (GiB)"
+        )
+    if cfg.cluster.device == "cpu" and cfg.cluster.backend == "nccl":
+        raise ConfigError(
+            "cluster.device=cpu is not allowed with cluster.backend=nccl (NCCL moves CUDA tensors only); "
+            "use cluster.backend=gloo or cluster.device=auto|cuda"
         )
     if cfg.cluster.name == "local" and cfg.cluster.hosts != 1:
         raise ConfigError(f"cluster.hosts={cfg.cluster.hosts} is not allowed with cluster=local; it must be 1")

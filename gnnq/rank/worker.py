@@ -72,6 +72,22 @@ def _backend(cfg) -> str:
     return "nccl" if torch.cuda.is_available() else "gloo"
 
 
+def rank_device(backend: str, device: str, local_rank: int, gpus: int) -> torch.device:
+    """The device a rank computes on (``cluster.device``): NCCL needs a GPU per local rank (it refuses two ranks
+    on one GPU); gloo with ``cuda`` shares the ``gpus`` GPUs round-robin and moves messages through host memory."""
+    if device == "cpu" or (device == "auto" and backend != "nccl"):
+        return torch.device("cpu")
+    if gpus == 0:
+        raise ValueError(f"cluster.device={device} with cluster.backend={backend} needs a GPU; none is visible")
+    if backend == "nccl" and local_rank >= gpus:
+        raise ValueError(
+            f"cluster.backend=nccl needs a GPU per rank: local rank {local_rank} has none of its own ({gpus} "
+            "visible); NCCL refuses two ranks on one GPU. Use fewer ranks per host (cluster.nproc), or "
+            "cluster.backend=gloo cluster.device=cuda to share the GPUs"
+        )
+    return torch.device("cuda", local_rank % gpus)
+
+
 def open_metrics(run_dir: Path, resume: bool):
     """metrics.jsonl for appending rows; on resume, cut back to the rows up to the checkpoint's epoch."""
     path = run_dir / METRICS_FILE
@@ -116,9 +132,9 @@ def run(run_dir: Path, parts_dir: Path) -> None:
     cfg = load_run_config(run_dir / CONFIG_FILE)
     torch.set_num_threads(threads_per_rank(cfg))
     backend = _backend(cfg)
-    device = torch.device("cpu")
-    if backend == "nccl":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    device = rank_device(backend, cfg.cluster.device, int(os.environ.get("LOCAL_RANK", "0")), gpus)
+    if device.type == "cuda":
         torch.cuda.set_device(device)
     init_group(backend, datetime.timedelta(seconds=cfg.cluster.timeout_s))
     run_point(cfg, run_dir, parts_dir, device)

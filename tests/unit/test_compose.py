@@ -201,6 +201,8 @@ BAD = {
     # values outside an enumeration
     "bad partitioner name": (["partitioner.name=spectral"], ["partitioner.name", "metis", "random"]),
     "bad backend": (["cluster.backend=mpi"], ["cluster.backend", "gloo", "nccl"]),
+    "bad device": (["cluster.device=tpu"], ["cluster.device", "cpu", "cuda"]),
+    "nccl on the CPU": (["cluster.backend=nccl", "cluster.device=cpu"], ["cluster.device=cpu", "nccl"]),
     "bad norm": (["model.norm=batch"], ["model.norm", "layer"]),
     "bad optimizer": (["trainer.optimizer=lbfgs"], ["trainer.optimizer", "adam"]),
     "bad dataset name": (["dataset.name=nope"], ["dataset.name", "cora"]),
