@@ -47,6 +47,7 @@ class Choice:
     # methods only: what a rank of it holds and what the launcher prepares for it (gnnq.config.method), declared
     # here so that the launcher reads it without importing the implementation (and torch)
     resources: Resources | None = None
+    check: str | None = None  # clusters only: "module:function" checking the choice's own values (gnnq.config.clusters)
 
 
 class Registry:
@@ -279,18 +280,31 @@ PARALLEL = Registry(
         ),
     ],
 )
+def _cluster(name: str, schema: type, cls: str, about: str) -> Choice:
+    """A cluster: its schema, its class in gnnq/launch/clusters/<name>.py, its value checks in gnnq.config.clusters."""
+    return Choice(name, schema, f"gnnq.launch.clusters.{name}:{cls}", about, check=f"gnnq.config.clusters:check_{name}")
+
+
 CLUSTERS = Registry(
     "cluster",
     [
-        Choice("local", s.ClusterConfig, about="all ranks on this machine, started by gnnq itself (store on loopback)"),
-        Choice(
-            "emulated", s.EmulatedClusterConfig, about="hosts emulated with network namespaces and shaped links (root)"
+        _cluster(
+            "local", s.ClusterConfig, "LocalCluster", "all ranks on this machine, started by gnnq itself (store on loopback)"
         ),
-        Choice("slurm", s.SlurmClusterConfig, about="one Slurm job per run, submitted by Hydra's submitit launcher"),
-        Choice(
+        _cluster(
+            "emulated",
+            s.EmulatedClusterConfig,
+            "EmulatedCluster",
+            "hosts emulated with network namespaces and shaped links (root)",
+        ),
+        _cluster(
+            "slurm", s.SlurmClusterConfig, "SlurmCluster", "one Slurm job per run, submitted by Hydra's submitit launcher"
+        ),
+        _cluster(
             "multinode",
             s.MultinodeClusterConfig,
-            about="machines you start yourself; gnnq prints their torchrun command",
+            "MultinodeCluster",
+            "machines you start yourself; gnnq prints their torchrun command",
         ),
     ],
 )

@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
-from gnnq.config.registry import FULL_GRAPH_TRAINER, PARALLEL, group_registries, registries
+from gnnq.config.clusters import world_size
+from gnnq.config.registry import CLUSTERS, FULL_GRAPH_TRAINER, PARALLEL, group_registries, registries, resolve
 from gnnq.config.schema import Config
-from gnnq.contract import EMULATED_MAX_HOSTS, MANAGED_SBATCH_OPTIONS
 from gnnq.errors import ConfigError
 
 # Values of keys that are not a choice of a registry (those: gnnq.config.registry, see allowed_values()).
@@ -296,7 +296,7 @@ def _check_gamlp(cfg: DictConfig) -> None:
             raise ConfigError(
                 f"parallel.rho={p.rho} is not allowed with parallel.rho_max={p.rho_max}; it must be <= rho_max"
             )
-        ranks = cfg.cluster.nproc * cfg.cluster.hosts
+        ranks = world_size(cfg)
         if ranks > m.layers:
             raise ConfigError(
                 f"cluster.nproc x cluster.hosts = {ranks} ranks is not allowed with model.layers={m.layers} under "
@@ -345,7 +345,7 @@ def _check_parallel(cfg: DictConfig) -> None:
         resolve_fanouts(p.fanouts, cfg.model.layers)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    if cfg.cluster.nproc * cfg.cluster.hosts != 1:
+    if world_size(cfg) != 1:
         raise ConfigError(
             f"parallel=minibatch is a single-process reference; cluster.nproc={cfg.cluster.nproc} x "
             f"cluster.hosts={cfg.cluster.hosts} is not allowed, use cluster.nproc=1 cluster.hosts=1"
@@ -376,71 +376,6 @@ def check_fractions(train_frac: float, val_frac: float) -> None:
         raise ConfigError(
             f"dataset.train_frac={train_frac} and dataset.val_frac={val_frac} are not allowed: need train_frac > 0, "
             "val_frac >= 0 and train_frac + val_frac < 1 (nodes left to test)"
-        )
-
-
-def _check_emulated(c: DictConfig) -> None:
-    if c.hosts > EMULATED_MAX_HOSTS:
-        raise ConfigError(
-            f"cluster.hosts={c.hosts} is not allowed with cluster=emulated; it must be <= {EMULATED_MAX_HOSTS}"
-        )
-    if c.backend != "gloo":
-        raise ConfigError(
-            f"cluster.backend={c.backend} is not allowed with cluster=emulated; it must be gloo "
-            "(NCCL between processes on one machine goes through shared memory, around the shaped links)"
-        )
-    if c.link == "custom" and (c.bandwidth_mbit is None or c.bandwidth_mbit <= 0):
-        raise ConfigError(
-            f"cluster.bandwidth_mbit={c.bandwidth_mbit} is not allowed with cluster.link=custom; it must be > 0 "
-            "(Mbit/s)"
-        )
-    if c.link != "custom" and c.bandwidth_mbit is not None:
-        raise ConfigError(
-            f"cluster.bandwidth_mbit={c.bandwidth_mbit} is not allowed with cluster.link={c.link} (a preset); "
-            "use cluster.link=custom, or null"
-        )
-    if c.jitter_ms > 0 and c.latency_ms == 0:
-        raise ConfigError(
-            f"cluster.jitter_ms={c.jitter_ms} is not allowed with cluster.latency_ms=0; jitter varies a latency"
-        )
-
-
-def _check_slurm(c: DictConfig) -> None:
-    for key in ("gpus_per_node", "cpus_per_node"):
-        if c[key] is not None and c[key] < (0 if key == "gpus_per_node" else 1):
-            raise ConfigError(
-                f"cluster.{key}={c[key]} is not allowed; it must be null or >= {0 if key == 'gpus_per_node' else 1}"
-            )
-    if c.backend == "nccl" and c.gpus_per_node is not None and c.gpus_per_node < c.nproc:
-        raise ConfigError(
-            f"cluster.gpus_per_node={c.gpus_per_node} is not allowed with cluster.backend=nccl and "
-            f"cluster.nproc={c.nproc}: "
-            f"every rank needs a GPU of its own; it must be null or >= {c.nproc}"
-        )
-    for key, value in c.sbatch_extra.items():
-        option = str(key).replace("-", "_")
-        if option.startswith("_"):
-            raise ConfigError(f"cluster.sbatch_extra.{key} is not allowed; name the option without leading dashes")
-        if option in MANAGED_SBATCH_OPTIONS:
-            raise ConfigError(
-                f"cluster.sbatch_extra.{key} is not allowed: gnnq sets --{option.replace('_', '-')} from "
-                f"{MANAGED_SBATCH_OPTIONS[option]}"
-            )
-        if isinstance(value, (DictConfig, ListConfig)) or value is None or value is False:
-            raise ConfigError(
-                f"cluster.sbatch_extra.{key}={value} is not allowed; give a string, a number or true (a flag "
-                "without value), "
-                "or leave the key out"
-            )
-
-
-def _check_rendezvous(endpoint: str | None) -> None:
-    host, _, port = (endpoint or "").rpartition(":")
-    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise ConfigError(
-            f"cluster.rendezvous={'null' if endpoint is None else endpoint} is not allowed with "
-            "cluster=multinode; give host:port of this node, "
-            "which the other nodes reach (e.g. node1:29400)"
         )
 
 
@@ -481,14 +416,7 @@ def validate(cfg: DictConfig) -> None:
             "cluster.device=cpu is not allowed with cluster.backend=nccl (NCCL moves CUDA tensors only); "
             "use cluster.backend=gloo or cluster.device=auto|cuda"
         )
-    if cfg.cluster.name == "local" and cfg.cluster.hosts != 1:
-        raise ConfigError(f"cluster.hosts={cfg.cluster.hosts} is not allowed with cluster=local; it must be 1")
-    if cfg.cluster.name == "emulated":
-        _check_emulated(cfg.cluster)
-    if cfg.cluster.name == "slurm":
-        _check_slurm(cfg.cluster)
-    if cfg.cluster.name == "multinode":
-        _check_rendezvous(cfg.cluster.rendezvous)
+    resolve(CLUSTERS.choice(cfg.cluster.name).check)(cfg.cluster)  # the cluster's own values (gnnq.config.clusters)
     if cfg.dataset.name == "files" and not cfg.dataset.path:
         raise ConfigError(
             "dataset.path is required with dataset=files: a directory holding edges, features and labels "

@@ -11,22 +11,19 @@ from typing import Callable
 
 from omegaconf import DictConfig, OmegaConf
 
+from gnnq.config.clusters import world_size
 from gnnq.config.dataset_name import FILES, graph_name
-from gnnq.contract import CONFIG_FILE, INTERNAL_DIR, RECORD_FILE, RESULT_FILE, RESUME_FILE
+from gnnq.contract import CONFIG_FILE, INTERNAL_DIR, RECORD_FILE, RESUME_FILE
 from gnnq.data.integrity import warn
 from gnnq.data.part_cache import cached_parts, prepare_parts
 from gnnq.data.registry import data_root, data_root_key, dataset_sources, load_dataset
 from gnnq.data.summary import GraphSummary, read_summary, recipe, write_summary
 from gnnq.errors import CacheError, ConfigError, GnnqError, LaunchError, describe_os_error
-from gnnq.launch import interrupts, warm_pool
-from gnnq.launch.emulated import run_emulated
-from gnnq.launch.failure import describe_failure
+from gnnq.launch import interrupts
+from gnnq.launch.clusters import cluster_of
 from gnnq.launch.partition_memory import check_before_partitioning, graph_mib
-from gnnq.launch.placement import place
-from gnnq.launch.ranks import run_local_ranks
 from gnnq.launch.resources import check_launch_resources, method_resources
 from gnnq.launch.run_dir import check_writable, claim_run_dir, clear_earlier_attempt, release_run_dir
-from gnnq.launch.torchrun import run_torchrun
 from gnnq.track.files import write_json_atomic, write_text_atomic
 from gnnq.track.progress import ProgressLine, summary_table
 from gnnq.track.record import build_record, write_record
@@ -171,7 +168,7 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
     else:
         graph = _load_and_summarize(cfg)
         graph_mib_ = graph_mib(graph)
-    nparts = cfg.cluster.nproc * cfg.cluster.hosts
+    nparts = world_size(cfg)
     if nparts > graph.num_nodes:
         raise ConfigError(
             f"cluster.nproc x cluster.hosts = {nparts} partitions, but dataset {graph.name} has only "
@@ -231,7 +228,7 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
         meta["memory_estimate_launcher_mib"] = before["launcher_mib"]
     if method.shared_part:
         kept = {"block": "a block of layers", "one": "one layer", "all": "every layer"}[method.kept_layers]
-        ranks = cfg.cluster.nproc * cfg.cluster.hosts
+        ranks = world_size(cfg)
         say(f"{cfg.parallel.name}: each of {ranks} rank(s) holds the whole {graph.name} input and {kept}")
     else:
         cut = meta["edge_cut"] / max(1, meta["num_edges"])
@@ -241,7 +238,7 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
 
 def _parts_of(cfg: DictConfig, shared_part: bool) -> tuple[int, Path]:
     """(how many parts the run's ranks read, the partition cache root)."""
-    return (1 if shared_part else cfg.cluster.nproc * cfg.cluster.hosts), data_root(cfg.dataset) / "parts"
+    return (1 if shared_part else world_size(cfg)), data_root(cfg.dataset) / "parts"
 
 
 def _recipe(cfg: DictConfig) -> str | None:
@@ -285,7 +282,8 @@ def _load_and_summarize(cfg: DictConfig):
 
 
 def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path, on_row: Callable[[dict], None]) -> dict:
-    """Start the ranks and follow them; every epoch row rank 0 reports goes to the progress line and ``on_row``."""
+    """Start the ranks the run's cluster class starts and follow them; every epoch row rank 0 reports goes to the
+    progress line and ``on_row``."""
     progress = ProgressLine(cfg.trainer.epochs)
 
     def follow(row: dict) -> None:
@@ -293,42 +291,6 @@ def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path, on_row: Callable[[di
         on_row(row)
 
     try:
-        if cfg.cluster.name == "emulated":
-            code, logs, info = run_emulated(cfg, run_dir, parts_dir, say, follow)
-            return {**collect_result(run_dir, code, logs, cfg.cluster.nproc), "emulated": info}
-        pools = warm_pool.active()
-        if pools is not None and pools.serves(cfg):  # a multirun under the warm launcher: ranks kept across points
-            say(
-                f"running {cfg.cluster.nproc} rank(s) on the warm pool ({cfg.model.name}, {cfg.parallel.name}, "
-                f"{cfg.quantizer.name})"
-            )
-            log = run_dir / "logs" / "torchrun.log"
-            log.parent.mkdir(parents=True, exist_ok=True)
-            code, exits = pools.run(cfg, run_dir, parts_dir, log, follow)
-            return collect_result(run_dir, code, [log], exits=exits)
-        placement = place(cfg, run_dir, parts_dir)
-        for note in placement.notes:
-            say(note)
-        say(f"launching {placement.how} ({cfg.model.name}, {cfg.parallel.name}, {cfg.quantizer.name})")
-        log = run_dir / "logs" / "torchrun.log"  # the name kept from when torchrun started local ranks too
-        if placement.local_ranks:
-            code = run_local_ranks(run_dir, parts_dir, placement.local_ranks, log, follow)
-        else:
-            code = run_torchrun(placement.cmd, log, follow)
-        return {**collect_result(run_dir, code, [run_dir / "logs" / "torchrun.log"]), **placement.summary}
+        return cluster_of(cfg).start(run_dir, parts_dir, say, follow)
     finally:
         progress.close()
-
-
-def collect_result(
-    run_dir: Path, code: int, logs: list[Path], ranks_per_log: int = 0, exits: dict[int, int] | None = None
-) -> dict:
-    """Rank 0's summary of a job that exited with ``code``; a LaunchError naming the cause if it failed.
-
-    ``exits``: ranks' exit codes the launcher saw itself (a warm pool's; torchrun's are in its log)."""
-    if code != 0:
-        raise LaunchError(describe_failure(run_dir, code, logs, ranks_per_log, exits))
-    result = run_dir / INTERNAL_DIR / RESULT_FILE
-    if not result.is_file():
-        raise LaunchError(f"torchrun exited 0 but rank 0 left no result (see {logs[0]})")
-    return json.loads(result.read_text())

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import math
 
+from gnnq.config.clusters import world_size
 from gnnq.errors import ConfigError
+from gnnq.launch.clusters import cluster_of
 from gnnq.launch.resources import (
     available_mib,
     model_shape,
@@ -76,13 +78,13 @@ def check_before_partitioning(cfg, graph, nparts: int) -> dict:
             f"estimate: {LAUNCHER_FORMULA}; use a smaller graph, partitioner=random, or set "
             "cluster.memory_limit_gib to override the check"
         )
-    ranks = cfg.cluster.nproc * cfg.cluster.hosts
+    ranks = world_size(cfg)
     inner = math.ceil(n / max(1, nparts))
     shape = model_shape(cfg, graph.num_features, graph.num_classes)
     floor = rank_memory_mib(inner, 0, round(e * inner / max(1, n)), shape)
     if shares_one_part(cfg):
         floor = rank_memory_mib(n, 0, e, shape)  # every rank holds the whole graph
-    if not (cfg.cluster.name == "slurm" and cfg.cluster.memory_limit_gib is None):  # slurm: the ranks run elsewhere
+    if cluster_of(cfg).checks_memory_here():
         here = ranks_here(cfg, [floor] * ranks)
         try:
             refuse_ranks_that_do_not_fit(

@@ -14,10 +14,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from gnnq.config.clusters import world_size
 from gnnq.config.method import Resources
 from gnnq.config.registry import METHODS
 from gnnq.data.integrity import warn
 from gnnq.errors import ConfigError
+from gnnq.launch.clusters import cluster_of
 from gnnq.track.process_memory import proc_kib
 
 # python, torch, gloo and gnnq in one rank process (450 MiB with an empty part), and what a big part adds at once
@@ -97,7 +99,7 @@ def model_state_bytes(cfg, features: int, classes: int) -> float:
     method = method_resources(cfg)["parallel"]
     params = model_parameters(cfg, features, classes)
     layers = cfg.model.layers
-    params *= method.layers_kept(layers, cfg.cluster.nproc * cfg.cluster.hosts) / max(1, layers)
+    params *= method.layers_kept(layers, world_size(cfg)) / max(1, layers)
     state = OPTIMIZER_STATE.get(cfg.trainer.optimizer, 2) if method.optimizer_state else 0
     return 4.0 * params * (2 + state)
 
@@ -113,7 +115,7 @@ def model_shape(cfg, features: int, classes: int = 0) -> Shape:
     copies."""
     r = method_resources(cfg)
     method = r["parallel"]
-    layers = method.layers_kept(cfg.model.layers, cfg.cluster.nproc * cfg.cluster.hosts)
+    layers = method.layers_kept(cfg.model.layers, world_size(cfg))
     model = model_state_bytes(cfg, features, classes)
     if method.inner_copies is not None:
         return Shape(features, cfg.model.hidden, layers, inner_copies=method.inner_copies, model_bytes=model)
@@ -131,19 +133,15 @@ def per_rank_estimates(cfg, meta: dict, features: int, classes: int = 0) -> list
     shape = model_shape(cfg, features, classes)
     n, e = max(1, meta["num_nodes"]), meta["num_edges"]
     sizes = [(i, h, round(e * i / n)) for i, h in zip(meta["inner_nodes"], meta["halo_nodes"])]
-    ranks = cfg.cluster.nproc * cfg.cluster.hosts
+    ranks = world_size(cfg)
     if len(sizes) != ranks:  # one shared part (shares_one_part), every rank holds it
         sizes = sizes[:1] * ranks
     return [rank_memory_mib(*size, shape) for size in sizes]
 
 
 def ranks_here(cfg, estimates: list[float]) -> list[float]:
-    """The estimates of the ranks that share this machine's memory (see the module's docstring)."""
-    c = cfg.cluster
-    if c.name == "emulated":
-        return estimates
-    hosts = [estimates[h * c.nproc : (h + 1) * c.nproc] for h in range(c.hosts)]
-    return max(hosts, key=sum) if c.name == "slurm" else hosts[0]
+    """The estimates of the ranks that share this machine's memory (the cluster's class says which)."""
+    return cluster_of(cfg).ranks_here(estimates)
 
 
 def available_mib(limit_gib: float | None) -> tuple[float | None, str]:
@@ -203,12 +201,11 @@ def check_launch_resources(cfg, meta: dict, features: int, freed_mib: float = 0.
     """Every rank's memory estimate (MiB); ConfigError with one line when the ranks on this machine would
     not fit in its memory, a one-line warning when they far outnumber its cores. ``freed_mib``: what the
     launcher holds now and frees before the ranks start (the graph)."""
-    c = cfg.cluster
     estimates = per_rank_estimates(cfg, meta, features, classes)
     here = ranks_here(cfg, estimates)
     warn_if_oversubscribed(cfg, len(here))
-    if c.name == "slurm" and c.memory_limit_gib is None:
-        return [round(m, 1) for m in estimates]  # the ranks run on compute nodes, not on this (submit) host
+    if not cluster_of(cfg).checks_memory_here():
+        return [round(m, 1) for m in estimates]
     refuse_ranks_that_do_not_fit(cfg, here, freed_mib=freed_mib)
     return [round(m, 1) for m in estimates]
 
@@ -224,18 +221,12 @@ def warn_if_oversubscribed(cfg, ranks: int) -> None:
         )
 
 
-def torchrun_agents_here(cluster) -> int:
-    """torchrun agents on this host: none for cluster=local (gnnq.launch.ranks starts the ranks), one per emulated
-    host, one for multinode and Slurm jobs."""
-    return {"local": 0, "emulated": cluster.hosts}.get(cluster.name, 1)
-
-
 def refuse_ranks_that_do_not_fit(cfg, here: list[float], note: str = "", freed_mib: float = 0.0) -> None:
     """ConfigError with one line when the ranks ``here`` (their estimates, MiB) and this host's torchrun agents
     need more than is available; ``note`` says what the estimates assume; ``freed_mib`` (what the launcher holds
     now and frees before the ranks start) counts as available too, unless cluster.memory_limit_gib sets it."""
     c = cfg.cluster
-    agents = torchrun_agents_here(c)
+    agents = cluster_of(cfg).torchrun_agents_here()
     need = sum(here) + AGENT_MIB * agents
     avail, source = with_held(
         available_mib(c.memory_limit_gib), c.memory_limit_gib, freed_mib, "the graph the launcher frees first"

@@ -251,3 +251,8 @@ def _root_key(config) -> str:
     if not any(o.startswith("runs_root=") for o in task) and os.environ.get("GNNQ_RUNS"):
         return "GNNQ_RUNS"
     return "runs_root"
+
+
+def ranks_log(run_dir: Path) -> Path:
+    """The log of a run's ranks (torchrun's, or gnnq's own rank starter's) under ``run_dir``/logs/."""
+    return Path(run_dir) / "logs" / "torchrun.log"

@@ -29,6 +29,7 @@ from typing import Callable, Iterator
 
 from gnnq.contract import WARM_DONE_PREFIX, WARM_RANK_MODULE, WARM_READY
 from gnnq.errors import LaunchError
+from gnnq.launch.clusters import cluster_class
 from gnnq.launch.ranks import INTERRUPT_GRACE_S, loopback_server, rank_env, store_fds
 from gnnq.launch.torchrun import follow_line
 from gnnq.train.faults import FAULT_ENV
@@ -60,7 +61,7 @@ def warm_pools() -> Iterator["Pools"]:
 def pool_key(cfg) -> tuple | None:
     """What a pool's ranks are fixed to (world size, collective timeout); None for a run no pool serves."""
     c = cfg.cluster
-    if c.name != "local" or c.hosts != 1 or c.backend not in ("auto", "gloo"):
+    if not cluster_class(cfg).keeps_ranks_warm or c.hosts != 1 or c.backend not in ("auto", "gloo"):
         return None
     if c.backend == "auto" and _gpu_visible():  # auto may mean nccl there: ranks started one run at a time
         return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import math
 
+from gnnq.config.clusters import world_size
 from gnnq.config.dataset_name import FILES, graph_name
 
 # The record's own metrics (top-level keys), and those the report derives from the record.
@@ -92,9 +93,7 @@ def ranks(rec: dict) -> int | None:
     world = rec.get("world_size")
     if isinstance(world, int):
         return world
-    cluster = (rec.get("config") or {}).get("cluster") or {}
-    nproc, hosts = cluster.get("nproc"), cluster.get("hosts")
-    return nproc * hosts if isinstance(nproc, int) and isinstance(hosts, int) else None
+    return world_size({"cluster": (rec.get("config") or {}).get("cluster") or {}})
 
 
 def hosts(rec: dict) -> int | None:

@@ -175,7 +175,7 @@ def _config(g: Group) -> dict:
 def _link_gbit(config: dict) -> float | None:
     """An emulated host's link bandwidth in Gbit/s (a preset's, or bandwidth_mbit for link=custom)."""
     cluster = config.get("cluster") or {}
-    if cluster.get("name") != "emulated":
+    if "link" not in cluster:  # only a cluster with shaped links (cluster=emulated) has one
         return None
     link = cluster.get("link")
     mbit = cluster.get("bandwidth_mbit") if link == "custom" else LINK_PRESETS_MBIT.get(link)
@@ -184,7 +184,8 @@ def _link_gbit(config: dict) -> float | None:
 
 def _hosts(config: dict) -> float | None:
     cluster = config.get("cluster") or {}
-    return float(cluster["hosts"]) if cluster.get("name") == "emulated" and cluster.get("hosts") is not None else None
+    shaped = "link" in cluster  # hosts joined by shaped links (cluster=emulated)
+    return float(cluster["hosts"]) if shaped and cluster.get("hosts") is not None else None
 
 
 @dataclass(frozen=True)

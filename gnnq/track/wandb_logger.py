@@ -14,6 +14,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from gnnq.config.clusters import world_size
 from gnnq.config.dataset_name import graph_name
 from gnnq.contract import CONFIG_FILE, INTERNAL_DIR, METRICS_FILE, RECORD_FILE
 from gnnq.errors import GnnqError
@@ -110,7 +111,7 @@ class WandbLogger(NullLogger):
                 "used: a run's W&B files stay in its run dir)",
                 flush=True,
             )
-        world = cfg.cluster.nproc * cfg.cluster.hosts
+        world = world_size(cfg)
         # a sweep point run again after failed attempts (set aside as *.failed-<n>): attempt n+1, so tagged
         attempt = max(set_aside_attempts(run_dir), default=0) + 1
         try:

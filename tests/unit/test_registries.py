@@ -105,7 +105,7 @@ OTHER_OPTION = {
     ),
     "emulated key with local": (
         ["cluster.link=10gbit"],
-        "cluster.link: no such key for cluster=local; allowed keys: name, nproc, hosts, backend, timeout_s, "
+        "cluster.link: no such key for cluster=local; allowed keys: name, nproc, hosts, backend, device, timeout_s, "
         "threads_per_rank, allow_oversubscribe, memory_limit_gib",
     ),
 }
