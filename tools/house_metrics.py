@@ -6,9 +6,10 @@
   call enters it (an *entry*) and moves back when that call returns to the caller's file (a *return*, also an
   entry of the caller's file). A *climb back up* is a call into a file the walk has already been in (not a return).
   Printed: rooms entered, climbs back, returns, the most entries of one room, and the bounces between packages.
-- **names**: comparisons (``==``, ``!=``, ``in``, ``not in``) of a string constant that is a cluster or method name
+- **names**: comparisons (``==``, ``!=``, ``in``, ``not in``) of a string constant (or a module-level name bound
+  to one) that is a cluster or method name
   (the choices under conf/cluster, conf/parallel, conf/model, conf/quantizer) with anything, outside the registries
-  (gnnq/config/registry.py, gnnq/launch/clusters/): their count and the files they are in.
+  (gnnq/config/registry.py, gnnq/config/method_checks.py, gnnq/launch/clusters/): their count and the files they are in.
 - **products**: lines writing ``nproc * hosts`` out (one ``world_size(cfg)`` should say it).
 - **long**: functions longer than 50 lines (their source span, decorators excluded).
 - **duplicates**: the pairs ``duplicates --repo gnnq --most 200`` lists.
@@ -28,7 +29,7 @@ from pathlib import Path
 from tools.check_layers import module_files, package_of
 
 START = ("gnnq.launch.job", "run_job")
-REGISTRIES = ("gnnq/config/registry.py", "gnnq/launch/clusters/")
+REGISTRIES = ("gnnq/config/registry.py", "gnnq/config/method_checks.py", "gnnq/launch/clusters/")
 LONG = 50
 
 
@@ -172,6 +173,21 @@ def _str_consts(node: ast.AST) -> list[str]:
     return []
 
 
+def _module_strings(tree: ast.Module) -> dict[str, str]:
+    """Module-level names bound to a string constant (``STALE = "stale"``, ``A, B = "a", "b"``)."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and _str_consts(node.value) and isinstance(node.value, ast.Constant):
+                    out[target.id] = node.value.value
+                elif isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                    for t, v in zip(target.elts, node.value.elts):
+                        if isinstance(t, ast.Name) and isinstance(v, ast.Constant) and isinstance(v.value, str):
+                            out[t.id] = v.value
+    return out
+
+
 def name_comparisons(root: Path, names: set[str]) -> list[tuple[str, int, str]]:
     """(file, line, name) of every comparison with a choice's name, outside the registries."""
     found = []
@@ -179,9 +195,13 @@ def name_comparisons(root: Path, names: set[str]) -> list[tuple[str, int, str]]:
         rel = path.as_posix()
         if any(rel.endswith(r) or r in rel for r in REGISTRIES):
             continue
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        tree = ast.parse(path.read_text(), str(path))
+        named = _module_strings(tree)
+        for node in ast.walk(tree):
             if isinstance(node, ast.Compare):
-                consts = [s for side in (node.left, *node.comparators) for s in _str_consts(side)]
+                sides = (node.left, *node.comparators)
+                consts = [s for side in sides for s in _str_consts(side)]
+                consts += [named[side.id] for side in sides if isinstance(side, ast.Name) and side.id in named]
                 for s in consts:
                     if s in names:
                         found.append((rel, node.lineno, s))

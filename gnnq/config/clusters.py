@@ -2,7 +2,7 @@
 
 A cluster choice is one registry line (``gnnq.config.registry.CLUSTERS``): its schema (``gnnq.config.schema``), its
 class in ``gnnq/launch/clusters/<name>.py`` (placement, memory, how its ranks start, what it prepares) and the
-function here that checks its own values (``check``). validate.py dispatches on the registry, never on a name.
+function here that checks its own values (``check``, given the whole config). validate.py dispatches on the registry, never on a name.
 """
 
 from __future__ import annotations
@@ -23,12 +23,14 @@ def world_size(cfg: Any) -> int | None:
     return nproc * hosts if isinstance(nproc, int) and isinstance(hosts, int) else None
 
 
-def check_local(c: DictConfig) -> None:
+def check_local(cfg: DictConfig) -> None:
+    c = cfg.cluster
     if c.hosts != 1:
         raise ConfigError(f"cluster.hosts={c.hosts} is not allowed with cluster={c.name}; it must be 1")
 
 
-def check_emulated(c: DictConfig) -> None:
+def check_emulated(cfg: DictConfig) -> None:
+    c = cfg.cluster
     if c.hosts > EMULATED_MAX_HOSTS:
         raise ConfigError(
             f"cluster.hosts={c.hosts} is not allowed with cluster={c.name}; it must be <= {EMULATED_MAX_HOSTS}"
@@ -54,7 +56,8 @@ def check_emulated(c: DictConfig) -> None:
         )
 
 
-def check_slurm(c: DictConfig) -> None:
+def check_slurm(cfg: DictConfig) -> None:
+    c = cfg.cluster
     for key, low in (("gpus_per_node", 0), ("cpus_per_node", 1)):
         if c[key] is not None and c[key] < low:
             raise ConfigError(f"cluster.{key}={c[key]} is not allowed; it must be null or >= {low}")
@@ -81,7 +84,8 @@ def check_slurm(c: DictConfig) -> None:
             )
 
 
-def check_multinode(c: DictConfig) -> None:
+def check_multinode(cfg: DictConfig) -> None:
+    c = cfg.cluster
     endpoint = c.rendezvous
     host, _, port = (endpoint or "").rpartition(":")
     if not host or not port.isdigit() or not 1 <= int(port) <= 65535:

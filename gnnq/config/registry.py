@@ -47,7 +47,17 @@ class Choice:
     # methods only: what a rank of it holds and what the launcher prepares for it (gnnq.config.method), declared
     # here so that the launcher reads it without importing the implementation (and torch)
     resources: Resources | None = None
-    check: str | None = None  # clusters only: "module:function" checking the choice's own values (gnnq.config.clusters)
+    # "module:function" checking the choice's own values, given the whole config (gnnq.config.method_checks,
+    # gnnq.config.clusters); validate.py calls it and names no choice itself
+    check: str | None = None
+    # parallel only: what a trace's meta.json says of the strategy (``method.<flag>: true``; gnnq.train.trace_setup)
+    trace_flags: tuple[str, ...] = ()
+    # parallel only: why trainer.checkpoint_every is refused with it ("" : its trainer checkpoints)
+    no_checkpoints: str = ""
+    # quantizer only: "module:Class" that assigns its bit-widths during training (gnnq.train.full_graph)
+    assigner: str | None = None
+    # model only: how a sampled block aggregates (gnnq.train.neighbor_sampler): symmetric | mean | "" (none)
+    aggregation: str = ""
 
 
 class Registry:
@@ -90,6 +100,8 @@ def resolve(ref: Any) -> Any:
     return getattr(importlib.import_module(module), attribute)
 
 
+_CHECKS = "gnnq.config.method_checks"  # the methods' own value checks
+TRACE_FLAGS = ("overlap", "stale", "sampled")  # every parallel choice's trace meta says each, true or false
 FULL_GRAPH_TRAINER = "gnnq.train.full_graph:train"  # the trainer of every parallel choice that is a halo strategy
 _NO_ADAPTIVE = Needs(
     "quantizer", ("fp32", "uniform"), "per-row widths need every boundary row each epoch: use quantizer=fp32 or uniform"
@@ -154,6 +166,7 @@ MODELS = Registry(
             "gnnq.models.gnn:GNN",
             "graph convolution (Kipf & Welling), symmetric normalization",
             resources=Resources(),
+            aggregation="symmetric",
         ),
         Choice(
             "sage",
@@ -161,6 +174,7 @@ MODELS = Registry(
             "gnnq.models.gnn:GNN",
             "GraphSAGE with mean aggregation",
             resources=Resources(weight_paths=2),
+            aggregation="mean",
         ),
         Choice(
             "gamlp",
@@ -168,6 +182,7 @@ MODELS = Registry(
             "gnnq.models.gamlp:GAMLP",
             "graph-augmented MLP over [X, AX, ..., A^hops X]",
             resources=Resources(propagated_inputs=True),
+            check=f"{_CHECKS}:check_gamlp",
         ),
     ],
 )
@@ -183,6 +198,7 @@ QUANTIZERS = Registry(
             "gnnq.comm.codec:UniformMessages",
             "stochastic row-wise quantization, one width (AdaQP's codec)",
             resources=Resources(),
+            check=f"{_CHECKS}:check_uniform",
         ),
         Choice(
             "adaptive",
@@ -190,6 +206,8 @@ QUANTIZERS = Registry(
             "gnnq.comm.codec:AdaptiveMessages",
             "AdaQP: per-group widths chosen from variance and exchange time",
             resources=Resources(halo_buffers=True),  # the traced row ranges and the mixed-width wire buffers
+            check=f"{_CHECKS}:check_adaptive",
+            assigner="gnnq.adaptive.assigner:AdaptiveAssigner",
         ),
         Choice(
             "grid",
@@ -198,6 +216,7 @@ QUANTIZERS = Registry(
             "pdADMM-G-Q: p and q on a fixed grid (parallel=admm)",
             needs=(Needs("parallel", ("admm",), "it quantizes pdADMM-G's messages (parallel=admm)"),),
             resources=Resources(),
+            check=f"{_CHECKS}:check_grid",
         ),
     ],
 )
@@ -221,6 +240,7 @@ PARALLEL = Registry(
             FULL_GRAPH_TRAINER,
             labels={"fp32": "AdaQP-p", "adaptive": "AdaQP", "uniform": "AdaQP-p + uniform"},
             resources=Resources(halo_buffers=True),  # halo rows in flight while the inner aggregate runs
+            trace_flags=("overlap",),
         ),
         Choice(
             "stale",
@@ -230,6 +250,7 @@ PARALLEL = Registry(
             FULL_GRAPH_TRAINER,
             labels={"fp32": "PipeGCN", "uniform": "PipeQS"},
             resources=Resources(halo_buffers=True),  # the previous epoch's halo rows and gradients
+            trace_flags=("stale",),
         ),
         Choice(
             "sampling",
@@ -240,6 +261,7 @@ PARALLEL = Registry(
             needs=(_NO_ADAPTIVE,),
             labels={"fp32": "BNS-GCN", "uniform": "BNS-GCN + uniform"},
             resources=Resources(halo_buffers=True),  # the sampled rows and their scaled halo copy
+            trace_flags=("sampled",),  # rows of each message drawn per epoch
         ),
         Choice(
             "sancus",
@@ -260,6 +282,8 @@ PARALLEL = Registry(
             needs=(Needs("quantizer", ("fp32",), "it sends no messages: use quantizer=fp32"),),
             labels={"fp32": "Mini-batch"},
             resources=Resources(kept_layers="one", inner_copies=3),  # a full-graph evaluation without gradients
+            check=f"{_CHECKS}:check_minibatch",
+            no_checkpoints="a single-process reference",
         ),
         Choice(
             "admm",
@@ -277,6 +301,7 @@ PARALLEL = Registry(
             resources=Resources(
                 shared_part=True, kept_layers="block", inner_copies=5, single_label=True, optimizer_state=False
             ),
+            check=f"{_CHECKS}:check_admm",
         ),
     ],
 )

@@ -8,7 +8,15 @@ from typing import Sequence
 from omegaconf import DictConfig, OmegaConf
 
 from gnnq.config.clusters import world_size
-from gnnq.config.registry import CLUSTERS, FULL_GRAPH_TRAINER, PARALLEL, group_registries, registries, resolve
+from gnnq.config.registry import (
+    CLUSTERS,
+    FULL_GRAPH_TRAINER,
+    PARALLEL,
+    QUANTIZERS,
+    group_registries,
+    registries,
+    resolve,
+)
 from gnnq.config.schema import Config
 from gnnq.errors import ConfigError
 
@@ -170,99 +178,6 @@ def check_finite(cfg: DictConfig, prefix: str = "") -> None:
             raise ConfigError(f"{prefix}{key}={value} is not allowed; it must be a finite number")
 
 
-QUANT_BITS = (1, 2, 4, 8)
-
-
-def _check_quantizer(q: DictConfig) -> None:
-    if q.name == "grid":
-        if not 2 <= q.grid_levels <= 2**16:
-            raise ConfigError(f"quantizer.grid_levels={q.grid_levels} is not allowed; it must be in 2..65536")
-        if not q.grid_max > q.grid_min:
-            raise ConfigError(
-                f"quantizer.grid_max={q.grid_max} is not allowed; it must be > quantizer.grid_min={q.grid_min}"
-            )
-        if not (q.quantize_p or q.quantize_q):
-            raise ConfigError(
-                "quantizer.quantize_p=false with quantizer.quantize_q=false is not allowed: quantizer=grid needs "
-                "one of them; for fp32 messages use quantizer=fp32"
-            )
-        return
-    if q.name == "fp32":
-        return
-    if q.bits not in QUANT_BITS:
-        raise ConfigError(f"quantizer.bits={q.bits} is not allowed; allowed: {', '.join(map(str, QUANT_BITS))}")
-    if q.grad_bits is not None and q.grad_bits not in QUANT_BITS + (32,):
-        raise ConfigError(f"quantizer.grad_bits={q.grad_bits} is not allowed; allowed: null, 1, 2, 4, 8, 32")
-    if q.name == "adaptive":
-        _check_adaptive(q)
-
-
-def _check_adaptive(q: DictConfig) -> None:
-    choices = list(q.bit_choices)
-    if not choices or any(b not in QUANT_BITS for b in choices) or len(set(choices)) != len(choices):
-        raise ConfigError(
-            f"quantizer.bit_choices={choices} is not allowed; give distinct widths from "
-            f"{', '.join(map(str, QUANT_BITS))}"
-        )
-    if q.grad_bits is not None:
-        raise ConfigError(
-            f"quantizer.grad_bits={q.grad_bits} is not allowed with quantizer=adaptive (gradients are assigned "
-            "too); use null"
-        )
-    for key, low in (("group_size", 1), ("assign_cycle", 1), ("profile_repeats", 1)):
-        if q[key] < low:
-            raise ConfigError(f"quantizer.{key}={q[key]} is not allowed; it must be >= {low}")
-    if q.milp_time_limit_s <= 0:
-        raise ConfigError(f"quantizer.milp_time_limit_s={q.milp_time_limit_s} is not allowed; it must be > 0")
-    if not 0.0 <= q.variance_weight <= 1.0:
-        raise ConfigError(f"quantizer.variance_weight={q.variance_weight} is not allowed; it must be in [0, 1]")
-
-
-def _check_assign_cycle(cfg: DictConfig) -> None:
-    """An assign_cycle given explicitly must let a reassignment happen; the default follows trainer.epochs
-    (gnnq.config.resolvers), so a preset runs at any length."""
-    q, epochs = cfg.quantizer, cfg.trainer.epochs
-    if q.name != "adaptive" or OmegaConf.is_interpolation(q, "assign_cycle") or q.assign_cycle < epochs:
-        return
-    from gnnq.config.resolvers import default_assign_cycle
-
-    raise ConfigError(
-        f"quantizer.assign_cycle={q.assign_cycle} is not allowed with trainer.epochs={epochs}: no reassignment "
-        f"would happen; it must be < trainer.epochs: leave it out (the default follows the run's length, here "
-        f"{default_assign_cycle(epochs)}), set a smaller one, or use quantizer=uniform; in a sweep that mixes "
-        f"methods, ++quantizer.assign_cycle=N sets it only for the points with quantizer=adaptive"
-    )
-
-
-def _check_chain(p: DictConfig, layers: int) -> None:
-    """parallel.init=chain: one value per stage in every chain_* list, depths rising from 2 to below model.layers."""
-    keys = ("chain_layers", "chain_iterations", "chain_rho", "chain_mu")
-    lengths = {len(p[k]) for k in keys}
-    if len(lengths) != 1 or not p.chain_layers:
-        raise ConfigError(
-            f"parallel.{', parallel.'.join(keys)} are not allowed with lengths "
-            f"{[len(p[k]) for k in keys]}; give one value per chain stage in each (at least one stage)"
-        )
-    depths = list(p.chain_layers)
-    if depths[0] < 2 or any(b <= a for a, b in zip(depths, depths[1:])) or depths[-1] >= layers:
-        raise ConfigError(
-            f"parallel.chain_layers={depths} is not allowed with model.layers={layers}; "
-            f"give rising depths from >= 2 to < {layers}"
-        )
-    for key, strict in (("chain_iterations", False), ("chain_rho", True), ("chain_mu", False)):
-        if not all(math.isfinite(v) and (v > 0 if strict else v >= 0) for v in p[key]):
-            raise ConfigError(
-                f"parallel.{key}={list(p[key])} is not allowed; every value must be finite and "
-                f"{'>' if strict else '>='} 0"
-            )
-    tol = p.chain_stall_tol
-    if tol is not None and (len(tol) != len(depths) or not all(math.isfinite(v) and v >= 0 for v in tol)):
-        raise ConfigError(
-            f"parallel.chain_stall_tol={list(tol)} is not allowed with {len(depths)} chain stages; give one finite "
-            "value >= 0 per stage, or null (1e-3 in every stage)"
-        )
-
-
 def _check_needs(cfg: DictConfig) -> None:
     """Every method's ``needs`` (gnnq.config.registry): the choices of other groups it works with."""
     from gnnq.config.registry import METHODS
@@ -275,49 +190,13 @@ def _check_needs(cfg: DictConfig) -> None:
                 raise ConfigError(f"{group}={name} is not allowed with {need.group}={other}; {need.why}")
 
 
-def _check_gamlp(cfg: DictConfig) -> None:
-    """GA-MLP runs: ADMM (pdADMM-G, -Q) or gradient baselines; grid quantization only under ADMM."""
-    p, q, m = cfg.parallel, cfg.quantizer, cfg.model
-    if p.name == "admm":
-        if m.dropout != 0 or m.norm != "none":
-            raise ConfigError(
-                f"model.dropout={m.dropout}, model.norm={m.norm} are not allowed with parallel=admm (it trains a plain "
-                "ReLU MLP); use model.dropout=0 model.norm=none"
-            )
-        if p.rho_schedule != "none" and cfg.trainer.eval_every != 1:
-            raise ConfigError(
-                f"trainer.eval_every={cfg.trainer.eval_every} is not allowed with "
-                f"parallel.rho_schedule={p.rho_schedule}: the "
-                "schedule reads every iteration's training loss; use trainer.eval_every=1"
-            )
-        if p.init == "chain":
-            _check_chain(p, m.layers)
-        if p.rho_schedule != "none" and p.rho > p.rho_max:
-            raise ConfigError(
-                f"parallel.rho={p.rho} is not allowed with parallel.rho_max={p.rho_max}; it must be <= rho_max"
-            )
-        ranks = world_size(cfg)
-        if ranks > m.layers:
-            raise ConfigError(
-                f"cluster.nproc x cluster.hosts = {ranks} ranks is not allowed with model.layers={m.layers} under "
-                "parallel=admm: each rank needs at least one layer"
-            )
-    elif m.name == "gamlp":
-        if p.name != "sync":
-            raise ConfigError(
-                f"parallel={p.name} is not allowed with model=gamlp; allowed: sync (gradient baselines), admm"
-            )
-        if q.name != "fp32":
-            raise ConfigError(
-                f"quantizer={q.name} is not allowed with model=gamlp and parallel=sync (no halo messages); use "
-                "quantizer=fp32"
-            )
-
-
 def _check_parallel(cfg: DictConfig) -> None:
     p = cfg.parallel
     _check_needs(cfg)
-    _check_gamlp(cfg)
+    for group in ("parallel", "model"):  # a method's own checks (gnnq.config.method_checks), from its registry line
+        check = group_registries()[group].choice(cfg[group].name).check
+        if check:
+            resolve(check)(cfg)
     if p.get("inputs") == "every_epoch" and cfg.quantizer.get("quantize_input"):
         raise ConfigError(
             "quantizer.quantize_input=true is not allowed with parallel.inputs=every_epoch (the features then travel "
@@ -334,21 +213,11 @@ def _check_parallel(cfg: DictConfig) -> None:
             f"trainer.trace=true is not supported with parallel={p.name} (traces are of halo exchanges); allowed "
             f"with parallel={full_graph}, or set trainer.trace=false"
         )
-    if cfg.trainer.checkpoint_every and p.name == "minibatch":
+    no_checkpoints = PARALLEL.choice(p.name).no_checkpoints
+    if cfg.trainer.checkpoint_every and no_checkpoints:
         raise ConfigError(
-            f"trainer.checkpoint_every={cfg.trainer.checkpoint_every} is not supported with parallel=minibatch "
-            "(a single-process reference); set trainer.checkpoint_every=0 here"
-        )
-    if p.name != "minibatch":
-        return
-    try:
-        resolve_fanouts(p.fanouts, cfg.model.layers)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    if world_size(cfg) != 1:
-        raise ConfigError(
-            f"parallel=minibatch is a single-process reference; cluster.nproc={cfg.cluster.nproc} x "
-            f"cluster.hosts={cfg.cluster.hosts} is not allowed, use cluster.nproc=1 cluster.hosts=1"
+            f"trainer.checkpoint_every={cfg.trainer.checkpoint_every} is not supported with parallel={p.name} "
+            f"({no_checkpoints}); set trainer.checkpoint_every=0 here"
         )
 
 
@@ -404,8 +273,9 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(
             f"dataset.num_classes={d.num_classes} is not allowed; it must be <= dataset.num_nodes={d.num_nodes}"
         )
-    _check_quantizer(cfg.quantizer)
-    _check_assign_cycle(cfg)
+    check = QUANTIZERS.choice(cfg.quantizer.name).check  # the codec family's own values (gnnq.config.method_checks)
+    if check:
+        resolve(check)(cfg)
     _check_parallel(cfg)
     if cfg.cluster.memory_limit_gib is not None and cfg.cluster.memory_limit_gib <= 0:
         raise ConfigError(
@@ -416,7 +286,7 @@ def validate(cfg: DictConfig) -> None:
             "cluster.device=cpu is not allowed with cluster.backend=nccl (NCCL moves CUDA tensors only); "
             "use cluster.backend=gloo or cluster.device=auto|cuda"
         )
-    resolve(CLUSTERS.choice(cfg.cluster.name).check)(cfg.cluster)  # the cluster's own values (gnnq.config.clusters)
+    resolve(CLUSTERS.choice(cfg.cluster.name).check)(cfg)  # the cluster's own values (gnnq.config.clusters)
     if cfg.dataset.name == "files" and not cfg.dataset.path:
         raise ConfigError(
             "dataset.path is required with dataset=files: a directory holding edges, features and labels "

@@ -49,7 +49,7 @@ def _run_claimed(cfg: DictConfig, run_dir: Path, extra: dict | None) -> dict:
     config = OmegaConf.to_container(cfg, resolve=True)
     write_text_atomic(run_dir / CONFIG_FILE, OmegaConf.to_yaml(config))
     say(f"run dir: {run_dir}")
-    if cfg.quantizer.name == "adaptive" and OmegaConf.is_interpolation(cfg.quantizer, "assign_cycle"):
+    if "assign_cycle" in cfg.quantizer and OmegaConf.is_interpolation(cfg.quantizer, "assign_cycle"):
         say(
             f"quantizer.assign_cycle={config['quantizer']['assign_cycle']}: the default, a quarter of "
             f"trainer.epochs={cfg.trainer.epochs} (AdaQP's 4 assignments per run); set quantizer.assign_cycle to fix it"

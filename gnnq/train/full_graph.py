@@ -7,10 +7,9 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig
 
-from gnnq.adaptive.assigner import AdaptiveAssigner
 from gnnq.comm import Communicator, HaloExchange
 from gnnq.comm.accounting import CONTROL, GRAD_SYNC, HALO_EVAL, HALO_SETUP, HALO_TRAIN
-from gnnq.config.registry import QUANTIZERS
+from gnnq.config.registry import QUANTIZERS, resolve
 from gnnq.data.part import Part
 from gnnq.models import local_graph_for
 from gnnq.models.factory import build_model, count_trainable_parameters
@@ -75,9 +74,10 @@ class FullGraphTrainer(Trainer):
         self.strategy = make_strategy(cfg.parallel, self.exchange, graph, part.x, seed)
         self.assigner = None
         inputs_keys = [(0, "fwd")] if cfg.parallel.get("inputs", "once") == "every_epoch" else []
-        if cfg.quantizer.name == "adaptive":
+        assigner = QUANTIZERS.choice(cfg.quantizer.name).assigner  # a codec family whose widths are assigned
+        if assigner:
             m = cfg.model
-            self.assigner = AdaptiveAssigner(
+            self.assigner = resolve(assigner)(
                 cfg.quantizer,
                 comm,
                 self.exchange,

@@ -20,8 +20,12 @@ from dataclasses import dataclass
 
 import torch
 
+from gnnq.config.registry import MODELS
 from gnnq.data.part import Part
 from gnnq.models.graph_ops import LocalGraph, sparse_csr, transposed
+
+SYMMETRIC, MEAN = "symmetric", "mean"  # a model's ``aggregation`` (gnnq.config.registry)
+AGGREGATIONS = (SYMMETRIC, MEAN)
 
 
 @dataclass
@@ -94,17 +98,18 @@ class NeighborSampler:
     def __init__(self, part: Part, model_name: str, fanouts: list[int]):
         if part.num_halo or part.nparts != 1:
             raise ValueError("neighbour sampling needs the whole graph in one part (nparts=1, no halo rows)")
-        if model_name not in ("gcn", "sage"):
+        aggregation = MODELS.choice(model_name).aggregation if model_name in MODELS else ""
+        if aggregation not in AGGREGATIONS:  # the model's registry line says how it aggregates
             raise ValueError(f"no sampled aggregation for model {model_name!r}")
         for f in fanouts:
             if f != -1 and f < 1:
                 raise ValueError(f"fanouts must be positive or -1 (all neighbours), got {list(fanouts)}")
-        self.model_name = model_name
+        self.model_name, self.aggregation = model_name, aggregation
         self.fanouts = [int(f) for f in fanouts]
         self.indptr, self.indices = part.indptr, part.indices
         self.num_nodes = part.num_inner
         self.device = part.indptr.device
-        if model_name == "gcn":
+        if aggregation == SYMMETRIC:
             self.in_rsqrt = (part.in_degree + 1.0).rsqrt()
             self.out_rsqrt = (part.out_degree + 1.0).rsqrt()
         # node id -> position among the block's source rows; -1 elsewhere (reset after each block)
@@ -131,7 +136,7 @@ class NeighborSampler:
         cols = slot[src]
         slot[src_ids] = -1
 
-        if self.model_name == "sage":
+        if self.aggregation == MEAN:
             weights = 1.0 / num_sampled.clamp(min=1).float()[rows]
             counts = num_sampled
         else:

@@ -12,11 +12,11 @@ from omegaconf import OmegaConf
 from gnnq.comm import Communicator
 from gnnq.comm.accounting import CONTROL
 from gnnq.comm.trace import TraceRecorder
+from gnnq.config.registry import PARALLEL, TRACE_FLAGS
 from gnnq.contract import LINK_PRESETS_MBIT
 from gnnq.data.part import Part
 from gnnq.track.trace_files import EpochLines, write_meta
 
-OVERLAP, STALE, SAMPLING = "overlap", "stale", "sampling"
 
 
 def start_trace(cfg, part: Part, comm: Communicator, run_dir: Path | None, resume: bool = False) -> EpochLines:
@@ -71,9 +71,7 @@ def trace_meta(cfg, part: Part, parts: list[dict], experiment: str | None) -> di
             "parallel": cfg.parallel.name,
             "experiment": experiment,
             "quantizer": cfg.quantizer.name,
-            "overlap": cfg.parallel.name == OVERLAP,
-            "stale": cfg.parallel.name == STALE,
-            "sampled": cfg.parallel.name == SAMPLING,  # an extra field: rows of each message drawn per epoch
+            **{flag: flag in PARALLEL.choice(cfg.parallel.name).trace_flags for flag in TRACE_FLAGS},
             "parallel_config": pcfg,
         },
         "cluster": {

@@ -78,3 +78,17 @@ def test_no_cluster_name_is_compared_outside_the_registries():
 def test_a_planted_cluster_comparison_is_found(tmp_path):
     (tmp_path / "x.py").write_text('def f(cfg):\n    return cfg.cluster.name == "emulated"\n')
     assert name_comparisons(tmp_path, {"emulated"}) == [((tmp_path / "x.py").as_posix(), 2, "emulated")]
+
+
+@pytest.mark.parametrize("package", ["config", "launch", "train"])
+def test_no_method_or_cluster_name_is_compared_in_config_launch_train(package):
+    """config/, launch/ and train/ read a choice's facts from its registry line (value checks, trace flags, the
+    assigner, the aggregation, checkpoint support), never compare its name; the registry and the methods' own
+    checks (gnnq/config/method_checks.py) are the places that may."""
+    found = name_comparisons(REPO / "gnnq" / package, choice_names(CONF_DIR))
+    assert not found, found
+
+
+def test_a_planted_method_constant_is_found(tmp_path):
+    (tmp_path / "x.py").write_text('STALE = "stale"\n\n\ndef f(cfg):\n    return cfg.parallel.name == STALE\n')
+    assert [r[2] for r in name_comparisons(tmp_path, {"stale"})] == ["stale"]
