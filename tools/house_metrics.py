@@ -258,7 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     found = name_comparisons(args.root, choice_names(args.conf))
     clusters = choice_names(args.conf, ("cluster",))
-    for what, rows in (("cluster", [r for r in found if r[2] in clusters]), ("method", [r for r in found if r[2] not in clusters])):
+    for what, rows in (
+        ("cluster", [r for r in found if r[2] in clusters]),
+        ("method", [r for r in found if r[2] not in clusters]),
+    ):
         print(f"{what} name comparisons outside the registries: {len(rows)} in {len({f for f, _, _ in rows})} files")
     for f, line, s in found:
         print(f"  {f}:{line}: {s!r}")

@@ -2,7 +2,8 @@
 
 A cluster choice is one registry line (``gnnq.config.registry.CLUSTERS``): its schema (``gnnq.config.schema``), its
 class in ``gnnq/launch/clusters/<name>.py`` (placement, memory, how its ranks start, what it prepares) and the
-function here that checks its own values (``check``, given the whole config). validate.py dispatches on the registry, never on a name.
+function here that checks its own values (``check``, given the whole config). validate.py dispatches on the
+registry, never on a name.
 """
 
 from __future__ import annotations

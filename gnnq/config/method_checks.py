@@ -13,7 +13,6 @@ from gnnq.config.clusters import world_size
 from gnnq.config.validate import resolve_fanouts
 from gnnq.errors import ConfigError
 
-
 QUANT_BITS = (1, 2, 4, 8)
 
 

@@ -305,6 +305,8 @@ PARALLEL = Registry(
         ),
     ],
 )
+
+
 def _cluster(name: str, schema: type, cls: str, about: str) -> Choice:
     """A cluster: its schema, its class in gnnq/launch/clusters/<name>.py, its value checks in gnnq.config.clusters."""
     return Choice(name, schema, f"gnnq.launch.clusters.{name}:{cls}", about, check=f"gnnq.config.clusters:check_{name}")
@@ -314,7 +316,10 @@ CLUSTERS = Registry(
     "cluster",
     [
         _cluster(
-            "local", s.ClusterConfig, "LocalCluster", "all ranks on this machine, started by gnnq itself (store on loopback)"
+            "local",
+            s.ClusterConfig,
+            "LocalCluster",
+            "all ranks on this machine, started by gnnq itself (store on loopback)",
         ),
         _cluster(
             "emulated",
@@ -323,7 +328,10 @@ CLUSTERS = Registry(
             "hosts emulated with network namespaces and shaped links (root)",
         ),
         _cluster(
-            "slurm", s.SlurmClusterConfig, "SlurmCluster", "one Slurm job per run, submitted by Hydra's submitit launcher"
+            "slurm",
+            s.SlurmClusterConfig,
+            "SlurmCluster",
+            "one Slurm job per run, submitted by Hydra's submitit launcher",
         ),
         _cluster(
             "multinode",

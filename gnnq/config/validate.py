@@ -7,7 +7,6 @@ from typing import Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from gnnq.config.clusters import world_size
 from gnnq.config.registry import (
     CLUSTERS,
     FULL_GRAPH_TRAINER,

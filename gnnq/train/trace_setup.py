@@ -18,7 +18,6 @@ from gnnq.data.part import Part
 from gnnq.track.trace_files import EpochLines, write_meta
 
 
-
 def start_trace(cfg, part: Part, comm: Communicator, run_dir: Path | None, resume: bool = False) -> EpochLines:
     """Write the meta file (rank 0), attach a recorder to ``comm``'s counters; returns this rank's line
     writer (close it, and set ``comm.stats.trace = None``, when training ends). Collective."""

@@ -20,7 +20,10 @@ class MultinodeCluster(Cluster):
         cmd = multinode_torchrun_command(run_dir, parts_dir, c.nproc, c.hosts, c.rendezvous, rendezvous_id(run_dir))
         if c.hosts > 1:
             say(f"on each of the other {c.hosts - 1} node(s), run: {shlex.join(cmd)}")
-        say(f"launching {c.nproc} of {c.hosts} x {c.nproc} rank(s) with torchrun (rendezvous {c.rendezvous}) {self.methods()}")
+        say(
+            f"launching {c.nproc} of {c.hosts} x {c.nproc} rank(s) with torchrun (rendezvous {c.rendezvous}) "
+            f"{self.methods()}"
+        )
         log = ranks_log(run_dir)
         return collect_result(run_dir, run_torchrun(cmd, log, follow), [log])
 

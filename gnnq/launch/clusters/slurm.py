@@ -59,7 +59,10 @@ class SlurmCluster(Cluster):
     def start(self, run_dir: Path, parts_dir: Path, say: Callable[[str], None], follow: Callable[[dict], None]) -> dict:
         c = self.c
         job = current_job(c.hosts)
-        say(f"launching {c.hosts} node(s) x {c.nproc} rank(s) with srun and torchrun (Slurm job {job.job_id}) {self.methods()}")
+        say(
+            f"launching {c.hosts} node(s) x {c.nproc} rank(s) with srun and torchrun (Slurm job {job.job_id}) "
+            f"{self.methods()}"
+        )
         log = ranks_log(run_dir)
         code = run_torchrun(srun_command(c, job, run_dir, parts_dir), log, follow)
         return {**collect_result(run_dir, code, [log]), "slurm": job.describe()}
