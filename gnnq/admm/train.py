@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -28,7 +27,7 @@ from gnnq.comm.grid_codec import Grid
 from gnnq.config.registry import QUANTIZERS
 from gnnq.data.part import Part
 from gnnq.errors import ConfigError, GnnqError
-from gnnq.train.driver import NUM_COUNTS, EpochCallback, RowCategories, Trainer, run_epochs
+from gnnq.train.driver import NUM_COUNTS, RowCategories, Trainer, epoch_trainer
 from gnnq.train.metrics import split_counts
 
 
@@ -193,19 +192,12 @@ class AdmmTrainer(Trainer):
         }
 
 
-def train_admm(
-    cfg: DictConfig,
-    part: Part,
-    comm: Communicator,
-    on_epoch: EpochCallback | None = None,
-    device=torch.device("cpu"),
-    cache_dir: Path | None = None,
-    run_dir: Path | None = None,
-    resume: bool = False,
-) -> dict:
+train_admm = epoch_trainer(
+    "gnnq.admm.train:train_admm",
+    lambda cfg, part, comm, device, cache_dir: AdmmTrainer(cfg, part, comm, device),
     """pdADMM-G iterations (``trainer.epochs``); checkpoints and resume as in ``gnnq.train.driver.run_epochs``.
-    The trainers' one signature (gnnq.train.driver); ``cache_dir`` is not used."""
-    return run_epochs(AdmmTrainer(cfg, part, comm, device), cfg.trainer, comm, on_epoch, device, run_dir, resume)
+    The trainers' one signature (gnnq.train.driver); ``cache_dir`` is not used.""",
+)
 
 
 def build_block(

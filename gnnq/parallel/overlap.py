@@ -13,6 +13,7 @@ arithmetic is that of ``sync``; only the order differs, so results agree to fp32
 from __future__ import annotations
 
 import warnings
+from typing import ClassVar
 
 import torch
 
@@ -65,9 +66,7 @@ SPLITS = ("columns", "central")
 
 
 class OverlapStrategy(SyncStrategy):
-    @classmethod
-    def from_config(cls, pcfg, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, seed: int):
-        return cls(exchange, graph, x_inner, split=pcfg.split, inputs=pcfg.get("inputs", "once"))
+    config_keys: ClassVar[dict[str, str]] = {"split": "split"}
 
     def __init__(
         self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, split: str = "columns", inputs="once"

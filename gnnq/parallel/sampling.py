@@ -16,6 +16,7 @@ once in full, and evaluation uses the full graph.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -76,17 +77,8 @@ def draw_sample(
 
 
 class SamplingStrategy(SyncStrategy):
-    @classmethod
-    def from_config(cls, pcfg, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, seed: int):
-        return cls(
-            exchange,
-            graph,
-            x_inner,
-            rate=pcfg.sampling_rate,
-            seed=seed,
-            sample_size=pcfg.sample_size,
-            inputs=pcfg.get("inputs", "once"),
-        )
+    config_keys: ClassVar[dict[str, str]] = {"rate": "sampling_rate", "sample_size": "sample_size"}
+    takes_seed: ClassVar[bool] = True
 
     def __init__(
         self,

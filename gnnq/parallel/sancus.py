@@ -24,6 +24,8 @@ to their owners every epoch. Layer-0 features are fetched once (``parallel.input
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 
 from gnnq.comm.direction import Direction
@@ -34,16 +36,7 @@ from gnnq.parallel.sync import SyncStrategy
 
 
 class SancusStrategy(SyncStrategy):
-    @classmethod
-    def from_config(cls, pcfg, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, seed: int):
-        return cls(
-            exchange,
-            graph,
-            x_inner,
-            threshold=pcfg.threshold,
-            max_staleness=pcfg.max_staleness,
-            inputs=pcfg.get("inputs", "once"),
-        )
+    config_keys: ClassVar[dict[str, str]] = {"threshold": "threshold", "max_staleness": "max_staleness"}
 
     def __init__(
         self,

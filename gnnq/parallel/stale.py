@@ -24,6 +24,8 @@ gradients go back to the owner's pre-dropout rows. Where the model has no such r
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 
 from gnnq.comm.direction import Direction
@@ -42,18 +44,12 @@ SMOOTHED = {
 
 
 class StaleStrategy(SyncStrategy):
-    @classmethod
-    def from_config(cls, pcfg, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, seed: int):
-        return cls(
-            exchange,
-            graph,
-            x_inner,
-            momentum=pcfg.momentum,
-            warmup=pcfg.warmup,
-            smooth=pcfg.smooth,
-            inputs=pcfg.get("inputs", "once"),
-            stale_rows=pcfg.get("stale_rows", "post_dropout"),
-        )
+    config_keys: ClassVar[dict[str, str]] = {
+        "momentum": "momentum",
+        "warmup": "warmup",
+        "smooth": "smooth",
+        "stale_rows": "stale_rows",
+    }
 
     def __init__(
         self,

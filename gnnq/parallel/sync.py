@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
+from typing import ClassVar
+
 import torch
 
 from gnnq.comm.halo import EVALUATION, HaloExchange, Traffic
@@ -26,10 +29,18 @@ class SyncStrategy:
     [inner; halo] array every step: at products scale that is a GB per rank and step).
     """
 
+    # a strategy's own keys: its __init__ parameter -> its key of parallel.* (every strategy also takes ``inputs``)
+    config_keys: ClassVar[dict[str, str]] = {}
+    takes_seed: ClassVar[bool] = False  # its __init__ takes the run's seed (``seed``)
+
     @classmethod
     def from_config(cls, pcfg, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, seed: int):
-        """The strategy with its own keys from ``parallel.*`` (sync: ``inputs`` only)."""
-        return cls(exchange, graph, x_inner, inputs=pcfg.get("inputs", "once"))
+        """The strategy with its own keys from ``parallel.*`` (``config_keys``; a key the node lacks: the default)."""
+        defaults = inspect.signature(cls.__init__).parameters
+        own = {arg: pcfg.get(key, defaults[arg].default) for arg, key in cls.config_keys.items()}
+        if cls.takes_seed:
+            own["seed"] = seed
+        return cls(exchange, graph, x_inner, inputs=pcfg.get("inputs", "once"), **own)
 
     def __init__(self, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, inputs: str = "once"):
         if inputs not in INPUTS:

@@ -411,3 +411,34 @@ def summarize(
         "peak_memory_mib_per_rank": [round(m, 1) for m in peak_mib],
         "world_size": world_size,
     }
+
+
+def epoch_trainer(name: str, build: Callable[..., Trainer], doc: str, checkpoints: bool = True, around=None) -> TrainFn:
+    """A trainer of the one signature (``TrainFn``), written once, to be bound to ``name`` ("module:function", what
+    the registry names and pickle finds): ``build(cfg, part, comm, device, cache_dir)`` makes the Trainer that
+    ``run_epochs`` runs. ``checkpoints=False``: ``run_dir`` and ``resume`` are not used;
+    ``around(run, cfg, part, comm, run_dir, resume)``: runs ``run()`` inside what it sets up (a trace)."""
+
+    def train(
+        cfg,
+        part,
+        comm: Communicator,
+        on_epoch: EpochCallback | None = None,
+        device: torch.device = torch.device("cpu"),
+        cache_dir: Path | None = None,
+        run_dir: Path | None = None,
+        resume: bool = False,
+    ) -> dict:
+        trainer = build(cfg, part, comm, device, cache_dir)
+        if not checkpoints:
+            run_dir, resume = None, False
+
+        def run() -> dict:
+            return run_epochs(trainer, cfg.trainer, comm, on_epoch, device, run_dir, resume)
+
+        return run() if around is None else around(run, cfg, part, comm, run_dir, resume)
+
+    train.__doc__ = doc
+    train.__module__, _, train.__qualname__ = name.partition(":")
+    train.__name__ = train.__qualname__
+    return train

@@ -9,12 +9,12 @@ from omegaconf import DictConfig
 
 from gnnq.comm import Communicator, HaloExchange
 from gnnq.comm.accounting import CONTROL, GRAD_SYNC, HALO_EVAL, HALO_SETUP, HALO_TRAIN
-from gnnq.config.registry import QUANTIZERS, resolve
+from gnnq.config.registry import FULL_GRAPH_TRAINER, QUANTIZERS, resolve
 from gnnq.data.part import Part
 from gnnq.models import local_graph_for
 from gnnq.models.factory import build_model, count_trainable_parameters
 from gnnq.parallel import make_strategy
-from gnnq.train.driver import EpochCallback, RowCategories, Trainer, run_epochs
+from gnnq.train.driver import RowCategories, Trainer, epoch_trainer
 from gnnq.train.grad_sync import all_reduce_gradients, sync_parameters
 from gnnq.train.metrics import loss_sum, split_counts
 from gnnq.train.optim import make_optimizer
@@ -158,26 +158,23 @@ class FullGraphTrainer(Trainer):
         return extras
 
 
-def train(
-    cfg: DictConfig,
-    part: Part,
-    comm: Communicator,
-    on_epoch: EpochCallback | None = None,
-    device=torch.device("cpu"),
-    cache_dir: Path | None = None,
-    run_dir: Path | None = None,
-    resume: bool = False,
-) -> dict:
+def traced(run, cfg, part: Part, comm: Communicator, run_dir: Path | None, resume: bool) -> dict:
+    """``run()`` with trainer.trace=true's recorder around it (trace/ under run_dir, docs/runs.md#traces)."""
+    if not cfg.trainer.get("trace", False):
+        return run()
+    lines = start_trace(cfg, part, comm, run_dir, resume)
+    try:
+        return run()
+    finally:
+        stop_trace(comm, lines)
+
+
+train = epoch_trainer(
+    FULL_GRAPH_TRAINER,
+    FullGraphTrainer,
     """Train for cfg.trainer.epochs epochs; return the run summary (identical on every rank).
 
     ``cache_dir`` (the partition's cache entry) keeps per-model data derived from the part.
-    Checkpoints (``run_dir``, ``resume``) as in ``gnnq.train.driver.run_epochs``.
-    """
-    trainer = FullGraphTrainer(cfg, part, comm, device, cache_dir)
-    if not cfg.trainer.get("trace", False):
-        return run_epochs(trainer, cfg.trainer, comm, on_epoch, device, run_dir, resume)
-    lines = start_trace(cfg, part, comm, run_dir, resume)  # trace/ under run_dir (docs/runs.md#traces)
-    try:
-        return run_epochs(trainer, cfg.trainer, comm, on_epoch, device, run_dir, resume)
-    finally:
-        stop_trace(comm, lines)
+    Checkpoints (``run_dir``, ``resume``) as in ``gnnq.train.driver.run_epochs``.""",
+    around=traced,
+)

@@ -8,8 +8,6 @@ same model (SyncStrategy on the 1-rank part), as in full-graph training (``gnnq.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
 from omegaconf import DictConfig
 
@@ -19,7 +17,7 @@ from gnnq.data.part import Part
 from gnnq.models import local_graph_for
 from gnnq.models.factory import build_model, count_trainable_parameters
 from gnnq.parallel import SyncStrategy
-from gnnq.train.driver import EpochCallback, RowCategories, Trainer, run_epochs
+from gnnq.train.driver import RowCategories, Trainer, epoch_trainer
 from gnnq.train.full_graph import evaluate_full_graph
 from gnnq.train.metrics import loss_sum
 from gnnq.train.neighbor_sampler import NeighborSampler
@@ -99,21 +97,14 @@ class MinibatchTrainer(Trainer):
         }
 
 
-def train_minibatch(
-    cfg: DictConfig,
-    part: Part,
-    comm: Communicator,
-    on_epoch: EpochCallback | None = None,
-    device=torch.device("cpu"),
-    cache_dir: Path | None = None,
-    run_dir: Path | None = None,
-    resume: bool = False,
-) -> dict:
+train_minibatch = epoch_trainer(
+    "gnnq.train.minibatch:train_minibatch",
+    lambda cfg, part, comm, device, cache_dir: MinibatchTrainer(cfg, part, comm, device),
     """Train for cfg.trainer.epochs passes over the shuffled training nodes; return the run summary.
 
     One optimizer step per batch of cfg.parallel.batch_size targets (loss: mean over the batch).
     Rows and summary carry the same keys as ``train``'s (communication fields are zero), plus
     ``batches`` per row and ``summary["minibatch"]``. Not checkpointed (the reference is short): the
-    trainers' one signature (gnnq.train.driver), whose ``cache_dir``, ``run_dir`` and ``resume`` it does not use.
-    """
-    return run_epochs(MinibatchTrainer(cfg, part, comm, device), cfg.trainer, comm, on_epoch, device)
+    trainers' one signature (gnnq.train.driver), whose ``cache_dir``, ``run_dir`` and ``resume`` it does not use.""",
+    checkpoints=False,
+)
