@@ -34,14 +34,14 @@ import types
 from pathlib import Path
 
 from gnnq.bench.machine import describe_machine
-from gnnq.bench.projection.cluster import Cluster, recorded_cluster
-from gnnq.bench.projection.command import Point, add_speedups
-from gnnq.bench.projection.engine import AnalyticEngine
-from gnnq.bench.projection.outputs import heatmaps
-from gnnq.bench.projection.project import recorded_timelines
-from gnnq.bench.projection.scaler import Scaler
-from gnnq.bench.projection.scaling import compute_totals, with_compute_of
-from gnnq.bench.projection.trace import read_trace
+from gnnq.projection.cluster import Cluster, recorded_cluster
+from gnnq.projection.command import Point, add_speedups
+from gnnq.projection.engine import AnalyticEngine
+from gnnq.projection.outputs import heatmaps
+from gnnq.projection.project import recorded_timelines
+from gnnq.projection.scaler import Scaler
+from gnnq.projection.scaling import compute_totals, with_compute_of
+from gnnq.projection.trace import read_trace
 from gnnq.track.progress import markdown_table
 
 BASELINE = "adaqp_vanilla"

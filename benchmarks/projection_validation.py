@@ -27,10 +27,10 @@ import types
 from pathlib import Path
 
 from gnnq.bench.machine import describe_machine
-from gnnq.bench.projection.cluster import EMULATED, recorded_cluster
-from gnnq.bench.projection.command import own_epoch_s, project_run
-from gnnq.bench.projection.scaler import Scaler
-from gnnq.bench.projection.trace import read_trace
+from gnnq.projection.cluster import EMULATED, recorded_cluster
+from gnnq.projection.command import own_epoch_s, project_run
+from gnnq.projection.scaler import Scaler
+from gnnq.projection.trace import read_trace
 from gnnq.track.progress import markdown_table
 
 # name -> (engine, simgrid model, cluster changes). The emulated cluster's links: bidirectional TCP through its token

@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("admm",),  # pdADMM-G's trainer
     ("rank",),  # the per-rank entry point torchrun starts
     ("report",),
+    ("projection",),  # traced runs replayed on a modelled cluster (gnnq-bench project)
     ("launch",),
     ("bench",),
     ("cli_help",),

@@ -214,7 +214,7 @@ def parse_args(argv: list[str] | None):
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["project"]:  # gnnq-bench project RUN_DIR...: projections of traced runs (docs/projection.md)
-        from gnnq.bench.projection.command import main as project_main
+        from gnnq.projection.command import main as project_main
 
         return project_main(argv[1:])
     args = parse_args(argv)

@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 from gnnq.bench.harness import main as bench_main
-from gnnq.bench.projection.cluster import Cluster, recorded_cluster
-from gnnq.bench.projection.engine import AnalyticEngine
-from gnnq.bench.projection.partstats import extrapolate, stats_from_assignment
-from gnnq.bench.projection.project import project_recorded, recorded_timelines
-from gnnq.bench.projection.scaling import fit_layer_model, scaled_timelines
-from gnnq.bench.projection.timeline import Compute, Post, Wait, rank_timeline
-from gnnq.bench.projection.trace import read_trace
+from gnnq.projection.cluster import Cluster, recorded_cluster
+from gnnq.projection.engine import AnalyticEngine
+from gnnq.projection.partstats import extrapolate, stats_from_assignment
+from gnnq.projection.project import project_recorded, recorded_timelines
+from gnnq.projection.scaling import fit_layer_model, scaled_timelines
+from gnnq.projection.timeline import Compute, Post, Wait, rank_timeline
+from gnnq.projection.trace import read_trace
 from tests.projection_traces import allreduce, compute, post, wait, write_trace
 
 GBIT = 1000.0  # link_mbit of a 1 Gbit/s link
@@ -305,8 +305,8 @@ def test_part_stats_equal_the_parts_gnnq_builds():
 
 
 def test_simgrid_replays_the_hand_made_trace_like_the_model(tmp_path):
-    from gnnq.bench.projection.simgrid_engine import SimGridEngine, simgrid_module
     from gnnq.errors import ConfigError
+    from gnnq.projection.simgrid_engine import SimGridEngine, simgrid_module
 
     try:
         simgrid_module()

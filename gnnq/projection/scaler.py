@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gnnq.bench.projection.cluster import Cluster
-from gnnq.bench.projection.partstats import extrapolate, part_stats
-from gnnq.bench.projection.scaling import fit_layer_model, scaled_timelines
-from gnnq.bench.projection.timeline import Op
-from gnnq.bench.projection.trace import Trace
 from gnnq.errors import ConfigError
+from gnnq.projection.cluster import Cluster
+from gnnq.projection.partstats import extrapolate, part_stats
+from gnnq.projection.scaling import fit_layer_model, scaled_timelines
+from gnnq.projection.timeline import Op
+from gnnq.projection.trace import Trace
 
 
 class Scaler:

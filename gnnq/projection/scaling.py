@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gnnq.bench.projection.timeline import AllReduce, Compute, EpochStart, Op, Post, Wait
+from gnnq.projection.timeline import AllReduce, Compute, EpochStart, Op, Post, Wait
 
 
 @dataclass(frozen=True)

@@ -27,12 +27,12 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gnnq.bench.projection.cluster import Cluster, read_cluster_file, recorded_cluster
-from gnnq.bench.projection.outputs import print_table, write_outputs
-from gnnq.bench.projection.project import ENGINES, make_engine, project_recorded, recorded_timelines
-from gnnq.bench.projection.scaler import Scaler
-from gnnq.bench.projection.trace import Trace, read_trace
 from gnnq.errors import ConfigError, GnnqError
+from gnnq.projection.cluster import Cluster, read_cluster_file, recorded_cluster
+from gnnq.projection.outputs import print_table, write_outputs
+from gnnq.projection.project import ENGINES, make_engine, project_recorded, recorded_timelines
+from gnnq.projection.scaler import Scaler
+from gnnq.projection.trace import Trace, read_trace
 
 GRAPH_MODES = ("grow", "same")
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 
-from gnnq.bench.projection.cluster import Cluster
-from gnnq.bench.projection.engine import AnalyticEngine, Projection
-from gnnq.bench.projection.timeline import Compute, Op, rank_timeline
-from gnnq.bench.projection.trace import Trace
 from gnnq.errors import ConfigError
+from gnnq.projection.cluster import Cluster
+from gnnq.projection.engine import AnalyticEngine, Projection
+from gnnq.projection.timeline import Compute, Op, rank_timeline
+from gnnq.projection.trace import Trace
 
 ENGINES = ("analytic", "simgrid")
 
@@ -83,7 +83,7 @@ def make_engine(name: str, cluster: Cluster, rank_host: list[int] | None = None,
     if name == "simgrid":
         if cluster.comm_interference > 0:
             raise ConfigError("comm_interference is modelled by the analytic engine only: use --engine analytic")
-        from gnnq.bench.projection.simgrid_engine import SimGridEngine
+        from gnnq.projection.simgrid_engine import SimGridEngine
 
         return SimGridEngine(cluster, rank_host, simgrid_model)
     raise ConfigError(f"--engine {name!r}: allowed: {', '.join(ENGINES)}")

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gnnq.bench.projection.cluster import Cluster
-from gnnq.bench.projection.timeline import AllReduce, Compute, EpochStart, Op, Post, Wait
 from gnnq.errors import ConfigError
+from gnnq.projection.cluster import Cluster
+from gnnq.projection.timeline import AllReduce, Compute, EpochStart, Op, Post, Wait
 
 
 @dataclass

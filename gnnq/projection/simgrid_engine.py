@@ -19,10 +19,10 @@ import glob
 import multiprocessing
 import sys
 
-from gnnq.bench.projection.cluster import Cluster
-from gnnq.bench.projection.engine import Projection, RankEpoch
-from gnnq.bench.projection.timeline import AllReduce, Compute, EpochStart, Op, Post, Wait
 from gnnq.errors import ConfigError
+from gnnq.projection.cluster import Cluster
+from gnnq.projection.engine import Projection, RankEpoch
+from gnnq.projection.timeline import AllReduce, Compute, EpochStart, Op, Post, Wait
 
 DEBIAN_DIR = "/usr/lib/python3/dist-packages"
 MODELS = ("LV08", "CM02")
