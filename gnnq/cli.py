@@ -251,7 +251,8 @@ def _hydra_entry() -> None:
         from hydra.types import RunMode
 
         from gnnq.config.compose import drop_where_absent
-        from gnnq.launch.job import run_job, say
+        from gnnq.launch.console import say
+        from gnnq.launch.job import run_job
         from gnnq.launch.run_dir import PlaceError
 
         hydra_cfg = HydraConfig.get()
@@ -290,7 +291,7 @@ def _done_earlier(cfg, run_dir: Path, point: str) -> bool:
     """A resumed sweep: True (and says so) when this point finished in an earlier attempt; a failed one is set aside."""
     from omegaconf import OmegaConf
 
-    from gnnq.launch.job import say
+    from gnnq.launch.console import say
     from gnnq.launch.run_dir import claim_run_dir, release_run_dir
     from gnnq.launch.sweep_state import earlier_attempt
 

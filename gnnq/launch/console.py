@@ -78,3 +78,8 @@ def log_to(path: Path) -> Iterator[None]:
         finally:
             for s in streams:
                 s.copies.remove(log)
+
+
+def say(msg: str) -> None:
+    """One line of the launcher's, marked as gnnq's."""
+    print(f"[gnnq] {msg}", flush=True)

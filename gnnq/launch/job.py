@@ -1,37 +1,28 @@
-"""One experiment: resolved config → data and parts → torchrun → run record."""
+"""One experiment, as a pipeline of steps each in its own module: the composed, checked config (gnnq.config.compose,
+gnnq.launch.preflight) → claim the run dir (run_dir) → prepare data and parts (prepare) → place and start the ranks
+(start, clusters/) → collect rank 0's result (collect) → write the record (conclude)."""
 
 from __future__ import annotations
 
 import json
 import sys
 import time
-import traceback
 from pathlib import Path
-from typing import Callable
 
 from omegaconf import DictConfig, OmegaConf
 
-from gnnq.config.clusters import world_size
-from gnnq.config.dataset_name import FILES, graph_name
 from gnnq.contract import CONFIG_FILE, INTERNAL_DIR, RECORD_FILE, RESUME_FILE
-from gnnq.data.integrity import warn
-from gnnq.data.part_cache import cached_parts, prepare_parts
-from gnnq.data.registry import data_root, data_root_key, dataset_sources, load_dataset
-from gnnq.data.summary import GraphSummary, read_summary, recipe, write_summary
-from gnnq.errors import CacheError, ConfigError, GnnqError, LaunchError, describe_os_error
+from gnnq.errors import ConfigError
 from gnnq.launch import interrupts
-from gnnq.launch.clusters import cluster_of
-from gnnq.launch.partition_memory import check_before_partitioning, graph_mib
-from gnnq.launch.resources import check_launch_resources, method_resources
-from gnnq.launch.run_dir import check_writable, claim_run_dir, clear_earlier_attempt, release_run_dir
+from gnnq.launch.conclude import conclude, failure_line, interrupted
+from gnnq.launch.console import say
+from gnnq.launch.prepare import prepare_data
+from gnnq.launch.run_dir import claim_run_dir, clear_earlier_attempt, release_run_dir
+from gnnq.launch.start import start_ranks
 from gnnq.track.files import write_json_atomic, write_text_atomic
-from gnnq.track.progress import ProgressLine, summary_table
-from gnnq.track.record import build_record, write_record
-from gnnq.track.wandb_logger import NullLogger, close_logger, make_logger
-
-
-def say(msg: str) -> None:
-    print(f"[gnnq] {msg}", flush=True)
+from gnnq.track.progress import summary_table
+from gnnq.track.record import build_record
+from gnnq.track.wandb_logger import NullLogger, make_logger
 
 
 def run_job(cfg: DictConfig, run_dir: Path, extra: dict | None = None) -> dict:
@@ -63,58 +54,22 @@ def _run_claimed(cfg: DictConfig, run_dir: Path, extra: dict | None) -> dict:
         if "dataset_fingerprint" in meta:  # a files graph: reports tell graphs apart by it (gnnq.config.dataset_name)
             extra["dataset_fingerprint"] = meta.pop("dataset_fingerprint")
         extra["partition"] = meta
-        summary = launch(cfg, run_dir, parts_dir, logger.log_epoch)
+        summary = start_ranks(cfg, run_dir, parts_dir, logger.log_epoch)
         record = build_record(config, "ok", summary, extra=extra)
     except KeyboardInterrupt as exc:
-        _interrupted(run_dir, config, extra, logger, started, interrupts.received() or str(exc) or "SIGINT")
+        interrupted(run_dir, config, extra, logger, started, interrupts.received() or str(exc) or "SIGINT")
         raise
     except Exception as exc:  # noqa: BLE001 - an unexpected bug still leaves a failed record
         if interrupts.received():  # the signal surfaced as another error (METIS' C++ turns it into a RuntimeError)
-            _interrupted(run_dir, config, extra, logger, started, interrupts.received())
+            interrupted(run_dir, config, extra, logger, started, interrupts.received())
             raise KeyboardInterrupt(interrupts.received()) from None
-        record = build_record(config, "failed", error=_failure_line(exc, run_dir), extra=extra)
+        record = build_record(config, "failed", error=failure_line(exc, run_dir), extra=extra)
     conclude(run_dir, record, logger, started)
     if record["status"] == "ok":
         print(summary_table(record), flush=True)
     else:
         print(f"gnnq: error: {record['error']}", file=sys.stderr, flush=True)
     return record
-
-
-def _failure_line(exc: Exception, run_dir: Path) -> str:
-    """A GnnqError's own line; any other exception (a bug) with its traceback kept in logs/launcher.log."""
-    if isinstance(exc, GnnqError):
-        return str(exc)
-    (run_dir / "logs").mkdir(exist_ok=True)
-    (run_dir / "logs" / "launcher.log").write_text(traceback.format_exc())
-    return f"{type(exc).__name__}: {exc} (traceback: {run_dir}/logs/launcher.log)"
-
-
-def _interrupted(run_dir: Path, config: dict, extra: dict, logger, started: float, reason: str) -> None:
-    """The failed record of a run a signal stopped (the ranks are stopped by then)."""
-    record = build_record(config, "failed", error=f"interrupted ({reason}); all ranks were stopped", extra=extra)
-    try:
-        conclude(run_dir, record, logger, started)
-    except GnnqError as lost:  # the interrupt still decides the exit code (128 + signal)
-        print(f"gnnq: error: {lost}", file=sys.stderr, flush=True)
-
-
-def conclude(run_dir: Path, record: dict, logger: NullLogger, started: float) -> None:
-    """Write record.json, then give W&B the same numbers (its summary is the record's)."""
-    record["wall_time_s"] = round(time.time() - started, 3)
-    try:
-        _write_final_record(run_dir, record)
-    finally:
-        close_logger(logger, record, run_dir)
-
-
-def _write_final_record(run_dir: Path, record: dict) -> None:
-    """write_record; a filesystem that refuses it (full, read-only by now) ends as one LaunchError line."""
-    try:
-        write_record(run_dir, record)
-    except OSError as exc:
-        what = f"the run {'failed: ' + record['error'] if record['error'] else 'finished'}"
-        raise LaunchError(f"cannot write {run_dir / RECORD_FILE} ({describe_os_error(exc)}); {what}") from None
 
 
 def resume_job(run_dir: Path) -> dict:
@@ -153,144 +108,3 @@ def kept_log_path(log: Path, epoch: int) -> Path:
         kept = log.with_name(f"{log.stem}-until-epoch-{epoch}-{k}.log")
         k += 1
     return kept
-
-
-def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
-    """Load the dataset and build (or reuse) its cached parts, before any rank starts."""
-    t0 = time.perf_counter()
-    declared = method_resources(cfg)
-    cached = None if declared["model"].propagated_inputs else _cached_summary(cfg, declared["parallel"].shared_part)
-    if cached is not None:  # its parts are cached and its files unchanged: no load (gnnq.data.summary)
-        graph, parts_dir, meta = cached
-        for note in graph.notes:
-            warn(note)
-        graph_mib_ = graph.mib
-    else:
-        graph = _load_and_summarize(cfg)
-        graph_mib_ = graph_mib(graph)
-    nparts = world_size(cfg)
-    if nparts > graph.num_nodes:
-        raise ConfigError(
-            f"cluster.nproc x cluster.hosts = {nparts} partitions, but dataset {graph.name} has only "
-            f"{graph.num_nodes} nodes"
-        )
-    say(
-        f"dataset {graph_name(cfg.dataset)}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges, "
-        f"{graph.num_features} features, {graph.num_classes} classes ({time.perf_counter() - t0:.1f}s)"
-    )
-    fingerprint = {"dataset_fingerprint": graph.fingerprint()} if cfg.dataset.name == FILES else {}
-    method = declared["parallel"]
-    if method.single_label and graph.multilabel:
-        raise ConfigError(
-            f"parallel={cfg.parallel.name} trains single-label classification; dataset {graph.name} is multi-label"
-        )
-    if declared["model"].propagated_inputs:
-        from gnnq.data.gamlp import gamlp_graph
-
-        t0 = time.perf_counter()
-        graph = gamlp_graph(graph, cfg.model.hops, data_root(cfg.dataset) / "gamlp")
-        say(
-            f"GA-MLP inputs [X, AX, ..., A^{cfg.model.hops}X]: {graph.num_features} features "
-            f"({time.perf_counter() - t0:.1f}s)"
-        )
-    if method.shared_part:
-        nparts = 1  # e.g. layer-parallel ADMM: every rank reads the whole (edgeless) GA-MLP graph
-    parts_root = data_root(cfg.dataset) / "parts"
-    before = {}
-
-    def check_memory() -> None:  # only when the parts must be built: the launcher's METIS peak, the ranks' floor
-        before.update(check_before_partitioning(cfg, graph, nparts))
-        say(
-            f"memory estimate: launcher {before['launcher_mib'] / 1024:.1f} GiB while partitioning, "
-            f"each rank at least {before['rank_floor_mib'] / 1024:.1f} GiB"
-        )
-
-    try:
-        if cached is None:
-            parts_dir, meta = prepare_parts(
-                graph, cfg.partitioner.name, cfg.partitioner.seed, nparts, parts_root, check_memory
-            )
-    except OSError as exc:  # a read-only or full data root, or a file in its place
-        key = data_root_key(cfg.dataset)
-        check_writable(parts_root, key)  # names a file in the way, or a root where nothing can be created
-        raise CacheError(
-            f"{key}: cannot write the partition cache under {parts_root} ({describe_os_error(exc)}); "
-            f"set {key} to a writable directory (complete data and parts are read without writing)"
-        ) from None
-    meta = {
-        **meta,
-        **fingerprint,
-        "memory_estimate_mib_per_rank": check_launch_resources(
-            cfg, meta, graph.num_features, graph_mib_, graph.num_classes
-        ),
-    }
-    if before:
-        meta["memory_estimate_launcher_mib"] = before["launcher_mib"]
-    if method.shared_part:
-        kept = {"block": "a block of layers", "one": "one layer", "all": "every layer"}[method.kept_layers]
-        ranks = world_size(cfg)
-        say(f"{cfg.parallel.name}: each of {ranks} rank(s) holds the whole {graph.name} input and {kept}")
-    else:
-        cut = meta["edge_cut"] / max(1, meta["num_edges"])
-        say(f"{nparts} parts ({cfg.partitioner.name}): edge cut {cut:.1%}, halo nodes per part {meta['halo_nodes']}")
-    return parts_dir, meta
-
-
-def _parts_of(cfg: DictConfig, shared_part: bool) -> tuple[int, Path]:
-    """(how many parts the run's ranks read, the partition cache root)."""
-    return (1 if shared_part else world_size(cfg)), data_root(cfg.dataset) / "parts"
-
-
-def _recipe(cfg: DictConfig) -> str | None:
-    sources = dataset_sources(cfg.dataset)
-    if sources is None:
-        return None
-    return recipe(OmegaConf.to_container(cfg.dataset, resolve=True), sources)
-
-
-def _cached_summary(cfg: DictConfig, shared_part: bool) -> tuple[GraphSummary, Path, dict] | None:
-    """(the dataset's summary, its parts' cache entry, their metadata) when both are kept and its files are
-    unchanged since they were made; None: load it."""
-    nparts, parts_root = _parts_of(cfg, shared_part)
-    key = _recipe(cfg)
-    summary = read_summary(parts_root, key) if key else None
-    if summary is None or nparts > summary.num_nodes:
-        return None
-    found = cached_parts(summary.content, cfg.partitioner.name, cfg.partitioner.seed, nparts, parts_root, quiet=True)
-    return None if found is None else (summary, *found)
-
-
-def _load_and_summarize(cfg: DictConfig):
-    """Load the dataset; keep its summary for the next run of it (gnnq.data.summary)."""
-    notes: list[str] = []
-    graph = load_dataset(cfg.dataset, notes)
-    key = _recipe(cfg)
-    if key:
-        summary = GraphSummary(
-            graph.name,
-            graph.num_nodes,
-            graph.num_edges,
-            graph.num_features,
-            graph.num_classes,
-            bool(graph.multilabel),
-            graph.fingerprint(),
-            graph_mib(graph),
-            notes,
-        )
-        write_summary(data_root(cfg.dataset) / "parts", key, summary)
-    return graph
-
-
-def launch(cfg: DictConfig, run_dir: Path, parts_dir: Path, on_row: Callable[[dict], None]) -> dict:
-    """Start the ranks the run's cluster class starts and follow them; every epoch row rank 0 reports goes to the
-    progress line and ``on_row``."""
-    progress = ProgressLine(cfg.trainer.epochs)
-
-    def follow(row: dict) -> None:
-        progress.update(row)
-        on_row(row)
-
-    try:
-        return cluster_of(cfg).start(run_dir, parts_dir, say, follow)
-    finally:
-        progress.close()
