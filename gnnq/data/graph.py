@@ -34,6 +34,14 @@ class Graph:
     # the config keys that made it (loaders fill in what they know; not part of the fingerprint).
     sources: dict[str, str] = field(default_factory=dict)
 
+    @classmethod
+    def from_split(
+        cls, name: str, edge_index: np.ndarray, x: np.ndarray, y: np.ndarray, masks, num_classes: int, **more
+    ):
+        """A graph whose (train, val, test) masks come as one triple, as every loader's split returns them."""
+        train, val, test = masks
+        return cls(name, edge_index, x, y, train, val, test, num_classes, **more)
+
     @property
     def num_nodes(self) -> int:
         return int(self.x.shape[0])

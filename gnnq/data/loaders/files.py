@@ -59,16 +59,13 @@ def load_files(path: str | Path | None, train_frac: float, val_frac: float, seed
         split_sources = dict.fromkeys(SPLITS, made)
     else:
         split_sources = {s: f"{d / f} lists no node" for s, f in zip(SPLITS, SPLIT_FILES)}
-    train, val, test = split
-    return Graph(
-        name=NAME,
-        edge_index=canonical_edges(edges, n),
-        x=x,
-        y=y,
-        train_mask=train,
-        val_mask=val,
-        test_mask=test,
-        num_classes=num_classes,
+    return Graph.from_split(
+        NAME,
+        canonical_edges(edges, n),
+        x,
+        y,
+        split,
+        num_classes,
         multilabel=multilabel,
         metric="micro_f1" if multilabel else "accuracy",
         sources={"features": str(x_path), "labels": str(y_path), **split_sources},

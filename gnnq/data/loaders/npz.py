@@ -115,15 +115,12 @@ def load_npz(name: str, root: Path) -> Graph:
         ) from None
     x[x > 0] = 1.0  # PyG binarizes these features
     num_classes = int(y.max()) + 1 if y.size else 0
-    train, val, test = authors_split(y, num_classes)
-    return Graph(
-        name=name,
-        edge_index=canonical_edges(edges, x.shape[0]),
-        x=x,
-        y=y,
-        train_mask=train,
-        val_mask=val,
-        test_mask=test,
-        num_classes=num_classes,
+    return Graph.from_split(
+        name,
+        canonical_edges(edges, x.shape[0]),
+        x,
+        y,
+        authors_split(y, num_classes),
+        num_classes,
         sources={"features": str(path), "labels": str(path), "train": "authors' split, seed 100"},
     )

@@ -45,16 +45,13 @@ def generate_sbm(
     edge_index = edges_from_keys(keys, num_nodes)
     del keys
     x = _class_features(rng, y, num_classes, feature_dim, feature_noise)
-    train, val, test = stratified_split(y, train_frac, val_frac, seed)
-    return Graph(
-        name=NAME,
-        edge_index=edge_index,
-        x=x,
-        y=y,
-        train_mask=train,
-        val_mask=val,
-        test_mask=test,
-        num_classes=num_classes,
+    return Graph.from_split(
+        NAME,
+        edge_index,
+        x,
+        y,
+        stratified_split(y, train_frac, val_frac, seed),
+        num_classes,
         sources=dict.fromkeys(SPLITS, seeded_split_source(train_frac, val_frac)),
     )
 
