@@ -11,7 +11,7 @@ import sys
 PLAN = """
 import sys
 from gnnq.config.compose import compose_config
-from gnnq.launch import job
+from gnnq.launch import prepare as job  # the "prepare data" step of run_job
 cfg = compose_config(["dataset.num_nodes=400", "cluster.nproc=2", "logger=none", "dataset.root={root}"])
 loaded = []
 real = job.load_dataset
