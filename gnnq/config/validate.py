@@ -36,6 +36,8 @@ ALLOWED = {
     "parallel.split": ("columns", "central"),
     "parallel.inputs": ("once", "every_epoch"),
     "parallel.stale_rows": ("post_dropout", "pre_dropout"),
+    "parallel.permutation": ("none", "single", "double"),
+    "parallel.weight_init": ("glorot", "plexus"),
     "cluster.link": ("1gbit", "10gbit", "25gbit", "custom"),
     "cluster.pin_cores": ("auto", "on", "off"),
     "cluster.backend": ("auto", "gloo", "nccl"),

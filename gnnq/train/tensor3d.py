@@ -33,16 +33,16 @@ INITS = ("glorot", "plexus")
 
 def full_weights(cfg: DictConfig, part: Part, seed: int) -> tuple[list[torch.Tensor], list[torch.Tensor | None]]:
     """Every layer's whole weight (din x dout) and bias: those of the Vanilla GCN built with ``seed``
-    (``parallel.init=glorot``), or Plexus's (``plexus``: kaiming_uniform_(a=sqrt(5)) on the din x dout weight,
+    (``parallel.weight_init=glorot``), or Plexus's (``plexus``: kaiming_uniform_(a=sqrt(5)) on the din x dout weight,
     plexus/gcn_conv.py ``GCNConv.__init__``); no bias where ``parallel.bias`` is false (Plexus has none)."""
     torch.manual_seed(seed)
     model = build_model(cfg, part)
     weights = [conv.linear.weight.detach().t().contiguous() for conv in model.convs]
-    if cfg.parallel.init == "plexus":
+    if cfg.parallel.weight_init == "plexus":
         for w in weights:
             torch.nn.init.kaiming_uniform_(w, a=math.sqrt(5))
-    elif cfg.parallel.init not in INITS:
-        raise ConfigError(f"parallel.init={cfg.parallel.init!r}; allowed: {', '.join(INITS)}")
+    elif cfg.parallel.weight_init not in INITS:
+        raise ConfigError(f"parallel.weight_init={cfg.parallel.weight_init!r}; allowed: {', '.join(INITS)}")
     biases = [conv.linear.bias.detach().clone() if cfg.parallel.bias else None for conv in model.convs]
     return weights, biases
 

@@ -36,7 +36,7 @@ def _cfg(grid, permutation, inputs, bias, quantizer="fp32"):
                 "permutation": permutation,
                 "inputs": inputs,
                 "bias": bias,
-                "init": "glorot",
+                "weight_init": "glorot",
             },
             "quantizer": {"name": quantizer, "bits": 8, "grad_bits": None, "param_dtype": "fp16",
                           "quantize_input": False, "nonfinite": "error"},
