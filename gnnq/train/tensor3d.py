@@ -26,7 +26,6 @@ from gnnq.parallel.tensor3d_grid import epoch_bytes, plexus_comm_volume, plexus_
 from gnnq.train.driver import NUM_COUNTS, EpochCallback, RowCategories, Trainer, run_epochs
 from gnnq.train.metrics import split_counts
 from gnnq.train.optim import make_optimizer
-from gnnq.train.trace_setup import start_trace, stop_trace
 
 INITS = ("glorot", "plexus")
 
@@ -155,11 +154,5 @@ def train_tensor3d(
     resume: bool = False,
 ) -> dict:
     """Train for cfg.trainer.epochs epochs on the grid; the run summary (identical on every rank)."""
-    trainer = Tensor3dTrainer(cfg, part, comm, device)
-    if not cfg.trainer.get("trace", False):
-        return run_epochs(trainer, cfg.trainer, comm, on_epoch, device, run_dir, resume)
-    lines = start_trace(cfg, part, comm, run_dir, resume)  # trace/ under run_dir (docs/runs.md#traces)
-    try:
-        return run_epochs(trainer, cfg.trainer, comm, on_epoch, device, run_dir, resume)
-    finally:
-        stop_trace(comm, lines)
+    trainer = Tensor3dTrainer(cfg, part, comm, device)  # trainer.trace: refused at launch (traces are of halos)
+    return run_epochs(trainer, cfg.trainer, comm, on_epoch, device, run_dir, resume)
