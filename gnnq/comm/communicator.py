@@ -163,7 +163,9 @@ class Communicator:
             self._trace_collective(category, posted.at, nbytes, "all_reduce")
         return tensor
 
-    def all_gather(self, tensor: torch.Tensor, *, category: str, layer: int = -1, direction: str = "all") -> torch.Tensor:
+    def all_gather(
+        self, tensor: torch.Tensor, *, category: str, layer: int = -1, direction: str = "all"
+    ) -> torch.Tensor:
         """Every rank's ``tensor`` (all of one shape), concatenated along dim 0 in group-rank order. Counts what
         this rank's shard costs on the wire, (g-1) times its bytes (each of the g-1 peers receives it once)."""
         if self.world_size == 1:

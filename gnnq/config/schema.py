@@ -250,7 +250,9 @@ class Tensor3dParallelConfig(ParallelConfig):
     # axis, all-gathered in every forward pass)
     inputs: str = "once"
     bias: bool = True  # a bias per layer (gnnq's GCN); Plexus's layer has none
-    weight_init: str = "glorot"  # glorot: the Vanilla GCN's weights of the same seed | plexus: kaiming_uniform_(a=sqrt(5))
+    weight_init: str = (
+        "glorot"  # glorot: the Vanilla GCN's weights of the same seed | plexus: kaiming_uniform_(a=sqrt(5))
+    )
 
 
 @dataclass

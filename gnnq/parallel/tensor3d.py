@@ -149,8 +149,9 @@ class Tensor3dStrategy:
             if key not in cache:
                 r, c = inverse(self.orders[layer + 1])[rows], inverse(self.orders[layer])[cols]
                 keep = (r >= rs.start) & (r < rs.stop) & (c >= cs.start) & (c < cs.stop)
-                cache[key] = from_coo(r[keep] - rs.start, c[keep] - cs.start, weights[keep], rs.stop - rs.start,
-                                      cs.stop - cs.start)
+                cache[key] = from_coo(
+                    r[keep] - rs.start, c[keep] - cs.start, weights[keep], rs.stop - rs.start, cs.stop - cs.start
+                )
             graphs.append(cache[key])
         return graphs
 

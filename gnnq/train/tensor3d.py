@@ -136,9 +136,7 @@ class Tensor3dTrainer(Trainer):
                 "exact_fp32_bytes_per_epoch_by_layer": bytes_by_layer,
                 "exact_fp32_bytes_per_epoch": sum(bytes_by_layer.values()),
                 "plexus_model_bytes_per_epoch": plexus_comm_volume(s.grid, s.nodes, self.dims) * s.grid.size,
-                "plexus_model_memory_gib_per_rank": plexus_memory_gib(
-                    s.grid, s.nodes, s.nnz, self.dims
-                ),
+                "plexus_model_memory_gib_per_rank": plexus_memory_gib(s.grid, s.nodes, s.nnz, self.dims),
             },
         }
 

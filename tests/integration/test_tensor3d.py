@@ -21,8 +21,16 @@ HIDDEN, LAYERS, SEED = 16, 4, 3  # 4 layers: every role of every axis, and the l
 # (grid, permutation, inputs, bias): every grid of the issue, each order of the nodes, both input layouts
 CASES = {
     1: [((1, 1, 1), "double", "every_epoch", True)],
-    2: [((2, 1, 1), "double", "once", True), ((1, 2, 1), "single", "every_epoch", False), ((1, 1, 2), "none", "every_epoch", True)],
-    4: [((2, 2, 1), "double", "every_epoch", True), ((2, 1, 2), "double", "once", False), ((1, 2, 2), "single", "once", True)],
+    2: [
+        ((2, 1, 1), "double", "once", True),
+        ((1, 2, 1), "single", "every_epoch", False),
+        ((1, 1, 2), "none", "every_epoch", True),
+    ],
+    4: [
+        ((2, 2, 1), "double", "every_epoch", True),
+        ((2, 1, 2), "double", "once", False),
+        ((1, 2, 2), "single", "once", True),
+    ],
 }
 
 
@@ -38,8 +46,14 @@ def _cfg(grid, permutation, inputs, bias, quantizer="fp32"):
                 "bias": bias,
                 "weight_init": "glorot",
             },
-            "quantizer": {"name": quantizer, "bits": 8, "grad_bits": None, "param_dtype": "fp16",
-                          "quantize_input": False, "nonfinite": "error"},
+            "quantizer": {
+                "name": quantizer,
+                "bits": 8,
+                "grad_bits": None,
+                "param_dtype": "fp16",
+                "quantize_input": False,
+                "nonfinite": "error",
+            },
             "trainer": {"seed": SEED, "optimizer": "adam", "lr": 0.01, "weight_decay": 0.0},
         }
     )
