@@ -45,8 +45,8 @@ class GridOps(Protocol):
 
 @dataclass(frozen=True)
 class LayerShape:
-    """One layer's local block widths: its input columns (din / i), output columns (dout / o) and flat weight shard
-    (din * dout / (i * o * d)) elements."""
+    """One layer's local blocks: its input rows (nodes / o) and columns (din / i), its output columns (dout / o);
+    its weight block is cols_in x cols_out, held as a flat shard over D."""
 
     rows_in: int  # input rows (nodes / o)
     cols_in: int

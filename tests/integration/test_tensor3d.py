@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 from gnnq.comm import Communicator
 from gnnq.comm.accounting import TENSOR_TRAIN
 from gnnq.data.part import build_parts
-from gnnq.parallel.tensor3d_grid import epoch_bytes
+from gnnq.parallel.tensor3d_grid import Grid, epoch_bytes
 from gnnq.train.tensor3d import Tensor3dTrainer, full_weights
 from tests.helpers import random_graph, run_distributed
 
@@ -32,6 +32,8 @@ CASES = {
         ((1, 2, 2), "single", "once", True),
     ],
 }
+# gnnq's quantized grid (quantizer=uniform, 8 bits): every all-reduce over 2 ranks on some layer
+QUANTIZED = {2: ((2, 1, 1), "double", "once", True, "uniform"), 4: ((2, 2, 1), "double", "once", True, "uniform")}
 
 
 def _cfg(grid, permutation, inputs, bias, quantizer="fp32"):
@@ -74,7 +76,7 @@ def _one_step(world_size: int):
     graph = random_graph()
     part = _whole_part(graph)
     out = []
-    for case in CASES[world_size]:
+    for case in CASES[world_size] + ([QUANTIZED[world_size]] if world_size in QUANTIZED else []):
         comm = Communicator()
         trainer = Tensor3dTrainer(_cfg(*case), part, comm)
         s, model = trainer.strategy, trainer.model
@@ -109,7 +111,16 @@ def _one_step(world_size: int):
                 if s.coords[s.axis("I", k)] == 0 and s.coords[s.axis("D", k)] == 0:
                     b[s.block("O", k, dout)] = model.biases[k].grad
                 grads[f"b{k}"] = _sum_over_ranks(b)[: s.dims[k + 1]]
-        out.append({"logits": node_logits, "grads": grads, "train_bytes": train_bytes, "by_layer": by_layer})
+        d_block = s.coords[s.axis("D", LAYERS - 1)]
+        out.append(
+            {
+                "logits": node_logits,
+                "grads": grads,
+                "train_bytes": train_bytes,
+                "by_layer": by_layer,
+                "block": (d_block, logits.detach()),
+            }
+        )
     return out
 
 
@@ -152,7 +163,7 @@ def _check(world_size, results):
         grid, permutation, inputs, bias = case
         logits, grads = _reference(graph, _cfg(*case))
         expected = epoch_bytes(
-            __import__("gnnq.parallel.tensor3d_grid", fromlist=["Grid"]).Grid(*grid),
+            Grid(*grid),
             graph.num_nodes,
             [graph.num_features] + [HIDDEN] * (LAYERS - 1) + [graph.num_classes],
             bias=bias,
@@ -173,6 +184,31 @@ def _check(world_size, results):
             assert measured > 0
 
 
+def _check_quantized(world_size, results):
+    """The quantized all-reduces: every replica of an output block holds the same logits, bit for bit; the logits
+    and gradients stay near the exact ones (8-bit rows); fewer bytes than the exact grid's."""
+    graph = random_graph()
+    grid, permutation, inputs, bias, _ = case = QUANTIZED[world_size]
+    logits, grads = _reference(graph, _cfg(*case))
+    k = len(CASES[world_size])
+    blocks = {}
+    for res in results:
+        d_block, block = res[k]["block"]
+        assert torch.equal(blocks.setdefault(d_block, block), block), "replicas of an output block differ"
+        torch.testing.assert_close(res[k]["logits"].double(), logits, rtol=0.0, atol=0.05 * float(logits.abs().max()))
+        for name, ref in grads.items():
+            scale = float(ref.abs().max())
+            torch.testing.assert_close(res[k]["grads"][name].double(), ref, rtol=0.0, atol=0.1 * scale)
+    exact = epoch_bytes(
+        Grid(*grid),
+        graph.num_nodes,
+        [graph.num_features] + [HIDDEN] * (LAYERS - 1) + [graph.num_classes],
+        bias=bias,
+        inputs_every_epoch=False,
+    )
+    assert 0 < sum(res[k]["train_bytes"] for res in results) < 0.6 * sum(exact.values())
+
+
 def test_one_process_grid_equals_whole_graph():
     _check(1, [_one_step(1)])
 
@@ -181,4 +217,6 @@ def test_one_process_grid_equals_whole_graph():
 def test_grids_equal_whole_graph_and_count_analytic_bytes(world_size):
     """Grids 2x1x1, 1x2x1, 1x1x2 (2 ranks), 2x2x1, 2x1x2, 1x2x2 (4 ranks): logits and every weight and bias gradient
     within 1e-5 of the float64 whole-graph computation; training bytes = ``epoch_bytes`` exactly, layer by layer."""
-    _check(world_size, run_distributed(world_size, _one_step, world_size))
+    results = run_distributed(world_size, _one_step, world_size)
+    _check(world_size, results)
+    _check_quantized(world_size, results)
