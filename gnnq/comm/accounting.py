@@ -13,6 +13,8 @@ HALO_SETUP = "halo_setup"  # layer-0 input features, fetched once
 GRAD_SYNC = "grad_sync"  # parameter-gradient all-reduce (payload size, not the algorithm's wire bytes)
 ADMM_TRAIN = "admm_train"  # pdADMM-G: p and q between neighbouring layer blocks
 ADMM_EVAL = "admm_eval"  # pdADMM-G: activations passed up for evaluation
+TENSOR_TRAIN = "tensor_train"  # parallel=tensor3d: the grid's all-gathers, reduce-scatters and all-reduces in training
+TENSOR_EVAL = "tensor_eval"  # parallel=tensor3d: the same collectives in evaluation (forward only)
 CONTROL = "control"  # seeds, metrics, parameter broadcast
 OVERHEAD = "overhead"  # training work outside epochs: AdaQP's channel profile, row-influence exchange, reassignments
 

@@ -139,17 +139,83 @@ class Communicator:
             pending.msg = self.stats.trace.post(pending.key, pending.posted.at, time.perf_counter(), send, recv)
         return pending
 
-    def all_reduce(self, tensor: torch.Tensor, *, category: str, op=dist.ReduceOp.SUM) -> torch.Tensor:
-        """In-place all-reduce; counts the payload once per rank, and its time as exposed and as transfer."""
+    def all_reduce(
+        self,
+        tensor: torch.Tensor,
+        *,
+        category: str,
+        op=dist.ReduceOp.SUM,
+        layer: int = -1,
+        direction: str = "all",
+        wire: str = "payload",
+    ) -> torch.Tensor:
+        """In-place all-reduce; its time counted as exposed and as transfer. Bytes counted per rank: ``wire="payload"``
+        the payload once; ``"ring"`` what a ring all-reduce puts on the wire, 2 (g-1)/g of the payload (g ranks)."""
         if self.world_size > 1:
-            key = (category, -1, "all")
+            key = (category, layer, direction)
             posted = Posted(tensor)
             dist.all_reduce(tensor, op=op, group=self.group)
             nbytes = tensor.numel() * tensor.element_size()
+            if wire == "ring":
+                nbytes = 2 * (self.world_size - 1) * nbytes // self.world_size
             self.stats.add(*key, nbytes, 0.0)
             _count_wait(self.stats, key, tensor, posted, posted)
             self._trace_collective(category, posted.at, nbytes, "all_reduce")
         return tensor
+
+    def all_gather(
+        self, tensor: torch.Tensor, *, category: str, layer: int = -1, direction: str = "all"
+    ) -> torch.Tensor:
+        """Every rank's ``tensor`` (all of one shape), concatenated along dim 0 in group-rank order. Counts what
+        this rank's shard costs on the wire, (g-1) times its bytes (each of the g-1 peers receives it once)."""
+        if self.world_size == 1:
+            return tensor
+        shard = tensor.contiguous()
+        out = shard.new_empty((self.world_size * shard.shape[0],) + tuple(shard.shape[1:]))
+        self._collective(dist.all_gather_single, out, shard, shard, category, layer, direction, "all_gather")
+        return out
+
+    def reduce_scatter(
+        self, tensor: torch.Tensor, *, category: str, layer: int = -1, direction: str = "all"
+    ) -> torch.Tensor:
+        """The sum over the group of ``tensor``'s block of dim 0 that is this rank's (dim 0 splits into g equal
+        blocks, in group-rank order). Counts (g-1) times a block's bytes per rank (ring reduce-scatter)."""
+        if self.world_size == 1:
+            return tensor
+        full = tensor.contiguous()
+        if full.shape[0] % self.world_size:
+            raise ValueError(f"reduce-scatter of {full.shape[0]} rows over {self.world_size} ranks: not divisible")
+        out = full.new_empty((full.shape[0] // self.world_size,) + tuple(full.shape[1:]))
+        self._collective(dist.reduce_scatter_tensor, out, full, out, category, layer, direction, "reduce_scatter")
+        return out
+
+    def _collective(self, fn, out, inp, shard, category: str, layer: int, direction: str, kind: str) -> None:
+        """Run ``fn(out, inp)`` on the group; count (g-1) x ``shard``'s bytes and the wait as exposed and transfer."""
+        key = (category, layer, direction)
+        posted = Posted(inp)
+        fn(out, inp, group=self.group)
+        nbytes = (self.world_size - 1) * shard.numel() * shard.element_size()
+        self.stats.add(*key, nbytes, 0.0)
+        _count_wait(self.stats, key, out, posted, posted)
+        self._trace_collective(category, posted.at, nbytes, kind)
+
+    def split(self, groups: list[list[int]]) -> "Communicator":
+        """A communicator on the one of ``groups`` (global ranks; together every rank once) that holds this rank,
+        counting into the same stats; its ``rank`` and ``world_size`` are within that group.
+
+        Collective: every rank calls it with the same groups, in the same order (each becomes a process group).
+        """
+        if not self.distributed:
+            return self
+        mine = None
+        for ranks in groups:
+            group = dist.new_group(ranks=sorted(ranks))
+            if self.rank in ranks:
+                mine = Communicator(self.stats, group=group)
+                mine.rank, mine.world_size = sorted(ranks).index(self.rank), len(ranks)
+        if mine is None:
+            raise ValueError(f"rank {self.rank} is in none of the groups {groups}")
+        return mine
 
     def _trace_collective(self, category: str, start: float, nbytes: int, kind: str) -> None:
         if _tracing(self.stats):

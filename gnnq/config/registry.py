@@ -286,6 +286,20 @@ PARALLEL = Registry(
             no_checkpoints="a single-process reference",
         ),
         Choice(
+            "tensor3d",
+            s.Tensor3dParallelConfig,
+            "gnnq.parallel.tensor3d:Tensor3dStrategy",
+            "Plexus: a GCN's adjacency, features and weights in blocks over an X x Y x Z grid of ranks",
+            "gnnq.train.tensor3d:train_tensor3d",
+            needs=(
+                Needs("model", ("gcn",), "it trains model=gcn (with model.norm=none)"),
+                Needs("quantizer", ("fp32", "uniform"), "allowed: fp32 (Plexus), uniform (gnnq's quantized grid)"),
+            ),
+            labels={"fp32": "Plexus", "uniform": "Plexus + uniform"},
+            messages="grid",  # its messages are the grid's collectives, not halo rows
+            resources=Resources(shared_part=True),  # every rank reads the whole graph and keeps its blocks
+        ),
+        Choice(
             "admm",
             s.AdmmParallelConfig,
             "gnnq.admm.train:AdmmTrainer",

@@ -239,6 +239,23 @@ class MinibatchParallelConfig(ParallelConfig):
 
 
 @dataclass
+class Tensor3dParallelConfig(ParallelConfig):
+    """Plexus's 3D tensor parallelism (model=gcn, model.norm=none): adjacency, features and weights in blocks over
+    an X x Y x Z grid of ranks."""
+
+    name: str = "tensor3d"
+    grid: Optional[List[int]] = None  # [X, Y, Z] with X*Y*Z = ranks; null: picked by Plexus's performance models
+    permutation: str = "double"  # node orders: none | single (one random P) | double (Plexus: P and P2, alternating)
+    # layer-0 input block: once (gnnq: each rank keeps its block) | every_epoch (Plexus: a flat shard over the depth
+    # axis, all-gathered in every forward pass)
+    inputs: str = "once"
+    bias: bool = True  # a bias per layer (gnnq's GCN); Plexus's layer has none
+    weight_init: str = (
+        "glorot"  # glorot: the Vanilla GCN's weights of the same seed | plexus: kaiming_uniform_(a=sqrt(5))
+    )
+
+
+@dataclass
 class AdmmParallelConfig(ParallelConfig):
     """pdADMM-G (model=gamlp); trainer.epochs counts iterations, trainer.weight_decay is mu on ||W||^2."""
 

@@ -43,6 +43,8 @@ ALLOWED = {
     "parallel.split": ("columns", "central"),
     "parallel.inputs": ("once", "every_epoch"),
     "parallel.stale_rows": ("post_dropout", "pre_dropout"),
+    "parallel.permutation": ("none", "single", "double"),
+    "parallel.weight_init": ("glorot", "plexus"),
     "cluster.link": ("1gbit", "10gbit", "25gbit", "custom"),
     "cluster.pin_cores": ("auto", "on", "off"),
     "cluster.backend": ("auto", "gloo", "nccl"),
@@ -200,6 +202,11 @@ def _check_parallel(cfg: DictConfig) -> None:
         raise ConfigError(
             "quantizer.quantize_input=true is not allowed with parallel.inputs=every_epoch (the features then travel "
             "as every forward message does, quantized in training); use quantize_input with parallel.inputs=once"
+        )
+    if p.name == "tensor3d" and cfg.model.norm != "none":
+        raise ConfigError(
+            f"model.norm={cfg.model.norm} is not allowed with parallel=tensor3d (its GCN has no normalization layer, "
+            "as Plexus's has none); use model.norm=none"
         )
     if p.get("stale_rows") == "pre_dropout" and cfg.model.get("layer_order") == "dropout_norm_act":
         raise ConfigError(

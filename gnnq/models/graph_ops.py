@@ -124,6 +124,11 @@ def _from_coo(rows, cols, weights, num_rows, num_cols) -> LocalGraph:
     return LocalGraph(indptr, cols, weights, num_cols)
 
 
+def from_coo(rows, cols, weights, num_rows: int, num_cols: int) -> LocalGraph:
+    """The operator of the entries (rows, cols, weights) of a ``num_rows`` x ``num_cols`` matrix (any order)."""
+    return _from_coo(rows, cols, weights, num_rows, num_cols)
+
+
 def local_graph_for(model_name: str, part: Part) -> LocalGraph:
     if model_name in ("gcn", "gamlp"):  # a GA-MLP part has no edges; the operator is never used
         return gcn_graph(part)

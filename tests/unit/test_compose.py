@@ -25,6 +25,7 @@ def extra_for(group: str, option: str) -> list[str]:
         ("dataset", "files"): ["dataset.path=/tmp/x"],
         ("parallel", "minibatch"): ["cluster.nproc=1"],
         ("parallel", "admm"): ["model=gamlp"],
+        ("parallel", "tensor3d"): ["model.norm=none"],
         ("quantizer", "grid"): ["parallel=admm", "model=gamlp"],
         ("cluster", "multinode"): ["cluster.rendezvous=node1:29400"],
     }

@@ -235,6 +235,8 @@ def conflicts(choice: dict) -> set[str]:
         bad |= {"quantizer", "model"}
     if p in ("sampling", "sancus") and q == "adaptive":
         bad |= {"parallel", "quantizer"}
+    if p == "tensor3d" and (m != "gcn" or q not in ("fp32", "uniform")):
+        bad |= {"parallel", "model" if m != "gcn" else "quantizer"}
     if p == "minibatch" and ranks != 1:
         bad |= {"parallel", "cluster.nproc"}
     if p == "minibatch" and q != "fp32":
@@ -253,6 +255,8 @@ def choice_overrides(choice: dict) -> list[str]:
         out.append("dataset.path=/tmp/gnnq-no-such-dir")  # only its presence is checked before loading
     if choice["cluster"] == "multinode":  # its rendezvous is required; one host keeps the conflicts above about nproc
         out += ["cluster.rendezvous=node1:29400", "cluster.hosts=1"]
+    if choice["parallel"] == "tensor3d":  # its GCN has no normalization layer (model.norm=layer is refused)
+        out.append("model.norm=none")
     return out
 
 
