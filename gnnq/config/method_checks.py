@@ -163,3 +163,11 @@ def check_minibatch(cfg: DictConfig) -> None:
             f"parallel={p.name} is a single-process reference; cluster.nproc={cfg.cluster.nproc} x "
             f"cluster.hosts={cfg.cluster.hosts} is not allowed, use cluster.nproc=1 cluster.hosts=1"
         )
+
+
+def check_tensor3d(cfg: DictConfig) -> None:
+    if cfg.model.norm != "none":
+        raise ConfigError(
+            f"model.norm={cfg.model.norm} is not allowed with parallel={cfg.parallel.name} (its GCN has no "
+            "normalization layer, as Plexus's has none); use model.norm=none"
+        )

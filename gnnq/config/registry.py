@@ -298,6 +298,7 @@ PARALLEL = Registry(
             labels={"fp32": "Plexus", "uniform": "Plexus + uniform"},
             messages="grid",  # its messages are the grid's collectives, not halo rows
             resources=Resources(shared_part=True),  # every rank reads the whole graph and keeps its blocks
+            check=f"{_CHECKS}:check_tensor3d",
         ),
         Choice(
             "admm",

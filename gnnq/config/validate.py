@@ -203,11 +203,6 @@ def _check_parallel(cfg: DictConfig) -> None:
             "quantizer.quantize_input=true is not allowed with parallel.inputs=every_epoch (the features then travel "
             "as every forward message does, quantized in training); use quantize_input with parallel.inputs=once"
         )
-    if p.name == "tensor3d" and cfg.model.norm != "none":
-        raise ConfigError(
-            f"model.norm={cfg.model.norm} is not allowed with parallel=tensor3d (its GCN has no normalization layer, "
-            "as Plexus's has none); use model.norm=none"
-        )
     if p.get("stale_rows") == "pre_dropout" and cfg.model.get("layer_order") == "dropout_norm_act":
         raise ConfigError(
             "parallel.stale_rows=pre_dropout is not allowed with model.layer_order=dropout_norm_act (its rows end in "
