@@ -48,6 +48,10 @@ class SyncStrategy:
         self.exchange = exchange
         self.graph = graph
         self.inputs_every_epoch = inputs == "every_epoch"
+        self.x_aggregated = None  # sparse features: A @ [x_inner; x_halo], computed once (it never changes)
+        if x_inner.layout == torch.sparse_csr:
+            self._sparse_inputs(x_inner)
+            return
         n = x_inner.shape[0]
         self.x_full = x_inner.new_empty((n + exchange.num_halo,) + tuple(x_inner.shape[1:]))
         self.x_full[:n] = x_inner
@@ -55,6 +59,19 @@ class SyncStrategy:
         self.x_halo = self.x_full[n:]  # a view of x_full: the halo inputs, fetched once unless every epoch
         if not self.inputs_every_epoch:
             exchange.fetch_static(x_inner, out=self.x_halo)
+        self.traffic = Traffic.training(0)
+        self.buffers = RowBuffers()
+
+    def _sparse_inputs(self, x_inner: torch.Tensor) -> None:
+        """Sparse CSR features: the halo rows fetched once as non-zeros, [x_inner; x_halo] kept sparse."""
+        if self.inputs_every_epoch:
+            raise ValueError(
+                "parallel.inputs=every_epoch needs dense input features (their halo rows then travel as a hidden "
+                "layer's do); with features.npz use parallel.inputs=once"
+            )
+        self.x_inner = x_inner
+        self.x_halo = self.exchange.fetch_static_sparse(x_inner)
+        self.x_full = stack_csr(x_inner, self.x_halo)
         self.traffic = Traffic.training(0)
         self.buffers = RowBuffers()
 
@@ -82,6 +99,10 @@ class SyncStrategy:
 
     def __call__(self, layer: int, h_inner: torch.Tensor, before_dropout: BeforeDropout | None = None) -> torch.Tensor:
         """The model's ``propagate`` (gnnq.models.gnn)."""
+        if layer == 0 and self.x_full.layout == torch.sparse_csr:
+            if self.x_aggregated is None:  # inputs need no gradient: the sparse product once, for every epoch
+                self.x_aggregated = self.graph.aggregate(self.x_full)
+            return self.x_aggregated
         if layer == 0 and not self.inputs_every_epoch:
             return self.graph.aggregate(self.input_rows(h_inner))
         return self.aggregate_hidden(layer, h_inner, before_dropout)
@@ -109,3 +130,15 @@ class SyncStrategy:
     def full_rows(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
         """The reused [inner; halo] buffer of ``layer`` (its contents: the last message's)."""
         return self.buffers.get(layer, h_inner.shape[0] + self.exchange.num_halo, h_inner)
+
+
+def stack_csr(top: torch.Tensor, bottom: torch.Tensor) -> torch.Tensor:
+    """[top; bottom] of two CSR tensors with as many columns (torch.cat does not take CSR tensors)."""
+    crow = torch.cat([top.crow_indices(), bottom.crow_indices()[1:] + top.crow_indices()[-1]])
+    return torch.sparse_csr_tensor(
+        crow,
+        torch.cat([top.col_indices(), bottom.col_indices()]),
+        torch.cat([top.values(), bottom.values()]),
+        (top.shape[0] + bottom.shape[0], top.shape[1]),
+        check_invariants=False,
+    )
