@@ -19,7 +19,9 @@ import numpy as np
 import scipy.sparse as sp
 
 
-def make(nodes: int, features: int, words: int, classes: int, degree: float, homophily: float, signal: float, seed: int):
+def make(
+    nodes: int, features: int, words: int, classes: int, degree: float, homophily: float, signal: float, seed: int
+):
     """(edges (E, 2), CSR features, labels) of the generated graph."""
     rng = np.random.default_rng(seed)
     y = rng.permutation(np.arange(nodes) % classes)
@@ -48,7 +50,8 @@ def make(nodes: int, features: int, words: int, classes: int, degree: float, hom
         rows.append(np.repeat(ids, words))
         cols.append(pick.reshape(-1))
     x = sp.csr_matrix(
-        (np.ones(nodes * words, dtype=np.float32), (np.concatenate(rows), np.concatenate(cols))), shape=(nodes, features)
+        (np.ones(nodes * words, dtype=np.float32), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(nodes, features),
     )
     x.sum_duplicates()
     x.data[:] = 1.0  # binary: a word drawn twice is present once

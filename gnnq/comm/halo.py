@@ -15,6 +15,7 @@ from gnnq.comm.direction import Direction
 from gnnq.comm.kernels.backends import Kernels, kernels_for
 from gnnq.comm.trace import DECODE, ENCODE
 from gnnq.comm.wire_layout import WireLayout
+from gnnq.data.sparse_rows import csr_tensor
 
 
 @dataclass(frozen=True, eq=False)  # compared by identity: it holds tensors
@@ -161,9 +162,7 @@ class HaloExchange:
         got_values = self.comm.all_to_all(values.index_select(0, take), send_entries, recv_entries, **kw)
         crow_out = torch.zeros(recv_nnz.numel() + 1, dtype=torch.int64, device=x_inner.device)
         torch.cumsum(recv_nnz, 0, out=crow_out[1:])
-        return torch.sparse_csr_tensor(
-            crow_out, got_cols.long(), got_values, (recv_nnz.numel(), x_inner.shape[1]), check_invariants=False
-        )
+        return csr_tensor(crow_out, got_cols.long(), got_values, (recv_nnz.numel(), x_inner.shape[1]))
 
     def fetch_into(self, h_inner: torch.Tensor, layer: int, traffic: Traffic, full: torch.Tensor) -> torch.Tensor:
         """``full`` (a reused buffer of ``h_inner``'s dtype, one row per inner and halo row) filled with

@@ -90,7 +90,11 @@ class Graph:
     def fingerprint(self) -> str:
         """A content hash: equal graphs (structure, features, labels, splits) hash equally."""
         h = hashlib.blake2b(digest_size=16)
-        x = (self.x.indptr, self.x.indices, self.x.data, np.asarray(self.x.shape)) if self.sparse_features else (self.x,)
+        x = (
+            (self.x.indptr, self.x.indices, self.x.data, np.asarray(self.x.shape))
+            if self.sparse_features
+            else (self.x,)
+        )
         for arr in (self.edge_index, *x, self.y, self.train_mask, self.val_mask, self.test_mask):
             a = np.ascontiguousarray(arr)
             h.update(str((a.dtype.str, a.shape)).encode())

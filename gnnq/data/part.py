@@ -16,6 +16,7 @@ import scipy.sparse as sp
 import torch
 
 from gnnq.data.graph import Graph
+from gnnq.data.sparse_rows import csr_tensor
 
 
 @dataclass
@@ -152,7 +153,7 @@ def features_tensor(x) -> torch.Tensor:
     """Rows of features as a tensor: dense from a NumPy array, sparse CSR (int64 indices) from a SciPy CSR matrix."""
     if not sp.issparse(x):
         return torch.from_numpy(np.ascontiguousarray(x))
-    return torch.sparse_csr_tensor(
+    return csr_tensor(
         torch.from_numpy(x.indptr.astype(np.int64)),
         torch.from_numpy(x.indices.astype(np.int64)),
         torch.from_numpy(np.ascontiguousarray(x.data, dtype=np.float32)),

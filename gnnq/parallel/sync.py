@@ -9,6 +9,7 @@ import torch
 
 from gnnq.comm.halo import EVALUATION, HaloExchange, Traffic
 from gnnq.comm.row_buffers import RowBuffers
+from gnnq.data.sparse_rows import stack_csr
 from gnnq.models.gnn import BeforeDropout
 from gnnq.models.graph_ops import LocalGraph
 
@@ -130,15 +131,3 @@ class SyncStrategy:
     def full_rows(self, layer: int, h_inner: torch.Tensor) -> torch.Tensor:
         """The reused [inner; halo] buffer of ``layer`` (its contents: the last message's)."""
         return self.buffers.get(layer, h_inner.shape[0] + self.exchange.num_halo, h_inner)
-
-
-def stack_csr(top: torch.Tensor, bottom: torch.Tensor) -> torch.Tensor:
-    """[top; bottom] of two CSR tensors with as many columns (torch.cat does not take CSR tensors)."""
-    crow = torch.cat([top.crow_indices(), bottom.crow_indices()[1:] + top.crow_indices()[-1]])
-    return torch.sparse_csr_tensor(
-        crow,
-        torch.cat([top.col_indices(), bottom.col_indices()]),
-        torch.cat([top.values(), bottom.values()]),
-        (top.shape[0] + bottom.shape[0], top.shape[1]),
-        check_invariants=False,
-    )

@@ -99,6 +99,7 @@ def test_every_experiment_composes(name):
                 assert cfg[group].name == chosen.name, (group, option)
     # ... and so did every value it sets
     body = OmegaConf.masked_copy(preset, [k for k in preset if k != "defaults"])
+
     def check(values, composed, where):
         for key in values:
             if OmegaConf.is_interpolation(values, key):  # e.g. ${published:...}: resolved in the composed config

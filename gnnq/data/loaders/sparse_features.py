@@ -26,7 +26,13 @@ def read_sparse_features(path: Path, name: str) -> sp.csr_matrix:
     """The float32 CSR matrix in ``path``; DatasetError (one line naming ``path``) for anything else."""
     arrays = _arrays(path, name)
     fmt = arrays.get("format")
-    fmt = fmt.item().decode() if fmt is not None and fmt.dtype.kind == "S" else str(fmt.item()) if fmt is not None else None
+    fmt = (
+        fmt.item().decode()
+        if fmt is not None and fmt.dtype.kind == "S"
+        else str(fmt.item())
+        if fmt is not None
+        else None
+    )
     if fmt != "csr":
         raise DatasetError(f"{name}: {path} holds a {fmt or 'non-SciPy'} matrix, not CSR; {FIX}")
     shape, data, indices, indptr = (arrays.get(k) for k in ("shape", "data", "indices", "indptr"))
