@@ -93,8 +93,9 @@ class HalfPrecisionSync(GradientSync):
 
     def _sync(self, params: list[torch.Tensor], epoch: int) -> None:
         flat = _flat(_grads(params))
-        half = self.comm.all_reduce(flat.to(self.dtype), category=GRAD_SYNC)
-        _scatter(params, half.to(flat.dtype))
+        ws = self.comm.world_size  # divided before the sum as torch's hook does (no overflow), multiplied after
+        half = self.comm.all_reduce(flat.to(self.dtype).div_(ws), category=GRAD_SYNC)
+        _scatter(params, half.to(flat.dtype).mul_(ws))
 
     def analytic_bytes(self, params: list[torch.Tensor], epoch: int) -> int:
         return torch.finfo(self.dtype).bits // 8 * sum(p.numel() for p in params)
@@ -129,7 +130,7 @@ class PowerSGDSync(GradientSync):
             return None
         n, m = p.shape[0], p.numel() // p.shape[0]
         r = min(self.rank, n, m)
-        return (n, m) if n * m >= self.min_compression_rate * (n + m) * r else None
+        return (n, m) if n * m > self.min_compression_rate * (n + m) * r else None  # torch's _should_compress
 
     def _split(self, params):
         shapes = [self._matrix(p) for p in params]

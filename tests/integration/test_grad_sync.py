@@ -13,7 +13,7 @@ from tests.helpers import run_distributed
 
 SHAPES = [(64, 40), (64,), (3, 64), (3,)]  # a 2-layer model's weights and biases: 2,819 values
 NUMEL = 2819
-# By hand: PowerSGD rank 4 compresses (64, 40) (2,560 >= 2 * (64 + 40) * 4) but not (3, 64) (192 < 2 * 67 * 3).
+# By hand: PowerSGD rank 4 compresses (64, 40) (2,560 > 2 * (64 + 40) * 4) but not (3, 64) (192 <= 2 * 67 * 3).
 EXPECTED_BYTES = {
     "allreduce": 4 * NUMEL,
     "fp16": 2 * NUMEL,
