@@ -5,6 +5,7 @@ promises (exact, half precision, low rank, quantized)."""
 from __future__ import annotations
 
 import torch
+import torch.distributed as dist
 
 from gnnq.comm import Communicator
 from gnnq.comm.accounting import GRAD_SYNC
@@ -43,9 +44,17 @@ def _syncs(comm: Communicator) -> dict:
     }
 
 
+def _before_grad_sync(grads: list[torch.Tensor]) -> list[torch.Tensor]:
+    """What gnnq did before trainer.grad_sync (gnnq.train.grad_sync.all_reduce_gradients): one fp32 all-reduce of
+    the concatenated gradients."""
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    dist.all_reduce(flat)
+    return [c.view_as(g) for c, g in zip(torch.split(flat, [g.numel() for g in grads]), grads)]
+
+
 def _run_modes():
     comm = Communicator()
-    out = {}
+    out = {"before": [_before_grad_sync(_grads(comm.rank, step)) for step in (1, 2)]}
     for name, sync in _syncs(comm).items():
         rows = []
         for step in (1, 2):
@@ -80,8 +89,9 @@ def test_every_mode_counts_the_analytic_bytes_and_agrees_across_ranks():
             assert all(torch.equal(x, y) for x, y in zip(a["grads"], b["grads"])), f"{name}: ranks differ"
 
     res = ranks[0]
-    for step, row in zip((1, 2), res["allreduce"]):  # exact: bit for bit the fp32 sum
+    for step, row, before in zip((1, 2), res["allreduce"], res["before"]):  # exact: bit for bit as before
         assert all(torch.equal(g, ref) for g, ref in zip(row["grads"], _ref_sum(step)))
+        assert all(torch.equal(g, ref) for g, ref in zip(row["grads"], before))
     # codec: each rank's value is off by less than one step of its row, (max - min) / (2^b - 1) <= 2 max / (2^b - 1)
     for name, tol in (("fp16", 1e-3), ("bf16", 8e-3), ("codec8", 4 / 255), ("codec4", 4 / 15)):
         for step, row in zip((1, 2), res[name]):
