@@ -15,6 +15,7 @@ from gnnq.comm.direction import Direction
 from gnnq.comm.kernels.backends import Kernels, kernels_for
 from gnnq.comm.trace import DECODE, ENCODE
 from gnnq.comm.wire_layout import WireLayout
+from gnnq.data.sparse_rows import csr_tensor
 
 
 @dataclass(frozen=True, eq=False)  # compared by identity: it holds tensors
@@ -135,6 +136,33 @@ class HaloExchange:
         """Halo rows of data that never changes (input features): call once and keep the result (received
         into ``out`` when given: contiguous fp32 rows, one per halo row, as :meth:`start` takes it)."""
         return self.start(x_inner, 0, Direction.INPUT, SETUP, out=out).wait()
+
+    def fetch_static_sparse(self, x_inner: torch.Tensor) -> torch.Tensor:
+        """:meth:`fetch_static` for sparse CSR features: the halo rows as a CSR tensor, sent as their non-zeros
+        only, exact (three setup messages: each row's number of non-zeros as int32, then the column indices, as
+        int16 when the features are fewer than 2^15 and else int32, then the fp32 values)."""
+        if self.quant is not None and self.quant.codec(Direction.INPUT) is not None:
+            raise ValueError(
+                "quantizer.quantize_input=true with sparse input features: their halo rows go as exact non-zeros; "
+                "set quantizer.quantize_input=false"
+            )
+        kw = {"category": SETUP.category, "layer": 0, "direction": Direction.INPUT.accounting}
+        rows, send_counts, recv_counts = self.plan.route(Direction.INPUT)
+        crow, cols, values = x_inner.crow_indices(), x_inner.col_indices(), x_inner.values()
+        nnz = (crow[1:] - crow[:-1]).index_select(0, rows)
+        take = torch.repeat_interleave(crow[:-1].index_select(0, rows), nnz) + _ranks_within(nnz)
+        recv_nnz = self.comm.all_to_all(nnz.to(torch.int32), send_counts, recv_counts, **kw).long()
+        send_entries = _block_sums(nnz, send_counts)
+        recv_entries = _block_sums(recv_nnz, recv_counts)
+        index_dtype = torch.int16 if x_inner.shape[1] <= torch.iinfo(torch.int16).max else torch.int32
+        narrow = cols.index_select(0, take).to(index_dtype)  # as bytes: gloo sends no int16
+        got_cols = self.comm.all_to_all(
+            narrow.view(torch.uint8).view(narrow.numel(), narrow.element_size()), send_entries, recv_entries, **kw
+        ).view(index_dtype)[:, 0]
+        got_values = self.comm.all_to_all(values.index_select(0, take), send_entries, recv_entries, **kw)
+        crow_out = torch.zeros(recv_nnz.numel() + 1, dtype=torch.int64, device=x_inner.device)
+        torch.cumsum(recv_nnz, 0, out=crow_out[1:])
+        return csr_tensor(crow_out, got_cols.long(), got_values, (recv_nnz.numel(), x_inner.shape[1]))
 
     def fetch_into(self, h_inner: torch.Tensor, layer: int, traffic: Traffic, full: torch.Tensor) -> torch.Tensor:
         """``full`` (a reused buffer of ``h_inner``'s dtype, one row per inner and halo row) filled with
@@ -361,3 +389,15 @@ def gradients_to_owners(
         lambda g: exchange.start(g, layer, Direction.BACKWARD, traffic, plan),
         plan,
     )
+
+
+def _ranks_within(counts: torch.Tensor) -> torch.Tensor:
+    """0..c-1 for every entry c of ``counts``, concatenated."""
+    total = int(counts.sum())
+    starts = torch.cumsum(counts, 0) - counts
+    return torch.arange(total, device=counts.device) - torch.repeat_interleave(starts, counts)
+
+
+def _block_sums(values: torch.Tensor, counts: list[int]) -> list[int]:
+    """The sums of ``values`` over consecutive blocks of ``counts`` entries."""
+    return [int(b.sum()) for b in torch.split(values, [int(c) for c in counts])]

@@ -377,6 +377,19 @@ class LoggerConfig:
 
 
 @dataclass
+class GradSyncConfig:
+    """How parameter gradients are summed over ranks (gnnq.comm.grad_sync; docs/methods.md, "Gradient sync")."""
+
+    mode: str = "allreduce"  # allreduce (exact) | fp16 | bf16 | powersgd | codec
+    rank: int = 4  # powersgd: the rank of the low-rank approximation
+    error_feedback: bool = True  # powersgd: add each rank's compression error to its next gradient
+    warm_start: bool = True  # powersgd: start each epoch's power iteration from the last Q
+    start_epoch: int = 1  # powersgd: epochs before this one sum exactly (torch's start_powerSGD_iter)
+    min_compression_rate: float = 2.0  # powersgd: compress a matrix only if it shrinks at least this much
+    bits: int = 8  # codec: bits per gradient value (1, 2, 4, 8)
+
+
+@dataclass
 class TrainerConfig:
     epochs: int = 200
     lr: float = 0.01
@@ -388,6 +401,8 @@ class TrainerConfig:
     nonfinite_loss: str = "error"  # a NaN/inf training loss: error (the run fails, naming the epoch) | warn (goes on)
     # true: every rank writes its epochs' message timeline under <run dir>/trace/ (full-graph strategies only)
     trace: bool = False
+    # how gradients are summed over ranks: trainer.grad_sync.mode=allreduce|fp16|bf16|powersgd|codec (docs/methods.md)
+    grad_sync: GradSyncConfig = field(default_factory=GradSyncConfig)
 
 
 @dataclass

@@ -51,6 +51,8 @@ ALLOWED = {
     "cluster.device": ("auto", "cpu", "cuda"),
     "logger.mode": ("offline", "online"),
     "trainer.nonfinite_loss": ("error", "warn"),
+    "trainer.grad_sync.mode": ("allreduce", "fp16", "bf16", "powersgd", "codec"),
+    "trainer.grad_sync.bits": (1, 2, 4, 8),
 }
 
 
@@ -81,6 +83,9 @@ LOWER_BOUNDS = {
     "trainer.weight_decay": (0.0, False),
     "trainer.eval_every": (1, False),
     "trainer.checkpoint_every": (0, False),
+    "trainer.grad_sync.rank": (1, False),
+    "trainer.grad_sync.start_epoch": (1, False),
+    "trainer.grad_sync.min_compression_rate": (0.0, False),
     "parallel.momentum": (0.0, False),
     "parallel.sampling_rate": (0.0, True),
     "parallel.batch_size": (1, False),
@@ -213,6 +218,13 @@ def _check_parallel(cfg: DictConfig) -> None:
         raise ConfigError(
             f"trainer.trace=true is not supported with parallel={p.name} (traces are of halo exchanges); allowed "
             f"with parallel={full_graph}, or set trainer.trace=false"
+        )
+    mode = cfg.trainer.grad_sync.mode if cfg.trainer.get("grad_sync") is not None else "allreduce"
+    if mode != "allreduce" and PARALLEL.choice(p.name).trainer != FULL_GRAPH_TRAINER:
+        full_graph = ", ".join(n for n in PARALLEL.names() if PARALLEL.choice(n).trainer == FULL_GRAPH_TRAINER)
+        raise ConfigError(
+            f"trainer.grad_sync.mode={mode} is not supported with parallel={p.name} (it has no gradient all-reduce "
+            f"to compress); allowed with parallel={full_graph}, or set trainer.grad_sync.mode=allreduce"
         )
     no_checkpoints = PARALLEL.choice(p.name).no_checkpoints
     if cfg.trainer.checkpoint_every and no_checkpoints:

@@ -41,7 +41,7 @@ def propagated_features(graph: Graph, hops: int) -> np.ndarray:
     if hops < 0:
         raise ValueError(f"model.hops={hops} is not allowed; it must be >= 0")
     adj = normalized_adjacency(graph.edge_index, graph.num_nodes)
-    blocks = [np.asarray(graph.x, dtype=np.float64)]
+    blocks = [np.asarray(graph.x.toarray() if graph.sparse_features else graph.x, dtype=np.float64)]
     for _ in range(hops):
         blocks.append(adj @ blocks[-1])
     return np.concatenate(blocks, axis=1).astype(np.float32)

@@ -6,6 +6,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 METRICS = ("accuracy", "micro_f1")
 
@@ -22,7 +23,7 @@ class Graph:
 
     name: str
     edge_index: np.ndarray
-    x: np.ndarray
+    x: np.ndarray  # float32 (N, F); or a float32 SciPy CSR matrix (sparse features, sorted unique indices)
     y: np.ndarray
     train_mask: np.ndarray
     val_mask: np.ndarray
@@ -51,12 +52,19 @@ class Graph:
         return int(self.edge_index.shape[1])
 
     @property
+    def sparse_features(self) -> bool:
+        """Whether ``x`` is a SciPy CSR matrix (features.npz of the files format) rather than a dense array."""
+        return sp.issparse(self.x)
+
+    @property
     def num_features(self) -> int:
         return int(self.x.shape[1])
 
     def validate(self) -> None:
         """Check shapes and dtypes; raise ValueError naming the broken field."""
         n = self.num_nodes
+        if sp.issparse(self.x) and (self.x.format != "csr" or self.x.dtype != np.float32):
+            raise ValueError(f"{self.name}: sparse x must be float32 CSR, got {self.x.dtype} {self.x.format}")
         if self.x.ndim != 2 or self.x.dtype != np.float32:
             raise ValueError(f"{self.name}: x must be float32 (N, F), got {self.x.dtype} {self.x.shape}")
         if self.edge_index.ndim != 2 or self.edge_index.shape[0] != 2 or self.edge_index.dtype != np.int64:
@@ -82,7 +90,12 @@ class Graph:
     def fingerprint(self) -> str:
         """A content hash: equal graphs (structure, features, labels, splits) hash equally."""
         h = hashlib.blake2b(digest_size=16)
-        for arr in (self.edge_index, self.x, self.y, self.train_mask, self.val_mask, self.test_mask):
+        x = (
+            (self.x.indptr, self.x.indices, self.x.data, np.asarray(self.x.shape))
+            if self.sparse_features
+            else (self.x,)
+        )
+        for arr in (self.edge_index, *x, self.y, self.train_mask, self.val_mask, self.test_mask):
             a = np.ascontiguousarray(arr)
             h.update(str((a.dtype.str, a.shape)).encode())
             if a.size:  # memoryview cannot cast an empty array (a GA-MLP graph has no edges)

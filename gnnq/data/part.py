@@ -12,9 +12,11 @@ from dataclasses import dataclass, fields
 from typing import Iterator
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 
 from gnnq.data.graph import Graph
+from gnnq.data.sparse_rows import csr_tensor
 
 
 @dataclass
@@ -36,7 +38,7 @@ class Part:
     out_degree: torch.Tensor  # global out-degree of inner and halo nodes (float32)
     send_idx: torch.Tensor  # inner rows to send, concatenated by destination rank
     send_counts: torch.Tensor  # per destination rank: number of rows sent to it
-    x: torch.Tensor  # features of inner nodes
+    x: torch.Tensor  # features of inner nodes (a sparse CSR tensor for sparse features)
     y: torch.Tensor  # labels of inner nodes
     train_mask: torch.Tensor
     val_mask: torch.Tensor
@@ -138,13 +140,25 @@ def iter_parts(graph: Graph, parts: np.ndarray, nparts: int) -> Iterator[Part]:
             out_degree=torch.from_numpy(out_deg[node_ids]),
             send_idx=torch.from_numpy(np.concatenate(send_rows).astype(np.int64)),
             send_counts=torch.from_numpy(send_counts),
-            x=torch.from_numpy(np.ascontiguousarray(graph.x[inner])),
+            x=features_tensor(graph.x[inner]),
             y=torch.from_numpy(np.ascontiguousarray(graph.y[inner])),
             train_mask=torch.from_numpy(graph.train_mask[inner]),
             val_mask=torch.from_numpy(graph.val_mask[inner]),
             test_mask=torch.from_numpy(graph.test_mask[inner]),
         )
         del col, indptr, node_ids, send_rows  # the caller has written this part: nothing of it stays here
+
+
+def features_tensor(x) -> torch.Tensor:
+    """Rows of features as a tensor: dense from a NumPy array, sparse CSR (int64 indices) from a SciPy CSR matrix."""
+    if not sp.issparse(x):
+        return torch.from_numpy(np.ascontiguousarray(x))
+    return csr_tensor(
+        torch.from_numpy(x.indptr.astype(np.int64)),
+        torch.from_numpy(x.indices.astype(np.int64)),
+        torch.from_numpy(np.ascontiguousarray(x.data, dtype=np.float32)),
+        x.shape,
+    )
 
 
 def part_dtype(nparts: int) -> type:

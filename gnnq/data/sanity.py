@@ -47,11 +47,20 @@ def first_nonfinite(x: np.ndarray) -> tuple[int, int, int] | None:
     return None if first is None else (count, *first)
 
 
+def first_nonfinite_sparse(x) -> tuple[int, int, int] | None:
+    """``first_nonfinite`` of a SciPy CSR matrix (only stored values can be non-finite)."""
+    bad = ~np.isfinite(x.data)
+    if not bad.any():
+        return None
+    at = int(np.argmax(bad))
+    return int(bad.sum()), int(np.searchsorted(x.indptr, at, side="right") - 1), int(x.indices[at])
+
+
 def _check_features(graph: Graph) -> None:
     where = _source(graph, "features", "the feature matrix")
     if graph.num_features == 0:
         raise DatasetError(f"{graph.name}: {where} has no feature columns; every node needs at least one feature")
-    bad = first_nonfinite(graph.x)
+    bad = first_nonfinite_sparse(graph.x) if graph.sparse_features else first_nonfinite(graph.x)
     if bad:
         count, row, col = bad
         raise DatasetError(

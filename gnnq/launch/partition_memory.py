@@ -42,7 +42,8 @@ LAUNCHER_FORMULA = (
 
 def graph_mib(graph) -> float:
     """What the loaded graph holds (MiB): its edges, features, labels and masks."""
-    arrays = (graph.edge_index, graph.x, graph.y, graph.train_mask, graph.val_mask, graph.test_mask)
+    x = (graph.x.data, graph.x.indices, graph.x.indptr) if graph.sparse_features else (graph.x,)
+    arrays = (graph.edge_index, *x, graph.y, graph.train_mask, graph.val_mask, graph.test_mask)
     return sum(a.nbytes for a in arrays) / 2**20
 
 

@@ -34,6 +34,14 @@ class BeforeDropout:
 Propagate = Callable[[int, torch.Tensor, Optional[BeforeDropout]], torch.Tensor]
 
 
+def linear(module: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """``module(x)``; for sparse CSR rows (sparse input features) through torch.sparse, never densified."""
+    if x.layout != torch.sparse_csr:
+        return module(x)
+    out = torch.sparse.mm(x, module.weight.t())
+    return out if module.bias is None else out + module.bias
+
+
 class GCNLayer(nn.Module):
     weight_paths = 1
 
@@ -45,7 +53,7 @@ class GCNLayer(nn.Module):
         nn.init.zeros_(self.linear.bias)
 
     def forward(self, h_inner: torch.Tensor, aggregated: torch.Tensor) -> torch.Tensor:
-        return self.linear(aggregated)
+        return linear(self.linear, aggregated)
 
 
 class SAGELayer(nn.Module):
@@ -57,7 +65,7 @@ class SAGELayer(nn.Module):
         self.root = nn.Linear(in_dim, out_dim, bias=False)
 
     def forward(self, h_inner: torch.Tensor, aggregated: torch.Tensor) -> torch.Tensor:
-        return self.neigh(aggregated) + self.root(h_inner)
+        return linear(self.neigh, aggregated) + linear(self.root, h_inner)
 
 
 LAYERS = {

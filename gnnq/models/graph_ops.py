@@ -8,11 +8,10 @@ needed (docs/runs.md#resources).
 
 from __future__ import annotations
 
-import warnings
-
 import torch
 
 from gnnq.data.part import Part
+from gnnq.data.sparse_rows import csr_tensor
 
 INT32_LIMIT = 2**31 - 1
 
@@ -52,9 +51,7 @@ class _SpMM(torch.autograd.Function):
 
 
 def sparse_csr(indptr, indices, values, shape) -> torch.Tensor:
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        return torch.sparse_csr_tensor(indptr, indices, values, shape, check_invariants=False)
+    return csr_tensor(indptr, indices, values, shape)
 
 
 def row_of_each_entry(matrix: torch.Tensor) -> torch.Tensor:

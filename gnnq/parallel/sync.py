@@ -9,6 +9,7 @@ import torch
 
 from gnnq.comm.halo import EVALUATION, HaloExchange, Traffic
 from gnnq.comm.row_buffers import RowBuffers
+from gnnq.data.sparse_rows import stack_csr
 from gnnq.models.gnn import BeforeDropout
 from gnnq.models.graph_ops import LocalGraph
 
@@ -48,6 +49,10 @@ class SyncStrategy:
         self.exchange = exchange
         self.graph = graph
         self.inputs_every_epoch = inputs == "every_epoch"
+        self.x_aggregated = None  # sparse features: A @ [x_inner; x_halo], computed once (it never changes)
+        if x_inner.layout == torch.sparse_csr:
+            self._sparse_inputs(x_inner)
+            return
         n = x_inner.shape[0]
         self.x_full = x_inner.new_empty((n + exchange.num_halo,) + tuple(x_inner.shape[1:]))
         self.x_full[:n] = x_inner
@@ -55,6 +60,19 @@ class SyncStrategy:
         self.x_halo = self.x_full[n:]  # a view of x_full: the halo inputs, fetched once unless every epoch
         if not self.inputs_every_epoch:
             exchange.fetch_static(x_inner, out=self.x_halo)
+        self.traffic = Traffic.training(0)
+        self.buffers = RowBuffers()
+
+    def _sparse_inputs(self, x_inner: torch.Tensor) -> None:
+        """Sparse CSR features: the halo rows fetched once as non-zeros, [x_inner; x_halo] kept sparse."""
+        if self.inputs_every_epoch:
+            raise ValueError(
+                "parallel.inputs=every_epoch needs dense input features (their halo rows then travel as a hidden "
+                "layer's do); with features.npz use parallel.inputs=once"
+            )
+        self.x_inner = x_inner
+        self.x_halo = self.exchange.fetch_static_sparse(x_inner)
+        self.x_full = stack_csr(x_inner, self.x_halo)
         self.traffic = Traffic.training(0)
         self.buffers = RowBuffers()
 
@@ -82,6 +100,10 @@ class SyncStrategy:
 
     def __call__(self, layer: int, h_inner: torch.Tensor, before_dropout: BeforeDropout | None = None) -> torch.Tensor:
         """The model's ``propagate`` (gnnq.models.gnn)."""
+        if layer == 0 and self.x_full.layout == torch.sparse_csr:
+            if self.x_aggregated is None:  # inputs need no gradient: the sparse product once, for every epoch
+                self.x_aggregated = self.graph.aggregate(self.x_full)
+            return self.x_aggregated
         if layer == 0 and not self.inputs_every_epoch:
             return self.graph.aggregate(self.input_rows(h_inner))
         return self.aggregate_hidden(layer, h_inner, before_dropout)

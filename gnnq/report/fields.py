@@ -11,8 +11,9 @@ from gnnq.config.dataset_name import FILES, graph_name
 
 # The record's own metrics (top-level keys), and those the report derives from the record.
 RECORD_METRICS = ("test", "best_val", "epoch_time_s", "comm_time_s", "comm_bytes_per_epoch")
-# wire_bytes_per_epoch: every training byte on the wire, halo messages and the gradient all-reduce together.
-DERIVED_METRICS = ("throughput", "overhead_time_s", "num_params", "wire_bytes_per_epoch")
+# wire_bytes_per_epoch: every training byte on the wire, halo messages and the gradient all-reduce together;
+# grad_bytes_per_epoch: the gradient all-reduce's alone (compressed or not: trainer.grad_sync).
+DERIVED_METRICS = ("throughput", "overhead_time_s", "num_params", "wire_bytes_per_epoch", "grad_bytes_per_epoch")
 
 
 def number(value) -> float | None:
@@ -68,6 +69,11 @@ def wire_bytes_per_epoch(rec: dict) -> float | None:
     return None if halo is None or grad is None else halo + grad
 
 
+def grad_bytes_per_epoch(rec: dict) -> float | None:
+    """Gradient all-reduce bytes per training epoch (all ranks), as its ``trainer.grad_sync`` mode sends them."""
+    return number(summary(rec).get("grad_sync_bytes_per_epoch"))
+
+
 def metrics(rec: dict) -> dict[str, float | None]:
     """Every metric the report aggregates over seeds, as floats or None."""
     return {
@@ -76,6 +82,7 @@ def metrics(rec: dict) -> dict[str, float | None]:
         "overhead_time_s": overhead_time_s(rec),
         "num_params": num_params(rec),
         "wire_bytes_per_epoch": wire_bytes_per_epoch(rec),
+        "grad_bytes_per_epoch": grad_bytes_per_epoch(rec),
     }
 
 

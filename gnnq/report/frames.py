@@ -43,6 +43,7 @@ GROUPS_SHOWN = [
     Shown("overhead s", "overhead_time_s", ".2f", best="min"),
     Shown("comm ms", "comm_time_s", ".1f", 1e3, best="min"),
     Shown("halo MB/epoch", "comm_bytes_per_epoch", ".3f", 1e-6, best="min"),
+    Shown("grad MB/epoch", "grad_bytes_per_epoch", ".3f", 1e-6, best="min"),
     Shown("wire MB/epoch", "wire_bytes_per_epoch", ".3f", 1e-6, best="min"),
     Shown("ranks", "ranks"),
     Shown("hosts", "hosts"),

@@ -9,13 +9,14 @@ from omegaconf import DictConfig
 
 from gnnq.comm import Communicator, HaloExchange
 from gnnq.comm.accounting import CONTROL, GRAD_SYNC, HALO_EVAL, HALO_SETUP, HALO_TRAIN
+from gnnq.comm.grad_sync import GradientSync, make_gradient_sync
 from gnnq.config.registry import FULL_GRAPH_TRAINER, QUANTIZERS, resolve
 from gnnq.data.part import Part
 from gnnq.models import local_graph_for
 from gnnq.models.factory import build_model, count_trainable_parameters
 from gnnq.parallel import make_strategy
 from gnnq.train.driver import RowCategories, Trainer, epoch_trainer
-from gnnq.train.grad_sync import all_reduce_gradients, sync_parameters
+from gnnq.train.grad_sync import sync_parameters
 from gnnq.train.metrics import loss_sum, split_counts
 from gnnq.train.optim import make_optimizer
 from gnnq.train.trace_setup import start_trace, stop_trace
@@ -29,8 +30,17 @@ def evaluate_full_graph(model: torch.nn.Module, strategy, part: Part, masks) -> 
         return split_counts(model(part.x, strategy), part.y, masks, part.multilabel)
 
 
-def forward_backward(model: torch.nn.Module, part: Part, strategy, num_train: float, comm: Communicator):
-    """One full-graph forward and backward; leaves the global (all-reduced) gradients in ``.grad``.
+def forward_backward(
+    model: torch.nn.Module,
+    part: Part,
+    strategy,
+    num_train: float,
+    comm: Communicator,
+    grad_sync: GradientSync | None = None,
+    epoch: int = 0,
+):
+    """One full-graph forward and backward; leaves the global (summed over ranks) gradients in ``.grad``,
+    summed by ``grad_sync`` (None: the exact all-reduce on ``comm``) for training epoch ``epoch``.
 
     A row-wise model (each output row depends on its own input row only: the GA-MLP) runs on the
     training rows alone, which gives the same loss and gradients for a fraction of the work;
@@ -43,7 +53,7 @@ def forward_backward(model: torch.nn.Module, part: Part, strategy, num_train: fl
         logits = model(part.x, strategy)
         loss = loss_sum(logits[part.train_mask], part.y[part.train_mask], part.multilabel) / num_train
     loss.backward()
-    all_reduce_gradients(model, comm)
+    (grad_sync or GradientSync(comm)).sync(list(model.parameters()), epoch)
     return logits, loss
 
 
@@ -64,6 +74,7 @@ class FullGraphTrainer(Trainer):
         torch.manual_seed(seed)
         self.model = build_model(cfg, part).to(device)
         sync_parameters(self.model, comm)
+        self.grad_sync = make_gradient_sync(cfg.trainer.get("grad_sync"), comm, seed)
         torch.manual_seed(seed + 1 + comm.rank)  # per-rank dropout streams, reproducible
         self.optimizer = make_optimizer(cfg, self.model.parameters())
         graph = local_graph_for(cfg.model.name, part)
@@ -102,7 +113,13 @@ class FullGraphTrainer(Trainer):
         self.loss = None
 
     def stateful(self) -> dict:
-        return {"model": self.model, "optimizer": self.optimizer, "strategy": self.strategy, "assigner": self.assigner}
+        return {
+            "model": self.model,
+            "optimizer": self.optimizer,
+            "strategy": self.strategy,
+            "assigner": self.assigner,
+            "grad_sync": self.grad_sync if self.grad_sync.has_state else None,
+        }
 
     def loop_state(self) -> dict:
         return {"layer_bytes": self.layer_bytes, "nonfinite_zeroed": self.exchange.nonfinite_zeroed}
@@ -121,7 +138,9 @@ class FullGraphTrainer(Trainer):
         self.model.train()
         self.strategy.begin_training_epoch(epoch)
         self.optimizer.zero_grad(set_to_none=True)
-        self.loss = forward_backward(self.model, self.part, self.strategy, self.num_train, self.comm)[1]
+        self.loss = forward_backward(
+            self.model, self.part, self.strategy, self.num_train, self.comm, self.grad_sync, epoch
+        )[1]
         self.optimizer.step()
 
     def evaluate(self) -> torch.Tensor:
@@ -152,6 +171,7 @@ class FullGraphTrainer(Trainer):
             "quantization": self.quant.describe() if self.quant is not None else None,
             "codec_backend": exchange.codec_backend,  # torch | triton (None: nothing quantized)
             "nonfinite_values_zeroed": int(zeroed.item()),
+            "grad_sync": self.grad_sync.describe(),
         }
         if self.assigner is not None:
             extras["adaptive"] = self.assigner.describe()

@@ -31,7 +31,14 @@ from tests.helpers import random_graph, run_distributed
 EPOCHS, EVAL_EVERY = 7, 2  # the last epoch is evaluated although 7 % 2 != 0
 TRAINER_ROW_FIELDS = {"full": set(), "admm": {"objective", "residual", "rho"}, "minibatch": {"batches"}}
 TRAINER_SUMMARY_KEYS = {  # every trainer counts its model's parameters (num_params)
-    "full": {"num_params", "comm_bytes_per_epoch_by_layer", "quantization", "codec_backend", "nonfinite_values_zeroed"},
+    "full": {
+        "num_params",
+        "comm_bytes_per_epoch_by_layer",
+        "quantization",
+        "codec_backend",
+        "nonfinite_values_zeroed",
+        "grad_sync",
+    },
     "admm": {"num_params", "admm"},
     "minibatch": {
         "num_params",

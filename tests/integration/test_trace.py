@@ -29,6 +29,8 @@ POINTS = {  # name: overrides (the methods of issue 33's validation, and SANCUS)
     "pipegcn": {"parallel.name": "stale"},
     "bnsgcn": {"parallel.name": "sampling", "parallel.sampling_rate": 0.5},
     "sancus": {"parallel.name": "sancus"},
+    "adaqp_powersgd": {"parallel.name": "overlap", "quantizer.name": "uniform", "trainer.grad_sync.mode": "powersgd"},
+    "vanilla_grad_codec": {"parallel.name": "sync", "trainer.grad_sync.mode": "codec"},
     "untraced": {"parallel.name": "sync", "trainer.trace": False},
 }
 
@@ -76,7 +78,9 @@ def test_the_files_parse_with_the_schema(traced, name):
     meta, ranks = read_trace(run_dir)
     assert meta["version"] == 1 and meta["world_size"] == 2 and meta["rank_host"] == [0, 0]
     assert meta["method"]["parallel"] == POINTS[name]["parallel.name"]
-    assert meta["method"]["overlap"] == (name == "adaqp") and meta["method"]["stale"] == (name == "pipegcn")
+    assert meta["method"]["overlap"] == (name in ("adaqp", "adaqp_powersgd")) and meta["method"]["stale"] == (
+        name == "pipegcn"
+    )
     assert set(meta["cluster"]) >= {"name", "link_mbit", "latency_ms", "cores_per_host", "pinned"}
     assert meta["model"]["widths"][1:-1] == [HIDDEN] * (LAYERS - 1)
     parts = meta["graph"]["parts"]
@@ -119,7 +123,9 @@ def test_per_peer_bytes_are_the_accountings(traced, name):
         assert sum(sum(e["send_bytes"]) for e in halo) == row["comm_bytes"], f"epoch {row['epoch']}"
         collectives = [e for r in ranks for e in ranks[r][i]["events"] if e["op"] == "allreduce"]
         grads = [e for e in collectives if e["category"] == GRAD_SYNC]
-        assert sum(e["bytes"] for e in grads) == row["grad_sync_bytes"]
+        grad_posts = [e for r in ranks for e in posts[r] if e["category"] == GRAD_SYNC]  # trainer.grad_sync=codec
+        assert bool(grad_posts) == (name == "vanilla_grad_codec")
+        assert sum(e["bytes"] for e in grads) + sum(sum(e["send_bytes"]) for e in grad_posts) == row["grad_sync_bytes"]
         a, b = ([e for e in posts[r] if e["category"] == HALO_TRAIN] for r in (0, 1))
         assert [e["send_bytes"][1] for e in a] == [e["recv_bytes"][0] for e in b], "each message's two ends agree"
         if name == "vanilla":  # fp32 rows: rows to each peer x hidden x 4 bytes, per hidden layer and direction

@@ -99,13 +99,18 @@ def test_every_experiment_composes(name):
                 assert cfg[group].name == chosen.name, (group, option)
     # ... and so did every value it sets
     body = OmegaConf.masked_copy(preset, [k for k in preset if k != "defaults"])
-    for group in body:
-        values = body[group]
+
+    def check(values, composed, where):
         for key in values:
             if OmegaConf.is_interpolation(values, key):  # e.g. ${published:...}: resolved in the composed config
-                assert cfg[group][key] is not None, f"{group}.{key}"
+                assert composed[key] is not None, f"{where}.{key}"
+            elif OmegaConf.is_dict(values[key]):  # a nested node (trainer.grad_sync): the keys it sets
+                check(values[key], composed[key], f"{where}.{key}")
             else:
-                assert cfg[group][key] == values[key], f"{group}.{key}"
+                assert composed[key] == values[key], f"{where}.{key}"
+
+    for group in body:
+        check(body[group], cfg[group], group)
 
 
 def test_experiment_values_win_over_defaults_and_lose_to_the_command_line():

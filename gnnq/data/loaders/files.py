@@ -2,6 +2,7 @@
 
     edges.txt | edges.csv        two integer columns: src dst (whitespace or comma separated)
     features.npy | features.csv  N x F numbers
+    features.npz                 or N x F sparse: a SciPy CSR matrix (scipy.sparse.save_npz), kept sparse
     labels.npy | labels.csv      N integers, or N x C 0/1 multi-hot rows (multi-label)
     train.txt val.txt test.txt   optional node ids, one per line (all three or none)
 
@@ -19,12 +20,13 @@ import numpy as np
 from gnnq.data.graph import Graph
 from gnnq.data.integrity import warn
 from gnnq.data.loaders import canonical_edges, one_line
+from gnnq.data.loaders.sparse_features import read_sparse_features
 from gnnq.data.sanity import SPLITS
 from gnnq.data.splits import masks_from_ids, seeded_split_source, stratified_split
 from gnnq.errors import DatasetError
 
 EDGE_FILES = ("edges.txt", "edges.csv")
-FEATURE_FILES = ("features.npy", "features.csv")
+FEATURE_FILES = ("features.npy", "features.csv", "features.npz")
 LABEL_FILES = ("labels.npy", "labels.csv")
 SPLIT_FILES = ("train.txt", "val.txt", "test.txt")
 NPY_MAGIC = b"\x93NUMPY"
@@ -43,7 +45,7 @@ def load_files(path: str | Path | None, train_frac: float, val_frac: float, seed
         _pick(d, LABEL_FILES, "labels"),
         _pick(d, EDGE_FILES, "edge list"),
     )
-    x = _features(_read_table(x_path), x_path)
+    x = read_sparse_features(x_path, NAME) if x_path.suffix == ".npz" else _features(_read_table(x_path), x_path)
     y, num_classes, multilabel = _labels(_read_table(y_path), y_path)
     n = x.shape[0]
     if y.shape[0] != n:
