@@ -110,7 +110,23 @@ def summary_table(record: dict) -> str:
             f"{s['throughput_epochs_per_s']:.2f} epochs/s" if s.get("throughput_epochs_per_s") else "-",
         ],
         [bytes_label, f"{record['comm_bytes_per_epoch']:,}" if record.get("comm_bytes_per_epoch") is not None else "-"],
+        *traffic_rows(s),
         ["ranks", record.get("world_size") or "-"],
         ["peak memory / rank (MiB)", ", ".join(f"{m:.0f}" for m in s.get("peak_memory_mib_per_rank", [])) or "-"],
     ]
     return markdown_table(["result", "value"], rows)
+
+
+# The bytes a run moves besides its training messages: (summary key, row label); rows only where the record has them.
+OTHER_TRAFFIC = (
+    ("grad_sync_bytes_per_epoch", "gradient all-reduce bytes / epoch"),
+    ("eval_comm_bytes_per_epoch", "evaluation bytes / epoch"),
+    ("setup_comm_bytes", "setup bytes (once)"),
+    ("overhead_bytes", "overhead bytes (once: profiles, alpha)"),
+)
+
+
+def traffic_rows(summary: dict) -> list[list]:
+    """One row per kind of traffic the summary counts besides the training messages (gnnq-report's bytes chart
+    shows the same kinds)."""
+    return [[label, f"{summary[key]:,}"] for key, label in OTHER_TRAFFIC if isinstance(summary.get(key), int)]

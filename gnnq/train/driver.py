@@ -88,6 +88,7 @@ SUMMARY_KEYS = (
     "halo_comm_time_s",
     "comm_bytes_per_epoch",
     "grad_sync_bytes_per_epoch",
+    "eval_comm_bytes_per_epoch",
     "setup_comm_bytes",
     "overhead_time_s",
     "overhead_by_kind",
@@ -402,6 +403,7 @@ def summarize(
         "halo_comm_time_s": median("halo_comm_time_s"),
         "comm_bytes_per_epoch": mean_int("comm_bytes"),
         "grad_sync_bytes_per_epoch": mean_int("grad_sync_bytes"),
+        "eval_comm_bytes_per_epoch": sum(r.get("eval_comm_bytes", 0) for r in history) // max(1, len(history)),
         "setup_comm_bytes": int(setup_bytes),
         "overhead_time_s": overhead_total,  # as in the rows: a total; by kind beside it
         "overhead_by_kind": by_kind,
