@@ -30,6 +30,7 @@ from gnnq.errors import GnnqError
 OBJECTIVE_ENV = "GNNQ_TUNE_TARGET"  # set by the tuner: gnnq's multirun job returns the objective for this target
 UNREACHED_S = 1e6
 STORAGE_FILE = "optuna.db"
+GNNQ = [sys.executable, "-m", "gnnq.cli"]  # this environment's gnnq, whatever PATH holds
 
 
 def objective(run_dir: Path, record: dict, target: float) -> float:
@@ -109,7 +110,7 @@ def tune_command(study: Study, trials: int, seed: int, attempt: int) -> list[str
     from gnnq.config.search_space import overrides
 
     return [
-        "gnnq",
+        *GNNQ,
         "-m",
         *study.overrides(),
         f"trainer.seed={seed}",
@@ -152,7 +153,7 @@ def best_overrides(trials: list) -> list[str]:
 def rerun(study: Study, setting: list[str], seeds: list[int], where: Path) -> int:
     """The method at ``setting`` on ``seeds`` (a plain gnnq multirun) in ``where``; its exit code."""
     cmd = [
-        "gnnq",
+        *GNNQ,
         "-m",
         *study.overrides(),
         *setting,
