@@ -64,6 +64,7 @@ class Study:
     method: str  # an experiment= preset
     root: Path
     base: list[str] = field(default_factory=list)  # overrides of every run (ranks, epochs)
+    sweep: tuple[str, str] | None = None  # (config dir, config name) of the sweep file the runs compose from
 
     @property
     def dir(self) -> Path:
@@ -79,6 +80,10 @@ class Study:
 
     def overrides(self) -> list[str]:
         return [f"experiment={self.method}", f"dataset={self.dataset}", *self.base]
+
+    def config_args(self) -> list[str]:
+        """``--config-dir D --config-name N`` of the sweep file (none: gnnq's own config)."""
+        return [] if self.sweep is None else ["--config-dir", self.sweep[0], "--config-name", self.sweep[1]]
 
 
 def finished_trials(study: Study) -> list:
@@ -100,7 +105,7 @@ def method_space(study: Study) -> dict[str, str]:
     from gnnq.config.compose import compose_config
     from gnnq.config.search_space import search_space
 
-    cfg = compose_config(study.overrides())
+    cfg = compose_config(study.overrides(), *(reversed(study.sweep) if study.sweep else ()))
     return search_space(cfg.parallel.name, cfg.quantizer.name)
 
 
@@ -112,6 +117,7 @@ def tune_command(study: Study, trials: int, seed: int, attempt: int) -> list[str
     return [
         *GNNQ,
         "-m",
+        *study.config_args(),
         *study.overrides(),
         f"trainer.seed={seed}",
         "hydra/sweeper=optuna",
@@ -155,6 +161,7 @@ def rerun(study: Study, setting: list[str], seeds: list[int], where: Path) -> in
     cmd = [
         *GNNQ,
         "-m",
+        *study.config_args(),
         *study.overrides(),
         *setting,
         f"trainer.seed={','.join(map(str, seeds))}",
@@ -176,15 +183,36 @@ def _targets(text: list[str]) -> dict[str, float]:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="gnnq-bench tune", description=__doc__.split("\n\n")[0])
-    p.add_argument("--method", action="append", required=True, help="an experiment= preset; repeatable")
-    p.add_argument("--dataset", action="append", required=True, help="a dataset= choice; repeatable")
+    p.add_argument("--sweep", help="a sweep file (name or path): its dataset and experiment axes, its settings")
+    p.add_argument(
+        "--method", action="append", default=[], help="an experiment= preset; repeatable (default: the sweep's)"
+    )
+    p.add_argument(
+        "--dataset", action="append", default=[], help="a dataset= choice; repeatable (default: the sweep's)"
+    )
     p.add_argument("--target", action="append", required=True, help="DATASET=VALUE: the validation target; repeatable")
     p.add_argument("--trials", type=int, default=20, help="complete trials per method and dataset (default 20)")
     p.add_argument("--tuning-seed", type=int, default=0, help="the seed of every trial and of the sampler")
     p.add_argument("--final-seeds", default="100,101,102", help="seeds of the default and tuned reruns")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("overrides", nargs="*", help="overrides of every run (cluster.nproc=2 trainer.epochs=30)")
+    if argv and not argv[0].startswith("-") and "=" not in argv[0]:  # gnnq-bench tune SWEEP ...
+        argv = ["--sweep", *argv]
     return p.parse_args(argv)
+
+
+def sweep_axes(sweep: tuple[str, str]) -> dict[str, list[str]]:
+    """The sweep file's axes (``hydra.sweeper.params``) as lists of values."""
+    from gnnq.config.compose import sweep_points
+
+    axes: dict[str, list[str]] = {}
+    for point in sweep_points([], sweep[1], sweep[0]):
+        for override in point:
+            key, _, value = override.partition("=")
+            axes.setdefault(key, [])
+            if value not in axes[key]:
+                axes[key].append(value)
+    return axes
 
 
 def main(argv: list[str]) -> int:
@@ -197,13 +225,20 @@ def main(argv: list[str]) -> int:
         )
         return 2
     try:
+        from gnnq.config.compose import resolve_sweep
+
+        sweep = resolve_sweep(args.sweep) if args.sweep else None
+        axes = sweep_axes(sweep) if sweep else {}
+        methods, datasets = args.method or axes.get("experiment", []), args.dataset or axes.get("dataset", [])
+        if not methods or not datasets:
+            raise GnnqError("name the methods and datasets (--method, --dataset) or a sweep file that has them as axes")
         targets = _targets(args.target)
-        missing = [d for d in args.dataset if d not in targets]
+        missing = [d for d in datasets if d not in targets]
         if missing:
             raise GnnqError(f"no --target for {', '.join(missing)}")
-        for dataset in args.dataset:
-            for method in args.method:
-                study = Study(dataset, method, args.out, list(args.overrides))
+        for dataset in datasets:
+            for method in methods:
+                study = Study(dataset, method, args.out, list(args.overrides), sweep)
                 trials = tune(study, args.trials, targets[dataset], args.tuning_seed)
                 if not trials:
                     raise GnnqError(f"tuning {study.name}: no trial completed")
