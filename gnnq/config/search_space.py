@@ -33,7 +33,7 @@ PARALLEL_SPACES: dict[str, dict[str, str]] = {
 QUANTIZER_SPACES: dict[str, dict[str, str]] = {
     "fp32": {},
     "uniform": {"quantizer.bits": "choice(2, 4, 8)"},
-    "adaptive": {"quantizer.assign_cycle": "choice(5, 10, 25, 50)", "quantizer.variance_weight": "interval(0.1, 0.9)"},
+    "adaptive": {"quantizer.assign_cycle": "choice(2, 5, 10)", "quantizer.variance_weight": "interval(0.1, 0.9)"},
     "grid": {"quantizer.grid_levels": "choice(16, 64, 256)"},
 }
 
