@@ -22,32 +22,13 @@ VANILLA = ["dataset=cora"]
 
 def _sweep(root, adaqp_test=(0.80, 0.81), vanilla_test=(0.80, 0.81)):
     """Two seeds of Vanilla and AdaQP on Cora; AdaQP: a third of the halo bytes, a profile (overhead) in epoch 1."""
+    traffic = {"grad": 10_200_000, "evaluation": 8_400_000}
     for seed in (0, 1):
-        write_run(
-            root,
-            VANILLA,
-            seed,
-            [0.5, 0.7, 0.8, 0.81],
-            epoch_s=[2.0 + 0.01 * seed, 1.0, 1.0, 1.0],
-            halo=3_000_000,
-            grad=10_200_000,
-            evaluation=8_400_000,
-            test=vanilla_test[seed],
-        )
-        write_run(
-            root,
-            ADAQP,
-            seed,
-            [0.5, 0.6, 0.7, 0.75],
-            epoch_s=[1.0 + 0.01 * seed, 0.5, 0.5, 0.5],
-            overhead_s=2.0,
-            halo=1_000_000,
-            grad=10_200_000,
-            evaluation=8_400_000,
-            setup=400_000,
-            overhead_bytes=8_000_000,
-            test=adaqp_test[seed],
-        )
+        vanilla = {"epoch_s": [2.0 + 0.01 * seed, 1.0, 1.0, 1.0], "halo": 3_000_000, "test": vanilla_test[seed]}
+        write_run(root, VANILLA, seed, [0.5, 0.7, 0.8, 0.81], **vanilla, **traffic)
+        adaqp = {"epoch_s": [1.0 + 0.01 * seed, 0.5, 0.5, 0.5], "overhead_s": 2.0, "halo": 1_000_000}
+        once = {"setup": 400_000, "overhead_bytes": 8_000_000, "test": adaqp_test[seed]}
+        write_run(root, ADAQP, seed, [0.5, 0.6, 0.7, 0.75], **adaqp, **once, **traffic)
     return root
 
 
