@@ -81,7 +81,15 @@ def _main() -> None:
     if any(arg.startswith("resume=") for arg in argv):
         _resume(argv)
     overrides, multirun, config_name, config_dir = _split_args(argv)
-    if not _NO_PREFLIGHT_FLAGS.intersection(argv):
+    if multirun and _optuna(argv):  # Optuna asks the points as it goes: check the config outside the search space
+        from gnnq.config.compose import outside_sweep
+        from gnnq.launch.preflight import plan
+
+        try:
+            plan(outside_sweep(overrides), False, config_name, config_dir)
+        except GnnqError as exc:
+            _refuse(exc)
+    elif not _NO_PREFLIGHT_FLAGS.intersection(argv):
         from gnnq.launch.preflight import plan
 
         try:
@@ -270,6 +278,7 @@ def _hydra_entry() -> None:
                     group = o[2:].split(".", 1)[0]
                     say(f"{o} not set: {group}={cfg[group].name} has no such key (++ sets it only where it exists)")
                 record = run_job(cfg, run_dir)
+                value = _objective(run_dir, record)
             except GnnqError as exc:  # the run dir is not free (nothing written), or its record could not be written
                 print(f"gnnq: error: {exc}", file=sys.stderr, flush=True)
                 _FAILED_RUNS.append(str(run_dir))
@@ -278,8 +287,21 @@ def _hydra_entry() -> None:
                 return
         if record["status"] != "ok":
             _FAILED_RUNS.append(str(run_dir))
+        return value  # a tuning sweep's objective (gnnq.bench.tune), else None
 
     _run()
+
+
+def _optuna(argv: list[str]) -> bool:
+    from gnnq.bench.tune import is_optuna_sweep
+
+    return is_optuna_sweep(argv)
+
+
+def _objective(run_dir: Path, record: dict) -> float | None:
+    from gnnq.bench.tune import objective_from_env
+
+    return objective_from_env(run_dir, record)
 
 
 def _point_name(hydra_cfg) -> str:

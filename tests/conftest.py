@@ -29,7 +29,11 @@ def skip_or_fail(env_var: str, reason: str) -> NoReturn:
 
 
 # The optional extras of pyproject.toml that tests need, by the module each one installs.
-EXTRAS = {"gpu": "triton", "slurm": "hydra_plugins.hydra_submitit_launcher"}
+EXTRAS = {
+    "gpu": "triton",
+    "slurm": "hydra_plugins.hydra_submitit_launcher",
+    "tune": "hydra_plugins.hydra_optuna_sweeper",
+}
 
 
 def missing_extra(name: str) -> str | None:

@@ -217,6 +217,10 @@ def main(argv: list[str] | None = None) -> int:
         from gnnq.projection.command import main as project_main
 
         return project_main(argv[1:])
+    if argv[:1] == ["tune"]:  # gnnq-bench tune: tune each method, then rerun default and tuned settings (tune.py)
+        from gnnq.bench.tune import main as tune_main
+
+        return tune_main(argv[1:])
     args = parse_args(argv)
     command = "gnnq-bench " + " ".join(shlex.quote(a) for a in argv)
     try:

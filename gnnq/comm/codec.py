@@ -150,15 +150,25 @@ class MessageQuantization:
     def noise_key(self, epoch: int, layer: int, direction: Direction) -> NoiseKey:
         return NoiseKey(self.seed, int(epoch), int(layer), Direction(direction).value, self.rank)
 
-    def describe(self) -> dict:
-        def bits(c):
-            return c.bits if c is not None else 32
+    def describe(self, inputs_every_epoch: bool = False) -> dict:
+        """What the record says of the messages' widths: per direction the bits (32: exact), or ``"adaptive"``
+        where the assigner picks each row group's width (``bit_choices``; the first cycle at ``first_cycle_bits``).
+        ``inputs_every_epoch`` (``parallel.inputs=every_epoch``): the layer-0 features travel every epoch as layer
+        0's forward message, with its codec, not once at setup with the input codec; ``inputs`` says which."""
+        adaptive = self.family is AdaptiveMessages
 
-        return {
+        def bits(c):
+            return 32 if c is None else "adaptive" if adaptive else c.bits
+
+        out = {
             "forward_bits": bits(self.forward),
             "backward_bits": bits(self.backward),
-            "input_bits": bits(self.inputs),
+            "input_bits": bits(self.forward if inputs_every_epoch else self.inputs),
+            "inputs": "every_epoch" if inputs_every_epoch else "once",
         }
+        if adaptive:
+            out["first_cycle_bits"] = self.forward.bits
+        return out
 
 
 def message_quantization(qcfg, seed: int, rank: int) -> MessageQuantization | None:

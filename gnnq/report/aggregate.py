@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gnnq.report import fields
-from gnnq.report.curves import read_curve, time_to_target
+from gnnq.report import confidence, fields
 from gnnq.report.overrides import config_overrides
+from gnnq.report.target import missing_reason, seed_times
 
 SEED_KEYS = frozenset({"trainer.seed"})
 # Aggregated over seeds: the record's metrics, wall-clock throughput (epochs / (epoch times + overheads)),
@@ -58,6 +58,9 @@ class Group:
     stats: dict[str, Stat] = field(default_factory=dict)
     time_to_target: Stat | None = None
     label: str | None = None  # its name in legends and leaderboards (gnnq.report.labels)
+    tta_seeds: list[float | None] = field(default_factory=list)  # each seed's time to target (None: not reached)
+    tta_ci: tuple[float, float] | None = None  # bootstrap interval of the mean time to target (gnnq.report.confidence)
+    tta_why: str | None = None  # why there is no time to target (gnnq.report.target.missing_reason)
 
     @property
     def config(self) -> str:
@@ -177,6 +180,7 @@ class Leaderboard:
     target: float | None = None  # the validation target of time to target (best mean best-val minus tolerance)
     reasons: list[str] = field(default_factory=list)  # why each of ``others`` is not ranked
     noise: list[str] = field(default_factory=list)  # where the order rests on differences within the noise
+    rank_numbers: list[int] = field(default_factory=list)  # of ``ranked``: competition ranks, ties share one
 
     @property
     def accuracy_cut(self) -> bool:
@@ -199,13 +203,23 @@ def _sorted(groups: list[Group], criterion: str) -> list[Group]:
 
 
 def _time_to_target(g: Group, target: float) -> tuple[Stat, int]:
-    """Mean time over seeds (every seed must reach the target), and how many seeds reached it."""
-    times = [time_to_target(read_curve(d), target) for d, _ in g.runs]
+    """Mean time over seeds (every seed must reach the target), and how many seeds reached it; sets the group's
+    per-seed times, their bootstrap interval and, where a seed missed, why."""
+    times = seed_times(g.runs, target)
     reached = sum(t is not None for t in times)
+    g.tta_seeds, g.tta_why = times, missing_reason(g.runs, times, target)
+    g.tta_ci = confidence.bootstrap_ci(times) if reached == len(times) else None
     return (Stat.of(times) if reached == len(times) else Stat(None, None, 0)), reached
 
 
-NOISE_P = 0.05  # a neighbour's lead counts as within the noise when Welch's t-test gives p >= NOISE_P
+def seed_values(g: Group, criterion: str) -> list:
+    """The per-seed values a criterion ranks by (time: time to target)."""
+    if criterion == "time":
+        return list(g.tta_seeds)
+    return [fields.metrics(rec)[RANK_BY[criterion][0]] for _, rec in g.runs]
+
+
+NOISE_P = confidence.NOISE_P  # a neighbour's lead is within the noise when Welch's t-test gives p >= NOISE_P
 CRITERION_NAMES = {
     "throughput": "epochs/s",
     "bytes": "halo bytes/epoch",
@@ -291,7 +305,7 @@ def leaderboards(groups: list[Group], criterion: str = "throughput", tolerance: 
         board.target = max(vals) - tolerance if vals else None
         reached = {}
         for g in mine:
-            g.time_to_target = None
+            g.time_to_target, g.tta_seeds, g.tta_ci, g.tta_why = None, [], None, None
             if board.target is not None:
                 g.time_to_target, reached[id(g)] = _time_to_target(g, board.target)
         if criterion == "time":
@@ -315,5 +329,6 @@ def leaderboards(groups: list[Group], criterion: str = "throughput", tolerance: 
         board.others = _sorted([g for g in mine if id(g) in why], criterion)
         board.reasons = [why[id(g)] for g in board.others]
         board.noise = noise_notes(board.ranked, criterion)
+        board.rank_numbers = confidence.tied_ranks([seed_values(g, criterion) for g in board.ranked])
         boards.append(board)
     return boards

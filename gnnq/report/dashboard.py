@@ -84,7 +84,8 @@ def dashboard_rows(boards: list[Leaderboard], defaults: dict | None = None) -> l
     defaults = _default_config() if defaults is None else defaults
     rows = []
     for board in boards:
-        ranked = [(i + 1, g, None) for i, g in enumerate(board.ranked)] + list(
+        numbers = board.rank_numbers or range(1, len(board.ranked) + 1)  # ties share a rank
+        ranked = [(n, g, None) for n, g in zip(numbers, board.ranked)] + list(
             zip([None] * len(board.others), board.others, board.reasons)
         )
         for rank, g, why in ranked:

@@ -12,8 +12,14 @@ from gnnq.config.dataset_name import FILES, graph_name
 # The record's own metrics (top-level keys), and those the report derives from the record.
 RECORD_METRICS = ("test", "best_val", "epoch_time_s", "comm_time_s", "comm_bytes_per_epoch")
 # wire_bytes_per_epoch: every training byte on the wire, halo messages and the gradient all-reduce together;
-# grad_bytes_per_epoch: the gradient all-reduce's alone (compressed or not: trainer.grad_sync).
-DERIVED_METRICS = ("throughput", "overhead_time_s", "num_params", "wire_bytes_per_epoch", "grad_bytes_per_epoch")
+# TRAFFIC_METRICS: every byte a run moves, by kind (``traffic``).
+TRAFFIC_METRICS = (
+    "grad_sync_bytes_per_epoch",
+    "eval_bytes_per_epoch",
+    "once_bytes",
+    "all_bytes_per_epoch",
+)
+DERIVED_METRICS = ("throughput", "overhead_time_s", "num_params", "wire_bytes_per_epoch", *TRAFFIC_METRICS)
 
 
 def number(value) -> float | None:
@@ -69,11 +75,6 @@ def wire_bytes_per_epoch(rec: dict) -> float | None:
     return None if halo is None or grad is None else halo + grad
 
 
-def grad_bytes_per_epoch(rec: dict) -> float | None:
-    """Gradient all-reduce bytes per training epoch (all ranks), as its ``trainer.grad_sync`` mode sends them."""
-    return number(summary(rec).get("grad_sync_bytes_per_epoch"))
-
-
 def metrics(rec: dict) -> dict[str, float | None]:
     """Every metric the report aggregates over seeds, as floats or None."""
     return {
@@ -82,7 +83,40 @@ def metrics(rec: dict) -> dict[str, float | None]:
         "overhead_time_s": overhead_time_s(rec),
         "num_params": num_params(rec),
         "wire_bytes_per_epoch": wire_bytes_per_epoch(rec),
-        "grad_bytes_per_epoch": grad_bytes_per_epoch(rec),
+        **traffic(rec),
+    }
+
+
+# Every byte a run moves, by kind: (metric, label, what it is). Per training epoch unless the label says once.
+TRAFFIC_KINDS = (
+    ("comm_bytes_per_epoch", "halo", "halo messages of training (features, embeddings, their gradients)"),
+    ("grad_sync_bytes_per_epoch", "gradient all-reduce", "the model gradients' all-reduce of training"),
+    ("eval_bytes_per_epoch", "evaluation", "halo messages of evaluation (exact), averaged over training epochs"),
+    (
+        "once_bytes",
+        "setup + profiling (once)",
+        "layer-0 features fetched once, and overheads' traffic: AdaQP's startup profile, alpha exchange",
+    ),
+)
+
+
+def traffic(rec: dict) -> dict[str, float | None]:
+    """The traffic metrics: gradient all-reduce and evaluation bytes per training epoch (all ranks), the bytes
+    moved once per run (setup and overheads such as AdaQP's profile), and all of them per training epoch (the once
+    bytes spread over the run's epochs); None where the record lacks a part (older records have no evaluation
+    bytes)."""
+    s = summary(rec)
+    halo, grad = number(rec.get("comm_bytes_per_epoch")), number(s.get("grad_sync_bytes_per_epoch"))
+    ev = number(s.get("eval_comm_bytes_per_epoch"))
+    setup, over, epochs = number(s.get("setup_comm_bytes")), number(s.get("overhead_bytes")), number(s.get("epochs"))
+    once = None if setup is None and over is None else (setup or 0.0) + (over or 0.0)
+    parts = (halo, grad, ev, once, epochs)
+    total = None if any(p is None for p in parts) or not epochs else halo + grad + ev + once / epochs
+    return {
+        "grad_sync_bytes_per_epoch": grad,
+        "eval_bytes_per_epoch": ev,
+        "once_bytes": once,
+        "all_bytes_per_epoch": total,
     }
 
 

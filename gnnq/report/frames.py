@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from gnnq.report import latex
+from gnnq.report import fields, latex
 from gnnq.report.aggregate import METRICS, Group, Leaderboard, Stat
+from gnnq.report.baseline import baseline_of, comparison
 
 
 @dataclass(frozen=True)
@@ -26,11 +27,27 @@ class Shown:
     scale: float = 1.0
     best: str | None = None  # "max" or "min": which value LaTeX sets in bold
     mark: str | None = None  # a boolean frame column: '*' after the value where it is False
+    interval: str | None = None  # <interval>_low/_high frame columns: ' [low, high]' after the value
+    fallback: str | None = None  # a text frame column shown instead of '-' where the value is missing
 
 
 THROUGHPUT_NOTE = (
     "* epochs/s as 1 / median epoch time: these records have no wall-clock throughput (overheads not counted)."
 )
+# Against the baseline (gnnq.report.baseline): shown by default, no table spec needed.
+COMPARISON_SHOWN = [
+    Shown("speedup (epochs/s)", "speedup", ".2f"),
+    Shown("TTA speedup", "tta_speedup", ".2f"),
+    Shown("halo vs base", "halo_vs_base", ".3f"),
+    Shown("bytes vs base", "bytes_vs_base", ".3f"),
+]
+# Every byte a run moves besides the halo messages (gnnq.report.fields.TRAFFIC_KINDS).
+TRAFFIC_SHOWN = [
+    Shown("grad MB/epoch", "grad_sync_bytes_per_epoch", ".3f", 1e-6),
+    Shown("eval MB/epoch", "eval_bytes_per_epoch", ".3f", 1e-6),
+    Shown("setup+profiling MB", "once_bytes", ".3f", 1e-6),
+    Shown("all MB/epoch", "all_bytes_per_epoch", ".3f", 1e-6),
+]
 GROUPS_SHOWN = [
     Shown("dataset", "dataset"),
     Shown("method", "method"),
@@ -43,8 +60,9 @@ GROUPS_SHOWN = [
     Shown("overhead s", "overhead_time_s", ".2f", best="min"),
     Shown("comm ms", "comm_time_s", ".1f", 1e3, best="min"),
     Shown("halo MB/epoch", "comm_bytes_per_epoch", ".3f", 1e-6, best="min"),
-    Shown("grad MB/epoch", "grad_bytes_per_epoch", ".3f", 1e-6, best="min"),
+    Shown("grad MB/epoch", "grad_sync_bytes_per_epoch", ".3f", 1e-6, best="min"),
     Shown("wire MB/epoch", "wire_bytes_per_epoch", ".3f", 1e-6, best="min"),
+    *TRAFFIC_SHOWN,
     Shown("ranks", "ranks"),
     Shown("hosts", "hosts"),
 ]
@@ -59,7 +77,9 @@ LEADERBOARD_SHOWN = [
     Shown("overhead s", "overhead_time_s", ".2f", best="min"),
     Shown("halo MB/epoch", "comm_bytes_per_epoch", ".3f", 1e-6, best="min"),
     Shown("wire MB/epoch", "wire_bytes_per_epoch", ".3f", 1e-6, best="min"),
-    Shown("time to target s", "time_to_target_s", ".1f", best="min"),
+    Shown("time to target s [95% CI]", "time_to_target_s", ".1f", best="min", interval="tta_ci", fallback="tta_why"),
+    *COMPARISON_SHOWN,
+    *TRAFFIC_SHOWN,
     Shown("runs", "runs"),
     Shown("ranks", "ranks"),
     Shown("hosts", "hosts"),
@@ -125,9 +145,9 @@ def leaderboard_frame(board: Leaderboard) -> pd.DataFrame:
     """The ranked configurations, then the others (rank empty, with why); epochs_per_s is the wall-clock throughput."""
     rows = []
     why = [None] * len(board.ranked) + list(board.reasons)
-    for (rank, g), reason in zip(
-        [(i + 1, g) for i, g in enumerate(board.ranked)] + [(None, g) for g in board.others], why
-    ):
+    numbers = board.rank_numbers or list(range(1, len(board.ranked) + 1))
+    everyone = board.ranked + board.others
+    for (rank, g), reason in zip(list(zip(numbers, board.ranked)) + [(None, g) for g in board.others], why):
         s = g.stats
         rows.append(
             {
@@ -144,6 +164,7 @@ def leaderboard_frame(board: Leaderboard) -> pd.DataFrame:
                 **stat_columns("wire_bytes_per_epoch", s["wire_bytes_per_epoch"]),
                 **stat_columns("time_to_target_s", g.time_to_target),
                 "why_unranked": reason,
+                **extra_columns(g, everyone),
             }
         )
     columns = [
@@ -179,9 +200,35 @@ def leaderboard_frame(board: Leaderboard) -> pd.DataFrame:
         "command",
         "why_unranked",
     ]
-    frame = _numeric(pd.DataFrame(rows, columns=columns), ["runs", *columns[5:22]])
+    columns += EXTRA_COLUMNS
+    frame = _numeric(pd.DataFrame(rows, columns=columns), ["runs", *columns[5:22], *EXTRA_NUMERIC])
     frame["rank"] = frame["rank"].astype("Int64")
     return frame
+
+
+# Leaderboard columns beyond the record's metrics: the time to target's interval and reason, the comparison with
+# the baseline, and every kind of traffic.
+EXTRA_NUMERIC = [
+    "tta_ci_low",
+    "tta_ci_high",
+    "speedup",
+    "tta_speedup",
+    "halo_vs_base",
+    "bytes_vs_base",
+    *(f"{m}_{s}" for m in fields.TRAFFIC_METRICS for s in ("mean", "std")),
+]
+EXTRA_COLUMNS = [*EXTRA_NUMERIC, "tta_why", "baseline"]
+
+
+def extra_columns(g: Group, groups: list[Group]) -> dict:
+    ci = g.tta_ci or (None, None)
+    return {
+        "tta_ci_low": ci[0],
+        "tta_ci_high": ci[1],
+        "tta_why": g.tta_why,
+        **comparison(g, baseline_of(g, groups)),
+        **{k: v for m in fields.TRAFFIC_METRICS for k, v in stat_columns(m, g.stats[m]).items()},
+    }
 
 
 def leaderboard_shown(frame: pd.DataFrame) -> list[Shown]:
@@ -218,6 +265,11 @@ def text_view(frame: pd.DataFrame, shown: list[Shown], pm: str = " ± ") -> tupl
             text = _text(value, s.fmt, s.scale)
             if not _missing(value) and not _missing(std):
                 text += pm + _text(std, s.fmt, s.scale)
+            if s.interval and not _missing(value) and not _missing(record.get(f"{s.interval}_low")):
+                low, high = (_text(record[f"{s.interval}_{e}"], s.fmt, s.scale) for e in ("low", "high"))
+                text += f" [{low}, {high}]"
+            if s.fallback and _missing(value) and not _missing(record.get(s.fallback)):
+                text = str(record[s.fallback])
             if s.mark and not _missing(record.get(s.mark)) and not bool(record[s.mark]) and text != "-":
                 text += "*"
             line.append(text)

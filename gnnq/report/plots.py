@@ -1,5 +1,6 @@
 """Report plots (PNG and SVG, matplotlib without a display): accuracy vs throughput with the Pareto
-front marked, halo bytes per epoch by configuration, training curves (validation vs time), and, where
+front marked, bytes per epoch by configuration and kind (halo, gradient all-reduce, evaluation, setup and
+profiling), training curves (validation vs time), and, where
 runs on emulated hosts differ in link bandwidth or number of hosts, throughput speedup over Vanilla
 against that setting."""
 
@@ -94,17 +95,34 @@ def plot_accuracy_vs_throughput(groups: list[Group], out: Path, dataset: str) ->
     return paths
 
 
+def traffic_segments(g: Group) -> dict[str, float]:
+    """A configuration's mean bytes per training epoch by kind (``fields.TRAFFIC_KINDS``), the bytes moved once
+    (setup, profiles) spread over its epochs; a kind its records do not count is 0."""
+    s = g.stats
+    mean = {m: s[m].mean for m in ("comm_bytes_per_epoch", "grad_sync_bytes_per_epoch", "eval_bytes_per_epoch")}
+    per_epoch = {label: mean.get(metric) or 0.0 for metric, label, _ in fields.TRAFFIC_KINDS if metric in mean}
+    once = (s["all_bytes_per_epoch"].mean or 0.0) - sum(per_epoch.values()) if s["all_bytes_per_epoch"].mean else 0.0
+    return per_epoch | {fields.TRAFFIC_KINDS[-1][1]: max(0.0, once)}
+
+
 def plot_bytes(groups: list[Group], out: Path, dataset: str) -> list[Path]:
+    """Every byte a configuration moves per training epoch, stacked by kind: halo messages, the gradient
+    all-reduce, evaluation, and the setup and profiling traffic spread over the run's epochs."""
     plt = _pyplot()
-    mb = [(g.stats["comm_bytes_per_epoch"].mean or 0.0) / 1e6 for g in groups]
-    err = [_spread(g, "comm_bytes_per_epoch", 1e-6) or 0.0 for g in groups]
-    fig, ax = plt.subplots(figsize=(9, 0.45 * len(groups) + 1.5))
-    ax.barh(range(len(groups)), mb, xerr=err if any(err) else None, capsize=3)
+    segments = [traffic_segments(g) for g in groups]
+    kinds = [label for _, label, _ in fields.TRAFFIC_KINDS]
+    fig, ax = plt.subplots(figsize=(10, 0.45 * len(groups) + 1.8))
+    left = np.zeros(len(groups))
+    for kind in kinds:
+        mb = np.array([seg[kind] / 1e6 for seg in segments])
+        ax.barh(range(len(groups)), mb, left=left, label=kind)
+        left += mb
     ax.set_yticks(range(len(groups)), labels(groups), fontsize=9)
     ax.invert_yaxis()
-    ax.set(xlabel="halo MB per training epoch (all ranks)")
-    ax.set_title(f"{dataset}: bytes per epoch by configuration", fontsize=11)
+    ax.set(xlabel="MB per training epoch (all ranks; once-per-run traffic spread over the run's epochs)")
+    ax.set_title(f"{dataset}: bytes per epoch by configuration and kind", fontsize=11)
     ax.grid(alpha=0.3, axis="x")
+    _legend(ax)
     fig.tight_layout()
     paths = _save(fig, out, f"bytes_per_epoch-{dataset}")
     plt.close(fig)

@@ -20,17 +20,17 @@ from gnnq.report.dashboard import write_dashboard
 from gnnq.report.fields import dataset
 from gnnq.report.frames import (
     GROUPS_SHOWN,
-    WIDE_COLUMNS,
     groups_frame,
-    latex_view,
     leaderboard_frame,
     leaderboard_shown,
     notes,
     text_view,
 )
 from gnnq.report.labels import method_labels
+from gnnq.report.paper_latex import details_latex, narrow_latex
 from gnnq.report.plots import plot_report
 from gnnq.report.tables import SPEC_SUFFIX, TableSpecError, load_spec, render_all
+from gnnq.report.throughput import SECTION_INTRO, reconciliation_lines
 from gnnq.report.wandb_report import log_report, source_run
 from gnnq.track.progress import fmt_value, markdown_table
 
@@ -197,15 +197,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--plots",
-        action="store_true",
-        help="with --out: accuracy vs throughput (Pareto front), bytes per epoch and training curves, and where "
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="with --out (the default there; --no-plots: none): accuracy vs throughput (Pareto front), bytes per "
+        "epoch by kind and training curves, and where "
         "runs on emulated hosts vary the link bandwidth or the number of hosts, throughput speedup over "
         "Vanilla (sync, fp32) against it; PNG and SVG",
     )
     parser.add_argument(
         "--dashboard",
-        action="store_true",
-        help="with --out: dashboard.html, one self-contained page (leaderboards, plots, configs)",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="with --out (the default there; --no-dashboard: none): dashboard.html, one self-contained page "
+        "(leaderboards, plots, configs)",
     )
     parser.add_argument(
         "--wandb",
@@ -223,6 +227,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def outputs_by_default(out: Path | None, plots: bool | None, dashboard: bool | None) -> tuple[bool, bool]:
+    """With ``--out`` the plots and the dashboard are written unless ``--no-plots`` / ``--no-dashboard`` say not
+    (the dashboard shows the plots: it brings them along unless --no-plots); without ``--out``, neither."""
+    if out is None:
+        return False, False
+    return plots is not False, dashboard is not False
+
+
 def _with_notes(table: str, frame) -> list[str]:
     return [table, *([""] + notes(frame) if notes(frame) else []), ""]
 
@@ -232,6 +244,7 @@ def main(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     if (args.plots or args.dashboard or args.wandb) and not args.out:
         parser.error("--plots, --dashboard and --wandb need --out DIR")
+    args.plots, args.dashboard = outputs_by_default(args.out, args.plots, args.dashboard)
     records, warnings = find_records(args.dirs)
     try:
         for where in args.where:
@@ -265,6 +278,8 @@ def main(argv: list[str]) -> None:
         )
     else:
         sections += ["(no successful runs)", ""]
+    if reconciliation_lines(groups):
+        sections += ["## Throughput and epoch time", "", SECTION_INTRO, "", *reconciliation_lines(groups), ""]
     for board in boards:
         frame = tables[f"leaderboard/{board.dataset}"]
         sections += [
@@ -283,8 +298,8 @@ def main(argv: list[str]) -> None:
         tables[f"table/{Path(spec['_path']).name.removesuffix(SPEC_SUFFIX)}"] = table
     paths: list[Path] = []
     if args.plots or args.dashboard:
-        paths = plot_report(groups, args.out)
-        sections += ["## Plots", ""] + [f"- {p.name}" for p in paths if p.suffix == ".png"] + [""]
+        paths = plot_report(groups, args.out) if args.plots else []
+        sections += ["## Plots", ""] + [f"- {p.name}" for p in paths if p.suffix == ".png"] + [""] if paths else []
         if args.dashboard:
             page = write_dashboard(args.out / "dashboard.html", groups, boards, paths, failed=len(failed))
             sections += [f"Dashboard: {page}", ""]
@@ -323,5 +338,6 @@ def _write(out: Path, text: str, tables: dict, boards: list[Leaderboard]) -> Non
     for board in boards:
         frame = tables[f"leaderboard/{board.dataset}"]
         frame.to_csv(out / f"leaderboard-{board.dataset}.csv", index=False)
-        shown = [s for s in leaderboard_shown(frame) if s.column not in WIDE_COLUMNS]
-        (out / f"leaderboard-{board.dataset}.tex").write_text(latex_view(frame, shown, leaderboard_title(board)))
+        title = leaderboard_title(board)
+        (out / f"leaderboard-{board.dataset}.tex").write_text(narrow_latex(board, frame, title))
+        (out / f"leaderboard-{board.dataset}-details.tex").write_text(details_latex(board, frame, title))

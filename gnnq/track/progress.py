@@ -94,8 +94,6 @@ def summary_table(record: dict) -> str:
         (PARALLEL.choice(name).messages, PARALLEL.choice(name).epoch) if name in PARALLEL else ("halo", "epoch")
     )
     bytes_label = f"{messages} bytes / {epoch} (all ranks)"  # what the method's epochs and messages are
-    grad_mode = (s.get("grad_sync") or {}).get("mode", "allreduce")
-    grad_label = f"gradient bytes / {epoch} (all ranks, {grad_mode})"
     rows = [
         ["status", record["status"]],
         [f"best val {metric}", fmt_value(record.get("best_val"))],
@@ -112,12 +110,23 @@ def summary_table(record: dict) -> str:
             f"{s['throughput_epochs_per_s']:.2f} epochs/s" if s.get("throughput_epochs_per_s") else "-",
         ],
         [bytes_label, f"{record['comm_bytes_per_epoch']:,}" if record.get("comm_bytes_per_epoch") is not None else "-"],
-        [grad_label, f"{s['grad_sync_bytes_per_epoch']:,}" if s.get("grad_sync_bytes_per_epoch") is not None else "-"],
-        [
-            f"evaluation bytes / {epoch} (all ranks)",
-            f"{s['eval_comm_bytes_per_epoch']:,}" if s.get("eval_comm_bytes_per_epoch") is not None else "-",
-        ],
+        *traffic_rows(s),
         ["ranks", record.get("world_size") or "-"],
         ["peak memory / rank (MiB)", ", ".join(f"{m:.0f}" for m in s.get("peak_memory_mib_per_rank", [])) or "-"],
     ]
     return markdown_table(["result", "value"], rows)
+
+
+# The bytes a run moves besides its training messages: (summary key, row label); rows only where the record has them.
+OTHER_TRAFFIC = (
+    ("grad_sync_bytes_per_epoch", "gradient all-reduce bytes / epoch (trainer.grad_sync)"),
+    ("eval_comm_bytes_per_epoch", "evaluation bytes / epoch"),
+    ("setup_comm_bytes", "setup bytes (once)"),
+    ("overhead_bytes", "overhead bytes (once: profiles, alpha)"),
+)
+
+
+def traffic_rows(summary: dict) -> list[list]:
+    """One row per kind of traffic the summary counts besides the training messages (gnnq-report's bytes chart
+    shows the same kinds)."""
+    return [[label, f"{summary[key]:,}"] for key, label in OTHER_TRAFFIC if isinstance(summary.get(key), int)]

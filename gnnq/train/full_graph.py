@@ -84,7 +84,8 @@ class FullGraphTrainer(Trainer):
         self.exchange = HaloExchange(comm, part.send_idx, part.send_counts, part.halo_counts, self.quant)
         self.strategy = make_strategy(cfg.parallel, self.exchange, graph, part.x, seed)
         self.assigner = None
-        inputs_keys = [(0, "fwd")] if cfg.parallel.get("inputs", "once") == "every_epoch" else []
+        self.inputs_every_epoch = cfg.parallel.get("inputs", "once") == "every_epoch"
+        inputs_keys = [(0, "fwd")] if self.inputs_every_epoch else []
         assigner = QUANTIZERS.choice(cfg.quantizer.name).assigner  # a codec family whose widths are assigned
         if assigner:
             m = cfg.model
@@ -168,7 +169,7 @@ class FullGraphTrainer(Trainer):
                 f"{layer}.{d}": int(b) // max(1, len(history))
                 for (layer, d), b in zip(self.layer_keys, self.layer_bytes.tolist())
             },
-            "quantization": self.quant.describe() if self.quant is not None else None,
+            "quantization": self.quant.describe(self.inputs_every_epoch) if self.quant is not None else None,
             "codec_backend": exchange.codec_backend,  # torch | triton (None: nothing quantized)
             "nonfinite_values_zeroed": int(zeroed.item()),
             "grad_sync": self.grad_sync.describe(),
