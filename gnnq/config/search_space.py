@@ -28,7 +28,10 @@ PARALLEL_SPACES: dict[str, dict[str, str]] = {
     "sancus": {"parallel.threshold": "interval(0.01, 0.5)", "parallel.max_staleness": "range(1, 9)"},
     "minibatch": {"parallel.batch_size": "choice(256, 512, 1024, 2048)"},  # Optuna's choices hold no lists (fanouts)
     "admm": {"parallel.rho": "tag(log, interval(0.0001, 10.0))"},
+    "tensor3d": {},  # Plexus: the grid changes where work runs, not what is computed
 }
+# Strategies whose common knobs are not COMMON's.
+OWN_COMMON = {"admm": ADMM_COMMON}
 # quantizer=<name> -> its own knobs (QUANTIZERS' entries).
 QUANTIZER_SPACES: dict[str, dict[str, str]] = {
     "fp32": {},
@@ -44,7 +47,7 @@ def search_space(parallel: str, quantizer: str) -> dict[str, str]:
     for name, spaces, group in ((parallel, PARALLEL_SPACES, "parallel"), (quantizer, QUANTIZER_SPACES, "quantizer")):
         if name not in spaces:
             raise KeyError(f"{group}={name} declares no search space in gnnq/config/search_space.py")
-    common = ADMM_COMMON if parallel == "admm" else COMMON
+    common = OWN_COMMON.get(parallel, COMMON)
     return {**common, **PARALLEL_SPACES[parallel], **QUANTIZER_SPACES[quantizer]}
 
 

@@ -18,6 +18,7 @@ CONTEXT = {
     "admm": ["experiment=pdadmm_g"],
     "grid": ["experiment=pdadmm_g_q_gnnq"],
     "minibatch": ["experiment=minibatch"],
+    "tensor3d": ["experiment=plexus"],
 }
 
 
@@ -29,7 +30,7 @@ CONTEXT = {
 def test_every_registry_entry_declares_a_space_of_keys_it_has(group, name, spaces):
     assert name in spaces, f"{group}={name} declares no search space in gnnq/config/search_space.py"
     cfg = compose_config([*CONTEXT.get(name, []), f"{group}={name}"])
-    common = ss.ADMM_COMMON if cfg.parallel.name == "admm" else ss.COMMON
+    common = ss.OWN_COMMON.get(cfg.parallel.name, ss.COMMON)
     for key, value in {**common, **spaces[name]}.items():
         assert OmegaConf.select(cfg, key, default="<absent>") != "<absent>", f"{group}={name}: {key} is not a key"
         (override,) = OverridesParser.create().parse_overrides([f"{key}={value}"])
