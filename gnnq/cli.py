@@ -312,9 +312,17 @@ def _done_earlier(cfg, run_dir: Path, point: str) -> bool:
 
 
 def report_main() -> None:
-    from gnnq.report.summary import main as summary_main
+    """``gnnq-report``: SIGINT, SIGTERM and SIGHUP stop it with one line and 128 + the signal's number; its files
+    are written whole or not at all (gnnq.report.output), so a stop leaves no partial one."""
+    interrupts.install()
+    try:
+        from gnnq.report.summary import main as summary_main
 
-    summary_main(sys.argv[1:])
+        summary_main(sys.argv[1:])
+    except KeyboardInterrupt as exc:
+        name = interrupts.received() or str(exc) or "SIGINT"
+        print(f"gnnq-report: interrupted ({name}); every file it wrote is whole, none is partial", file=sys.stderr)
+        sys.exit(interrupts.exit_code(name))
 
 
 if __name__ == "__main__":

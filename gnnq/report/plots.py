@@ -15,6 +15,7 @@ from gnnq.contract import LINK_PRESETS_MBIT
 from gnnq.report import fields
 from gnnq.report.aggregate import Group, lookup
 from gnnq.report.curves import read_curve
+from gnnq.report.output import save_figure
 from gnnq.report.overrides import IGNORED_GROUPS, IGNORED_KEYS
 
 
@@ -31,7 +32,7 @@ def _save(fig, out: Path, stem: str) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{stem}.png", out / f"{stem}.svg"]
     for p in paths:
-        fig.savefig(p, dpi=120, bbox_inches="tight")  # nothing cut: long tick labels, the legend beside
+        save_figure(fig, p, dpi=120, bbox_inches="tight")  # nothing cut: long tick labels, the legend beside
     return paths
 
 

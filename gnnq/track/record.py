@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from gnnq.contract import METRICS_FILE, RECORD_FILE
+from gnnq.contract import METRICS_FILE, RECORD_FILE, RECORD_SCHEMA_VERSION
 from gnnq.track.files import write_json_atomic
 from gnnq.track.machine import hardware, package_version
 
@@ -91,6 +91,7 @@ def build_record(
     summary = dict(summary or {})
     gpu_names = summary.pop("gpu_names", None)  # rank 0's: the GPUs torch saw (the launcher imports no torch)
     record = {
+        "schema_version": RECORD_SCHEMA_VERSION,
         "status": status,
         "error": error,
         "config": config,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 from tests.reliability.case import Case
-from tests.reliability.cases import concurrency, config, data, faults, places, resources, resume, secrets
+from tests.reliability.cases import concurrency, config, data, faults, places, report, resources, resume, secrets
 
-FAMILIES = (config, data, resources, faults, resume, places, concurrency, secrets)
+FAMILIES = (config, data, resources, faults, resume, places, concurrency, secrets, report)
 
 
 def catalogue() -> list[Case]:
