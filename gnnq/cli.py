@@ -62,6 +62,8 @@ def main() -> None:
     # Ctrl-C, SIGTERM (e.g. from a scheduler) and SIGHUP (a closed terminal) stop all ranks and leave a failed
     # record; the exit status is 128 + the first signal's number (gnnq.launch.interrupts)
     interrupts.install()
+    # a logging handler that cannot write (W&B's debug log on a full disk) must not print its own tracebacks
+    logging.raiseExceptions = False
     try:
         _main()
     except KeyboardInterrupt as exc:

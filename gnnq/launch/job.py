@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 import time
@@ -19,6 +20,7 @@ from gnnq.data.registry import data_root, data_root_key, dataset_sources, load_d
 from gnnq.data.summary import GraphSummary, read_summary, recipe, write_summary
 from gnnq.errors import CacheError, ConfigError, GnnqError, LaunchError, describe_os_error
 from gnnq.launch import interrupts, warm_pool
+from gnnq.launch.disk_failure import DISK_ERRNOS, disk_failure_line, write_failed_record, written_elsewhere
 from gnnq.launch.emulated import run_emulated
 from gnnq.launch.failure import describe_failure
 from gnnq.launch.partition_memory import check_before_partitioning, graph_mib
@@ -30,8 +32,10 @@ from gnnq.launch.run_dir import check_writable, claim_run_dir, clear_earlier_att
 from gnnq.launch.torchrun import run_torchrun
 from gnnq.track.files import write_json_atomic, write_text_atomic
 from gnnq.track.progress import ProgressLine, summary_table
-from gnnq.track.record import build_record, write_record
+from gnnq.track.record import build_record
 from gnnq.track.wandb_logger import NullLogger, close_logger, make_logger
+
+DISK_ERRNO_NAMES = [errno.errorcode[e] for e in DISK_ERRNOS]
 
 
 def say(msg: str) -> None:
@@ -86,11 +90,20 @@ def _run_claimed(cfg: DictConfig, run_dir: Path, extra: dict | None) -> dict:
 
 
 def _failure_line(exc: Exception, run_dir: Path) -> str:
-    """A GnnqError's own line; any other exception (a bug) with its traceback kept in logs/launcher.log."""
+    """A GnnqError's own line; a run dir that stopped taking writes (full, read-only) named with its errno
+    (gnnq.launch.disk_failure); any other exception (a bug) with its traceback kept in logs/launcher.log."""
+    if isinstance(exc, GnnqError) and any(f"({name})" in str(exc) for name in DISK_ERRNO_NAMES):
+        return str(exc)  # it names the disk's problem itself (a checkpoint that did not fit)
+    disk = disk_failure_line(run_dir, exc)
+    if disk:
+        return disk
     if isinstance(exc, GnnqError):
         return str(exc)
-    (run_dir / "logs").mkdir(exist_ok=True)
-    (run_dir / "logs" / "launcher.log").write_text(traceback.format_exc())
+    try:
+        (run_dir / "logs").mkdir(exist_ok=True)
+        (run_dir / "logs" / "launcher.log").write_text(traceback.format_exc())
+    except OSError:
+        return f"{type(exc).__name__}: {exc}"
     return f"{type(exc).__name__}: {exc} (traceback: {run_dir}/logs/launcher.log)"
 
 
@@ -113,12 +126,15 @@ def conclude(run_dir: Path, record: dict, logger: NullLogger, started: float) ->
 
 
 def _write_final_record(run_dir: Path, record: dict) -> None:
-    """write_record; a filesystem that refuses it (full, read-only by now) ends as one LaunchError line."""
+    """write_record; a filesystem that refuses it (full, read-only by now) gets it after the room kept for it is
+    freed, else it goes elsewhere (gnnq.launch.disk_failure); either way one LaunchError line says where it is."""
+    what = f"the run {'failed: ' + record['error'] if record['error'] else 'finished'}"
     try:
-        write_record(run_dir, record)
+        path = write_failed_record(run_dir, record)
     except OSError as exc:
-        what = f"the run {'failed: ' + record['error'] if record['error'] else 'finished'}"
         raise LaunchError(f"cannot write {run_dir / RECORD_FILE} ({describe_os_error(exc)}); {what}") from None
+    if path.parent != run_dir:
+        raise LaunchError(f"{what}{written_elsewhere(run_dir, path)}")
 
 
 def resume_job(run_dir: Path, allow_changed_data: bool = False) -> dict:
