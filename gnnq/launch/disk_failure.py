@@ -38,14 +38,14 @@ def unwritable(run_dir: Path) -> OSError | None:
 
 def disk_failure_line(run_dir: Path, exc: BaseException) -> str | None:
     """The failure line when the run's directory no longer takes writes (None: it does; the failure is another)."""
-    cause = exc if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS else unwritable(run_dir)
+    own = isinstance(exc, OSError) and exc.errno in DISK_ERRNOS and exc.filename
+    cause = exc if own else unwritable(run_dir)
     if cause is None:
         return None
-    where = cause.filename if getattr(cause, "filename", None) else run_dir
-    return (
-        f"cannot write {where} ({describe_os_error(cause)}): the run's directory {run_dir} stopped taking writes "
-        f"during the run; {_checkpoint_state(run_dir)}"
-    )
+    stopped = f"the run's directory {run_dir} stopped taking writes during the run"
+    if own:
+        return f"cannot write {exc.filename} ({describe_os_error(cause)}): {stopped}; {_checkpoint_state(run_dir)}"
+    return f"{stopped} ({describe_os_error(cause)}); {_checkpoint_state(run_dir)}"
 
 
 def _checkpoint_state(run_dir: Path) -> str:
