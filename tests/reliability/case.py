@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 # gnnq's own lines, and those of its other commands (gnnq-report, gnnq-bench)
 ERROR_LINE = re.compile(r"^gnnq(-report|-bench)?: error:")
-WARNING_LINE = re.compile(r"^(\[gnnq\]|gnnq-report:|gnnq-bench:) warning:")
+WARNING_LINE = re.compile(r"^(\[gnnq\]|gnnq-report:|gnnq-bench( \w+)?:) warning:")
 COMMANDS = ("gnnq", "gnnq-report", "gnnq-bench")
 
 
