@@ -12,6 +12,7 @@ import pandas as pd
 from gnnq.report import fields
 from gnnq.report.curves import read_curve, time_to_target
 from gnnq.report.overrides import config_overrides
+from gnnq.report.progress import steps
 
 SEED_KEYS = frozenset({"trainer.seed"})
 # Aggregated over seeds: the record's metrics, wall-clock throughput (epochs / (epoch times + overheads)),
@@ -141,7 +142,7 @@ def runs_frame(records: list[tuple[Path, dict]], seed_keys: frozenset[str] = SEE
             "run": i,
             **{m: _number(v) for m, v in fields.metrics(rec).items()},
         }
-        for i, (_, rec) in enumerate(records)
+        for i, (_, rec) in enumerate(steps(records, "grouping runs"))
         if rec.get("status") == "ok"
     ]
     return pd.DataFrame(rows, columns=["dataset", "config", "run", *METRICS])

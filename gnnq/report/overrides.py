@@ -48,6 +48,7 @@ def option_values(group: str, option: str) -> dict:
     return OmegaConf.to_container(option_config(group, option))
 
 
+@lru_cache(maxsize=None)
 def _options(group: str) -> list[str]:
     return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
 

@@ -33,6 +33,7 @@ from gnnq.report.frames import (
 from gnnq.report.labels import method_labels
 from gnnq.report.output import OutError, cannot_write, check_out, write_csv, write_text
 from gnnq.report.plots import plot_report
+from gnnq.report.progress import steps
 from gnnq.report.tables import SPEC_SUFFIX, TableSpecError, load_spec, render_all
 from gnnq.report.wandb_report import log_report, source_run
 from gnnq.track.progress import fmt_value, markdown_table
@@ -42,22 +43,22 @@ def find_records(dirs: list[Path]) -> tuple[list[tuple[Path, dict]], list[str]]:
     """The records below ``dirs`` and a warning for each one left out: unreadable, of a newer schema, or in a
     directory this user may not read."""
     records, warnings = [], []
-    for d in dirs:
-        for path in record_paths(Path(d), warnings):
-            try:
-                rec = json.loads(path.read_text())
-                rec["status"], rec["config"]  # noqa: B018 - both must be present
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                warnings.append(f"skipping {path}: unreadable record ({type(exc).__name__})")
-                continue
-            version = rec.get("schema_version", 1)
-            if not isinstance(version, int) or isinstance(version, bool) or version > RECORD_SCHEMA_VERSION:
-                warnings.append(
-                    f"skipping {path}: a record of schema_version {version!r}; this gnnq-report reads up to "
-                    f"{RECORD_SCHEMA_VERSION} (update gnnq to report it)"
-                )
-                continue
-            records.append((path.parent, rec))
+    paths = [path for d in dirs for path in record_paths(Path(d), warnings)]
+    for path in steps(paths, "reading records"):
+        try:
+            rec = json.loads(path.read_text())
+            rec["status"], rec["config"]  # noqa: B018 - both must be present
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            warnings.append(f"skipping {path}: unreadable record ({type(exc).__name__})")
+            continue
+        version = rec.get("schema_version", 1)
+        if not isinstance(version, int) or isinstance(version, bool) or version > RECORD_SCHEMA_VERSION:
+            warnings.append(
+                f"skipping {path}: a record of schema_version {version!r}; this gnnq-report reads up to "
+                f"{RECORD_SCHEMA_VERSION} (update gnnq to report it)"
+            )
+            continue
+        records.append((path.parent, rec))
     return records, warnings
 
 
@@ -80,7 +81,7 @@ def record_paths(root: Path, warnings: list[str]) -> list[Path]:
 def run_names(run_dirs: list[Path]) -> list[str]:
     """Each run's name in the tables: its directory's name, with as many parent directories as it takes to tell it
     from every other run (two sweeps' ``0_trainer.seed=0`` become ``A/0_trainer.seed=0`` and ``B/...``)."""
-    parts = [d.resolve().parts if d.is_absolute() else d.parts for d in run_dirs]
+    parts = [Path(os.path.abspath(d)).parts for d in run_dirs]
     depth = {i: 1 for i in range(len(parts))}
     while True:
         names = {i: "/".join(p[-depth[i] :]) for i, p in enumerate(parts)}
