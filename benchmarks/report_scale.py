@@ -47,15 +47,19 @@ def make_runs(root: Path, n: int) -> Path:
 
 def time_report(runs: Path, out: Path, plots: bool) -> dict:
     cmd = [str(Path(sys.executable).parent / "gnnq-report"), str(runs), "--out", str(out)] + (["--plots"] * plots)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     res = subprocess.run(cmd, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if res.returncode != 0:
         raise RuntimeError(f"gnnq-report failed: {res.stderr[-2000:]}")
     progress = [line for line in res.stderr.splitlines() if line.startswith("gnnq-report: ")]
     return {
         "plots": plots,
         "seconds": round(seconds, 1),
+        "cpu_seconds": round(cpu, 1),
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
         "progress_lines": progress,
         "files": sorted(p.name for p in out.iterdir()),
@@ -100,11 +104,11 @@ def main(argv: list[str] | None = None) -> int:
         "seeds), each with its record.json and metrics.jsonl, reported by the real `gnnq-report` command "
         f"(load average {' '.join(load)} at the end: the machine was shared with other jobs).",
         "",
-        "| report | seconds | peak memory (MiB, max RSS) | progress lines |",
-        "|---|---|---|---|",
+        "| report | seconds (wall) | CPU seconds | peak memory (MiB, max RSS) | progress lines |",
+        "|---|---|---|---|---|",
         *(
-            f"| {'with --plots' if r['plots'] else 'without plots'} | {r['seconds']} | {r['peak_rss_mib']} | "
-            f"{len(r['progress_lines'])} |"
+            f"| {'with --plots' if r['plots'] else 'without plots'} | {r['seconds']} | {r['cpu_seconds']} | "
+            f"{r['peak_rss_mib']} | {len(r['progress_lines'])} |"
             for r in results
         ),
         "",
