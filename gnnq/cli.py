@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from gnnq.errors import ConfigError, GnnqError
+from gnnq.errors import ConfigError, GnnqError, LaunchError
 from gnnq.launch import console, interrupts
 from gnnq.launch.outcome import FAILED_RUNS as _FAILED_RUNS  # the Slurm launcher adds its jobs' failures
 from gnnq.launch.outcome import REFUSED_RUNS as _REFUSED_RUNS
@@ -241,6 +241,9 @@ def _resume(argv: list[str]) -> None:
     with _attempt_log(run_dir, argv):
         try:
             record = resume_job(run_dir, allow_changed_data=value == "true")
+        except LaunchError as exc:  # it ran, and its record could not be written in its run dir
+            print(f"gnnq: error: {exc}", file=sys.stderr)
+            sys.exit(1)
         except GnnqError as exc:
             print(f"gnnq: error: {exc}", file=sys.stderr)
             sys.exit(2)
