@@ -174,29 +174,28 @@ def _as_a_user(ctx: Context, args: list[str]) -> Outcome:
     return finish(ctx.start(args, program="gnnq-report", prefix=AS_A_USER), 120)
 
 
+def _case(name: str, what: str, expect: Expect, **kwargs) -> Case:
+    return Case("report", name, what, expect, program="gnnq-report", **kwargs)
+
+
 CASES = [
-    Case(
-        "report",
+    _case(
         "newer-schema-record",
         "a record of schema_version 2 (no partitioner) among good ones (issue 45.1): skipped with one warning",
         Expect(exit=0, warning=r"^gnnq-report: warning: skipping .*runs/newer/record\.json: .*schema_version 2"),
         args=_report_runs,
         setup=_newer_among_good,
         verify=_good_runs_reported,
-        program="gnnq-report",
     ),
-    Case(
-        "report",
+    _case(
         "same-point-names",
         "gnnq-report A B, two sweeps whose points share names (issue 45.2): the rows are told apart",
         Expect(exit=0),
         args=lambda ctx: [str(ctx.root / "A"), str(ctx.root / "B")],
         setup=_two_sweeps,
         verify=_rows_told_apart,
-        program="gnnq-report",
     ),
-    Case(
-        "report",
+    _case(
         "stopped-while-plotting",
         "SIGTERM while gnnq-report writes its plots (issue 45.3): one line, no partial file",
         Expect(exit=143, line=r"^gnnq-report: interrupted \(SIGTERM\)"),
@@ -204,10 +203,8 @@ CASES = [
         setup=_some_runs,
         act=_stop_while_plotting,
         verify=_no_partial_file,
-        program="gnnq-report",
     ),
-    Case(
-        "report",
+    _case(
         "out-disk-full",
         "--out on a 64 KiB tmpfs with --plots --dashboard (issue 45.3): one line naming the path and ENOSPC",
         Expect(
@@ -217,20 +214,16 @@ CASES = [
         args=lambda ctx: [str(ctx.runs), "--out", str(ctx.root / "full" / "report"), "--plots", "--dashboard"],
         setup=_full_out,
         verify=_no_partial_file,
-        program="gnnq-report",
     ),
-    Case(
-        "report",
+    _case(
         "out-is-a-file",
         "--out naming an existing file (issue 45.4): one line naming --out",
         Expect(exit=2, line=r"^gnnq-report: error: --out .*report is a file, not a directory"),
         args=_report_runs,
         setup=_out_file,
         verify=_out_file_kept,
-        program="gnnq-report",
     ),
-    Case(
-        "report",
+    _case(
         "unreadable-run-dir",
         "a run dir of another user made under umask 077 (issue 45.5): a warning names it",
         Expect(exit=0, warning=r"^gnnq-report: warning: skipping .*runs/theirs: cannot read it \(Permission denied"),
@@ -238,6 +231,5 @@ CASES = [
         setup=_other_users_run,
         act=_as_a_user,
         verify=lambda ctx, _: [] if (_out(ctx) / "report.md").is_file() else ["no report.md for the readable run"],
-        program="gnnq-report",
     ),
 ]
