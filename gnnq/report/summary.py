@@ -63,8 +63,8 @@ def find_records(dirs: list[Path]) -> tuple[list[tuple[Path, dict]], list[str]]:
 
 
 def record_paths(root: Path, warnings: list[str]) -> list[Path]:
-    """Every record file below ``root`` (symlinked directories followed, as before), sorted; a directory that
-    cannot be listed (another user's, made under umask 077) adds a warning naming it."""
+    """Every record file below ``root`` (symbolic links to directories not followed, as ``rglob`` did), sorted; a
+    directory that cannot be listed (another user's, made under umask 077) adds a warning naming it."""
 
     def unreadable(exc: OSError) -> None:
         warnings.append(
@@ -72,7 +72,7 @@ def record_paths(root: Path, warnings: list[str]) -> list[Path]:
         )
 
     found = []
-    for dirpath, _, names in os.walk(root, onerror=unreadable, followlinks=True):
+    for dirpath, _, names in os.walk(root, onerror=unreadable):
         if RECORD_FILE in names:
             found.append(Path(dirpath) / RECORD_FILE)
     return sorted(found)
