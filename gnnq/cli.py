@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from gnnq.errors import ConfigError, GnnqError
+from gnnq.errors import ConfigError, GnnqError, LaunchError
 from gnnq.launch import console, interrupts
 from gnnq.launch.outcome import FAILED_RUNS as _FAILED_RUNS  # the Slurm launcher adds its jobs' failures
 from gnnq.launch.outcome import REFUSED_RUNS as _REFUSED_RUNS
@@ -62,6 +62,8 @@ def main() -> None:
     # Ctrl-C, SIGTERM (e.g. from a scheduler) and SIGHUP (a closed terminal) stop all ranks and leave a failed
     # record; the exit status is 128 + the first signal's number (gnnq.launch.interrupts)
     interrupts.install()
+    # a logging handler that cannot write (W&B's debug log on a full disk) must not print its own tracebacks
+    logging.raiseExceptions = False
     try:
         _main()
     except KeyboardInterrupt as exc:
@@ -225,25 +227,56 @@ def _interrupted(exc: KeyboardInterrupt) -> None:
 
 
 def _resume(argv: list[str]) -> None:
-    """``gnnq resume=<run dir>``: continue that run from its latest checkpoint, with its saved config."""
+    """``gnnq resume=<run dir> [allow_changed_data=true]``: continue that run from its latest checkpoint, with its
+    saved config; what this attempt prints is appended to the run's cli.log, after the earlier attempts'."""
     from gnnq.launch.job import resume_job
+    from gnnq.launch.resume_checks import ALLOW_CHANGED_DATA
 
-    if len(argv) != 1:
-        others = " ".join(a for a in argv if not a.startswith("resume=")) or "a second resume="
-        print(
-            "gnnq: error: resume=<run dir> continues a run with its saved config and takes nothing else (got "
-            f"also: {others})",
-            file=sys.stderr,
+    allow = [a for a in argv if a.split("=", 1)[0] == ALLOW_CHANGED_DATA]
+    rest = [a for a in argv if a not in allow]
+    if len(rest) != 1 or len(allow) > 1:
+        others = " ".join(a for a in rest if not a.startswith("resume=")) or "a second resume="
+        _refuse(
+            GnnqError(
+                f"resume=<run dir> continues a run with its saved config and takes nothing else but "
+                f"{ALLOW_CHANGED_DATA}=true (got also: {others})"
+            )
         )
-        sys.exit(2)
-    try:
-        record = resume_job(Path(argv[0].split("=", 1)[1]))
-    except GnnqError as exc:
-        print(f"gnnq: error: {exc}", file=sys.stderr)
-        sys.exit(2)
-    except KeyboardInterrupt as exc:
-        _interrupted(exc)
+    value = allow[0].split("=", 1)[1].lower() if allow else "false"
+    if value not in ("true", "false"):
+        _refuse(ConfigError(f"{ALLOW_CHANGED_DATA}={allow[0].split('=', 1)[1]}: must be true or false"))
+    run_dir = Path(rest[0].split("=", 1)[1])
+    with _attempt_log(run_dir, argv):
+        try:
+            record = resume_job(run_dir, allow_changed_data=value == "true")
+        except LaunchError as exc:  # it ran, and its record could not be written in its run dir
+            print(f"gnnq: error: {exc}", file=sys.stderr)
+            sys.exit(1)
+        except GnnqError as exc:
+            print(f"gnnq: error: {exc}", file=sys.stderr)
+            sys.exit(2)
+        except KeyboardInterrupt as exc:
+            _interrupted(exc)
     sys.exit(0 if record["status"] == "ok" else 1)
+
+
+def _attempt_log(run_dir: Path, argv: list[str]):
+    """What a resume prints, appended to ``<run dir>/cli.log`` under a line naming the attempt (nothing where there
+    is no run, or the log cannot be written)."""
+    import contextlib
+    import time
+
+    from gnnq.contract import CONFIG_FILE
+
+    log = run_dir / "cli.log"
+    try:
+        if not (run_dir / CONFIG_FILE).is_file():
+            return contextlib.nullcontext()
+        with open(log, "a") as f:
+            f.write(f"\n=== gnnq {' '.join(argv)} ({time.strftime('%Y-%m-%dT%H:%M:%S%z')}) ===\n")
+    except OSError:
+        return contextlib.nullcontext()
+    return console.log_to(log)
 
 
 def _hydra_entry() -> None:
@@ -335,9 +368,17 @@ def _done_earlier(cfg, run_dir: Path, point: str) -> bool:
 
 
 def report_main() -> None:
-    from gnnq.report.summary import main as summary_main
+    """``gnnq-report``: SIGINT, SIGTERM and SIGHUP stop it with one line and 128 + the signal's number; its files
+    are written whole or not at all (gnnq.report.output), so a stop leaves no partial one."""
+    interrupts.install()
+    try:
+        from gnnq.report.summary import main as summary_main
 
-    summary_main(sys.argv[1:])
+        summary_main(sys.argv[1:])
+    except KeyboardInterrupt as exc:
+        name = interrupts.received() or str(exc) or "SIGINT"
+        print(f"gnnq-report: interrupted ({name}); every file it wrote is whole, none is partial", file=sys.stderr)
+        sys.exit(interrupts.exit_code(name))
 
 
 if __name__ == "__main__":

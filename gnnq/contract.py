@@ -11,6 +11,8 @@ from __future__ import annotations
 CONFIG_FILE = "config.yaml"  # the launcher's resolved config; every rank reads it
 METRICS_FILE = "metrics.jsonl"  # one row per epoch, written by rank 0
 RECORD_FILE = "record.json"  # the run record, written by the launcher at the end
+# the record's layout: a reader skips records of a newer one (gnnq-report names them); none written means 1
+RECORD_SCHEMA_VERSION = 1
 INTERNAL_DIR = ".gnnq"  # rank-to-launcher handoff files (result, errors, heartbeats)
 RESULT_FILE = "result.json"  # rank 0's run summary, under INTERNAL_DIR
 # present while `gnnq resume=<run dir>` runs the job again: the ranks load their checkpoints

@@ -10,8 +10,8 @@ import pandas as pd
 
 from gnnq.bench.compare import Point
 from gnnq.bench.machine import describe_machine
+from gnnq.bench.rerun_lines import own_preset, rerun_overrides
 from gnnq.report import fields
-from gnnq.report.overrides import config_overrides
 from gnnq.track.progress import markdown_table
 
 CSV_FIELDS = [
@@ -215,7 +215,7 @@ def full_overrides(p: Point) -> str:
     rec = next((rec for rec in p.runs.values() if isinstance(rec.get("config"), dict)), None)
     if rec is None:
         return " ".join(p.overrides)
-    return " ".join(config_overrides(rec["config"], exclude=frozenset({"trainer.seed"})))
+    return " ".join(rerun_overrides(rec["config"], own_preset(p.overrides)))
 
 
 def plot_bounds(rows: list[dict], out: Path, title: str) -> list[Path]:

@@ -3,6 +3,7 @@ the same numbers."""
 
 from __future__ import annotations
 
+import errno
 import sys
 import time
 import traceback
@@ -10,16 +11,28 @@ from pathlib import Path
 
 from gnnq.contract import RECORD_FILE
 from gnnq.errors import GnnqError, LaunchError, describe_os_error
-from gnnq.track.record import build_record, write_record
+from gnnq.launch.disk_failure import DISK_ERRNOS, disk_failure_line, write_failed_record, written_elsewhere
+from gnnq.track.record import build_record
 from gnnq.track.wandb_logger import NullLogger, close_logger
+
+DISK_ERRNO_NAMES = [errno.errorcode[e] for e in DISK_ERRNOS]
 
 
 def failure_line(exc: Exception, run_dir: Path) -> str:
-    """A GnnqError's own line; any other exception (a bug) with its traceback kept in logs/launcher.log."""
+    """A GnnqError's own line; a run dir that stopped taking writes (full, read-only) named with its errno
+    (gnnq.launch.disk_failure); any other exception (a bug) with its traceback kept in logs/launcher.log."""
+    if isinstance(exc, GnnqError) and any(f"({name})" in str(exc) for name in DISK_ERRNO_NAMES):
+        return str(exc)  # it names the disk's problem itself (a checkpoint that did not fit)
+    disk = disk_failure_line(run_dir, exc)
+    if disk:
+        return disk
     if isinstance(exc, GnnqError):
         return str(exc)
-    (run_dir / "logs").mkdir(exist_ok=True)
-    (run_dir / "logs" / "launcher.log").write_text(traceback.format_exc())
+    try:
+        (run_dir / "logs").mkdir(exist_ok=True)
+        (run_dir / "logs" / "launcher.log").write_text(traceback.format_exc())
+    except OSError:
+        return f"{type(exc).__name__}: {exc}"
     return f"{type(exc).__name__}: {exc} (traceback: {run_dir}/logs/launcher.log)"
 
 
@@ -42,9 +55,12 @@ def conclude(run_dir: Path, record: dict, logger: NullLogger, started: float) ->
 
 
 def _write_final_record(run_dir: Path, record: dict) -> None:
-    """write_record; a filesystem that refuses it (full, read-only by now) ends as one LaunchError line."""
+    """write_record; a filesystem that refuses it (full, read-only by now) gets it after the room kept for it is
+    freed, else it goes elsewhere (gnnq.launch.disk_failure); either way one LaunchError line says where it is."""
+    what = f"the run {'failed: ' + record['error'] if record['error'] else 'finished'}"
     try:
-        write_record(run_dir, record)
+        path = write_failed_record(run_dir, record)
     except OSError as exc:
-        what = f"the run {'failed: ' + record['error'] if record['error'] else 'finished'}"
         raise LaunchError(f"cannot write {run_dir / RECORD_FILE} ({describe_os_error(exc)}); {what}") from None
+    if path.parent != run_dir:
+        raise LaunchError(f"{what}{written_elsewhere(run_dir, path)}")

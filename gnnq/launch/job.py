@@ -17,6 +17,7 @@ from gnnq.launch import interrupts
 from gnnq.launch.conclude import conclude, failure_line, interrupted
 from gnnq.launch.console import say
 from gnnq.launch.prepare import prepare_data
+from gnnq.launch.resume_checks import check_resume, earlier_record
 from gnnq.launch.run_dir import claim_run_dir, clear_earlier_attempt, release_run_dir
 from gnnq.launch.start import start_ranks
 from gnnq.track.files import write_json_atomic, write_text_atomic
@@ -72,8 +73,11 @@ def _run_claimed(cfg: DictConfig, run_dir: Path, extra: dict | None) -> dict:
     return record
 
 
-def resume_job(run_dir: Path) -> dict:
-    """Continue the run in ``run_dir`` from its latest checkpoint, with its saved config; returns the new record."""
+def resume_job(run_dir: Path, allow_changed_data: bool = False) -> dict:
+    """Continue the run in ``run_dir`` from its latest checkpoint, with its saved config; returns the new record.
+
+    New code since the earlier attempt is a warning; changed data is refused unless ``allow_changed_data``
+    (gnnq.launch.resume_checks)."""
     run_dir = Path(run_dir)
     if not (run_dir / CONFIG_FILE).is_file():
         raise ConfigError(f"resume={run_dir}: no {CONFIG_FILE} there; give the directory of a gnnq run")
@@ -84,6 +88,8 @@ def resume_job(run_dir: Path) -> dict:
     previous = run_dir / RECORD_FILE
     if previous.is_file() and json.loads(previous.read_text()).get("status") == "ok":
         raise ConfigError(f"resume={run_dir}: the run finished (record.json status ok); there is nothing to resume")
+    cfg = OmegaConf.load(run_dir / CONFIG_FILE)
+    attempts = check_resume(cfg, run_dir, earlier_record(run_dir), allow_changed_data)
     internal, logs = run_dir / INTERNAL_DIR, run_dir / "logs"
     clear_earlier_attempt(run_dir)  # the interrupted attempt's hand-offs must not speak for this one
     for log in [*logs.glob("torchrun.log"), *logs.glob("torchrun-h*.log")]:  # one per host under cluster=emulated
@@ -94,7 +100,7 @@ def resume_job(run_dir: Path) -> dict:
     marker = internal / RESUME_FILE
     write_json_atomic(marker, {"from_epoch": latest["epoch"], "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
     try:
-        return run_job(OmegaConf.load(run_dir / CONFIG_FILE), run_dir, extra={"resumed_from_epoch": latest["epoch"]})
+        return run_job(cfg, run_dir, extra={"resumed_from_epoch": latest["epoch"], "earlier_attempts": attempts})
     finally:
         marker.unlink(missing_ok=True)
 

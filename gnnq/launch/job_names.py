@@ -51,14 +51,34 @@ def shared_keys(points: list[list[str]]) -> list[str]:
 
 
 def method_name(choices, config) -> str:
-    """The ``experiment=`` preset; else ``gcn``, ``gcn-stale``, ``sage-sync-uniform`` from the choices."""
+    """The ``experiment=`` preset; else (or where the command line overrode the parallel or quantizer choice the
+    preset makes: ``experiment=adaqp_vanilla parallel=stale`` runs PipeGCN) ``gcn``, ``gcn-stale``,
+    ``sage-sync-uniform`` from the choices, as the W&B run's name and gnnq-report name it."""
     experiment = choices.get("experiment") if choices is not None else None
-    if experiment:
+    if experiment and not overridden_method_choices(str(experiment), choices):
         return str(experiment)
     picked = [str(config.get(group, {}).get("name", "")) for group in ("model", "parallel", "quantizer")]
     if picked[1:] == [PLAIN["parallel"], PLAIN["quantizer"]]:
         return picked[0]
     return "-".join(p for p in picked if p)
+
+
+def overridden_method_choices(experiment: str, choices) -> list[str]:
+    """The parallel and quantizer choices preset ``experiment`` makes that ``choices`` (what ran) replaced."""
+    import yaml
+
+    from gnnq.config.compose import CONF_DIR
+
+    try:
+        data = yaml.safe_load((CONF_DIR / "experiment" / f"{experiment}.yaml").read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return []
+    made = {}
+    for entry in data.get("defaults") or []:
+        if isinstance(entry, dict) and len(entry) == 1:
+            ((key, option),) = entry.items()
+            made[key.removeprefix("override").strip().lstrip("/")] = str(option)
+    return [f"{g}={choices.get(g)}" for g in ("parallel", "quantizer") if g in made and str(choices.get(g)) != made[g]]
 
 
 def run_name(*, _root_) -> str:

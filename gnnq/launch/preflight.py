@@ -15,6 +15,7 @@ from gnnq.config.compose import check_config_name, compose_config, compose_point
 from gnnq.data.registry import expected_num_nodes
 from gnnq.errors import ConfigError
 from gnnq.launch.clusters import cluster_class
+from gnnq.track.wandb_logger import check_wandb_mode_env
 
 
 def preflight(overrides: list[str], multirun: bool, config_name: str = "config", config_dir: str | None = None) -> int:
@@ -52,6 +53,8 @@ def plan(
 def check_point(cfg: DictConfig) -> None:
     """What one validated config needs of the data: no more partitions (ranks) than the dataset has nodes,
     where the count is known before loading (gnnq.data.registry.expected_num_nodes)."""
+    if cfg.logger.name == "wandb":  # a bad WANDB_MODE is a config error: nothing runs, nothing is written
+        check_wandb_mode_env()
     nparts = world_size(cfg)
     num_nodes = expected_num_nodes(cfg.dataset)
     if num_nodes is not None and nparts > num_nodes:

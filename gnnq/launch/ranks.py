@@ -36,6 +36,7 @@ from typing import Callable
 from gnnq.contract import EXITS_FILE, INTERNAL_DIR, LAUNCHER_PID_ENV, RANK_MODULE, STORE_FD_ENV
 from gnnq.launch.failure import elastic_log_dir, signal_name
 from gnnq.launch.torchrun import LOOPBACK, follow_line
+from gnnq.track.files import write_text_atomic
 
 STOP_GRACE_S = 5.0  # a rank told to stop (SIGTERM) gets this long to write its error file, then SIGKILL
 INTERRUPT_GRACE_S = 2.0  # the same when the launcher itself is interrupted (Ctrl-C returns within seconds)
@@ -198,9 +199,12 @@ class _Job:
                 self.stop_sent = time.monotonic()
 
     def _write_exits(self) -> None:
-        tmp = self.exits_path.with_name(f".{self.exits_path.name}.tmp")
-        tmp.write_text(json.dumps({"ranks": self.nproc, "exits": self.exits}))
-        os.replace(tmp, self.exits_path)
+        """The ranks' exits for gnnq.launch.failure; a run dir that no longer takes writes (full, read-only) goes
+        without them (the failure line names that instead: gnnq.launch.disk_failure)."""
+        try:
+            write_text_atomic(self.exits_path, json.dumps({"ranks": self.nproc, "exits": self.exits}))
+        except OSError:
+            pass
 
     def _signal_all(self, sig: signal.Signals) -> None:
         for proc in self.procs:

@@ -34,6 +34,7 @@ from gnnq.contract import (
 )
 from gnnq.errors import GnnqError, describe_os_error
 from gnnq.launch.outcome import SWEEP_DIR
+from gnnq.track.reserve import release_space, reserve_path, reserve_space
 
 LOCK_FILE = "lock"  # under INTERNAL_DIR
 # what an earlier run left that would speak for a new one: rank hand-offs, heartbeats, checkpoints
@@ -81,13 +82,16 @@ def check_writable(path: Path, key: str) -> None:
     os.rmdir(probe)
 
 
-def claim_run_dir(run_dir: Path, key: str = "hydra.run.dir", overwrite: bool = False, resuming: bool = False) -> Path:
+def claim_run_dir(
+    run_dir: Path, key: str = "hydra.run.dir", overwrite: bool = False, resuming: bool = False, record: bool = True
+) -> Path:
     """Create ``run_dir`` and hold it for this process; PlaceError (nothing in it changed) when it is not free.
 
     Free means: no other gnnq holds its lock, and it holds no earlier run (``record.json``,
     ``config.yaml`` or ``metrics.jsonl``) unless ``resuming`` that run or ``overwrite`` is set; then the
     earlier attempt's hand-off files are removed so that they cannot speak for this one. Idempotent
-    within a process."""
+    within a process. With ``record`` (a run's dir, not a sweep's) the room for its record is set aside
+    (gnnq.track.reserve)."""
     run_dir = Path(os.path.abspath(os.path.expanduser(run_dir)))
     if run_dir in _HELD:
         return run_dir
@@ -118,16 +122,20 @@ def claim_run_dir(run_dir: Path, key: str = "hydra.run.dir", overwrite: bool = F
             f"{key}: {run_dir} already holds a run ({earlier[0]} exists); continue it with "
             f"gnnq resume={run_dir}, choose a new directory, or replace it with overwrite=true"
         )
+    writing = run_dir / INTERNAL_DIR / LOCK_FILE
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        if record:
+            writing = reserve_path(run_dir)
+            reserve_space(run_dir)
     except OSError as exc:  # a full filesystem (ENOSPC), a quota (EDQUOT): nothing of this run is left there
         os.close(fd)
         if made:
             (run_dir / INTERNAL_DIR / LOCK_FILE).unlink(missing_ok=True)
             _remove_made(made)
         raise PlaceError(
-            f"{key}: cannot write {run_dir / INTERNAL_DIR / LOCK_FILE} ({describe_os_error(exc)}); "
+            f"{key}: cannot write {writing} ({describe_os_error(exc)}); "
             f"free space there or set {key} to a directory on another filesystem"
         ) from None
     _HELD[run_dir] = fd
@@ -182,9 +190,10 @@ def clear_earlier_attempt(run_dir: Path, checkpoints: bool = False) -> None:
 
 
 def release_run_dir(run_dir: Path) -> None:
-    """Give up the lock on ``run_dir`` (the process's exit does it too)."""
+    """Give up the lock on ``run_dir`` (the process's exit does it too) and the room kept for its record."""
     fd = _HELD.pop(Path(os.path.abspath(run_dir)), None)
     if fd is not None:
+        release_space(run_dir)
         os.close(fd)
 
 
@@ -228,7 +237,9 @@ class PlaceCheck(Callback):
             config.hydra.sweep.dir = str(sweep_dir)
         SWEEP_DIR[:] = [str(sweep_dir)]
         try:
-            claim_run_dir(sweep_dir, _root_key(config))  # one sweep at a time; each point claims its own dir too
+            claim_run_dir(
+                sweep_dir, _root_key(config), record=False
+            )  # one sweep at a time; each point claims its own dir too
         except PlaceError as exc:
             refuse(exc)
         earlier = holds_earlier_runs(sweep_dir)

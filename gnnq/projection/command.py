@@ -229,6 +229,19 @@ def project_run(trace: Trace, clusters: list[Cluster], args, scaler) -> list[Poi
     return points
 
 
+def failed_run_note(trace: Trace) -> str | None:
+    """What to say of a traced run that did not finish (its record failed, or none: it was killed); None if it
+    did."""
+    rec = trace.record or {}
+    if rec.get("status") == "ok":
+        return None
+    why = f"it failed: {rec.get('error')}" if rec else "it left no record.json (it did not finish)"
+    return (
+        f"{trace.run_dir} is not a finished run ({why}); its projection is from the {trace.num_epochs} epoch(s) "
+        "its trace holds before that"
+    )
+
+
 def own_epoch_s(trace: Trace) -> float:
     """The run's measured epoch time: its record's (median over epochs of the slowest rank), else the trace's."""
     rec = trace.record or {}
@@ -260,6 +273,11 @@ def main(argv: list[str]) -> int:
         traces = [read_trace(d).limit(args.max_epochs) for d in args.runs]
         measured = measured_runs(args.measured)
         scaler = Scaler(args)
+        for t in traces:
+            failed = failed_run_note(t)
+            if failed:
+                print(f"gnnq-bench project: warning: {failed}", file=sys.stderr, flush=True)
+                scaler.notes.append(failed)
         points: list[Point] = []
         for t in traces:
             points += project_run(t, grid(t, args), args, scaler)

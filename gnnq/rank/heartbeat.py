@@ -68,8 +68,11 @@ def start_heartbeat(internal_dir: Path, rank: int, interval_s: float = HEARTBEAT
                     )
                 )
                 os.replace(tmp, path)
-            except OSError:
-                pass  # a full or vanished run dir: the launcher then has no heartbeat to go by
+            except OSError:  # a full or vanished run dir: the launcher then has no heartbeat to go by
+                try:
+                    tmp.unlink(missing_ok=True)  # no empty file left behind
+                except OSError:
+                    pass
             if stop.wait(interval_s):
                 return
 

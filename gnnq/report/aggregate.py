@@ -11,6 +11,7 @@ import pandas as pd
 
 from gnnq.report import confidence, fields
 from gnnq.report.overrides import config_overrides
+from gnnq.report.progress import steps
 from gnnq.report.target import missing_reason, seed_times
 
 SEED_KEYS = frozenset({"trainer.seed"})
@@ -144,7 +145,7 @@ def runs_frame(records: list[tuple[Path, dict]], seed_keys: frozenset[str] = SEE
             "run": i,
             **{m: _number(v) for m, v in fields.metrics(rec).items()},
         }
-        for i, (_, rec) in enumerate(records)
+        for i, (_, rec) in enumerate(steps(records, "grouping runs"))
         if rec.get("status") == "ok"
     ]
     return pd.DataFrame(rows, columns=["dataset", "config", "run", *METRICS])

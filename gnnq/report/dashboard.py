@@ -19,6 +19,7 @@ from pathlib import Path
 
 from gnnq.config.compose import compose_config
 from gnnq.report.aggregate import Group, Leaderboard
+from gnnq.report.output import write_text
 from gnnq.report.overrides import IGNORED_GROUPS, IGNORED_KEYS
 
 COLUMNS = [  # key, header, numeric
@@ -182,8 +183,7 @@ def write_dashboard(
             + (f", {failed} failed" if failed else "")
         ),
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page)
+    write_text(path, page)
     return path
 
 

@@ -9,6 +9,7 @@ data and runs live, logging) are left out.
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -47,6 +48,7 @@ def option_values(group: str, option: str) -> dict:
     return OmegaConf.to_container(option_config(group, option))
 
 
+@lru_cache(maxsize=None)
 def _options(group: str) -> list[str]:
     return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
 
@@ -91,16 +93,32 @@ class Preset(NamedTuple):
 
 @lru_cache(maxsize=None)
 def presets() -> dict[str, Preset]:
-    out = {}
-    for path in sorted((CONF_DIR / "experiment").glob("*.yaml")):
-        data = yaml.safe_load(path.read_text()) or {}
-        choices = {}
-        for entry in data.pop("defaults", None) or []:
-            if isinstance(entry, dict):
-                ((key, option),) = entry.items()
-                choices[key.removeprefix("override").strip().lstrip("/")] = option
-        out[path.stem] = Preset(choices, {k: v for k, v in data.items() if isinstance(v, dict)})
-    return out
+    """Every ``experiment=`` preset, with what it takes from the presets it builds on (``adaqp_published`` starts
+    from ``adaqp``: its defaults list names it), as Hydra composes them: the base first, then the preset's own."""
+    return {path.stem: _preset(path.stem, ()) for path in sorted((CONF_DIR / "experiment").glob("*.yaml"))}
+
+
+def _preset(name: str, seen: tuple[str, ...]) -> Preset:
+    data = yaml.safe_load((CONF_DIR / "experiment" / f"{name}.yaml").read_text()) or {}
+    choices: dict[str, str] = {}
+    values: dict[str, dict] = {}
+    for entry in data.pop("defaults", None) or []:
+        if isinstance(entry, dict):
+            ((key, option),) = entry.items()
+            choices[key.removeprefix("override").strip().lstrip("/")] = option
+        elif isinstance(entry, str) and entry != "_self_" and entry not in seen:
+            base = entry.removeprefix("/experiment/").lstrip("/")
+            if (CONF_DIR / "experiment" / f"{base}.yaml").is_file():
+                inner = _preset(base, (*seen, name))
+                choices.update(inner.choices)
+                _merge(values, inner.values)
+    _merge(values, {group: own for group, own in data.items() if isinstance(own, dict)})
+    return Preset(choices, values)
+
+
+def _merge(values: dict[str, dict], more: dict[str, dict]) -> None:
+    for group, own in more.items():
+        values[group] = {**values.get(group, {}), **own}
 
 
 def _group_overrides(group: str, values: dict, base: str, on_top: dict, exclude: frozenset[str]) -> list[str] | None:
@@ -136,21 +154,73 @@ def _overrides_from(config: dict, preset: Preset, exclude: frozenset[str]) -> li
             continue
         if group in IGNORED_GROUPS or group not in defaults or not (CONF_DIR / group).is_dir():
             continue
-        mine = _group_overrides(
-            group, values, preset.choices.get(group, defaults[group]), preset.values.get(group, {}), exclude
-        )
+        on_top = {k: resolved_value(v, config) for k, v in preset.values.get(group, {}).items()}
+        mine = _group_overrides(group, values, preset.choices.get(group, defaults[group]), on_top, exclude)
         if mine is None:
             return None
         out += mine
     return out
 
 
-def config_overrides(config: dict, exclude: frozenset[str] = frozenset()) -> list[str]:
-    """Overrides that rebuild ``config`` from gnnq's defaults (keys in ``exclude`` left out), through the
-    ``experiment=`` preset that needs the fewest of them when one needs fewer than none."""
+def resolved_value(value, config: dict):
+    """A preset's value as the run's config makes it (``${published:adaqp,${dataset.name},group_size,100}``: the
+    number for the run's dataset); the text itself where it cannot be resolved."""
+    if not (isinstance(value, str) and "${" in value):
+        return value
+    import gnnq.config.published  # noqa: F401 - registers the resolver the presets use
+
+    try:
+        return OmegaConf.to_container(OmegaConf.create({**config, "_value_": value}), resolve=True)["_value_"]
+    except Exception:  # noqa: BLE001 - an interpolation this config cannot resolve: compared as written
+        return value
+
+
+def config_overrides(config: dict, exclude: frozenset[str] = frozenset(), preset: str | None = None) -> list[str]:
+    """Overrides that rebuild ``config`` from gnnq's defaults (keys in ``exclude`` left out): through ``preset``
+    (the ``experiment=`` preset the run was made with) where given and it fits, else through the preset that needs
+    the fewest of them when one needs fewer than none."""
+    key = (json.dumps(config, sort_keys=True, default=str), exclude, preset)
+    return list(_cached_overrides(key))
+
+
+@lru_cache(maxsize=4096)
+def _cached_overrides(key: tuple) -> tuple[str, ...]:
+    """``config_overrides`` once per distinct config (the runs of a sweep share a few; reports read thousands)."""
+    text, exclude, preset = key
+    config = json.loads(text)
+    if preset is not None and preset in presets():
+        mine = _overrides_from(config, presets()[preset], exclude)
+        if mine is not None:
+            return (f"experiment={preset}", *mine)
     best = _overrides_from(config, Preset({}, {}), exclude)
-    for name, preset in presets().items():
-        mine = _overrides_from(config, preset, exclude)
+    for name, candidate in presets().items():
+        mine = _overrides_from(config, candidate, exclude)
         if mine is not None and len(mine) + 1 < len(best):
             best = [f"experiment={name}", *mine]
-    return best
+    return tuple(best)
+
+
+def composition_differences(overrides: list[str], config: dict, exclude: frozenset[str] = frozenset()) -> list[str]:
+    """Where ``gnnq`` with ``overrides`` composes to another config than ``config`` (keys a rerun line leaves out,
+    and ``exclude``, aside): ``["quantizer.name: adaptive, expected fp32"]``; [] when it rebuilds it exactly."""
+    from gnnq.config.compose import compose_config
+
+    composed = OmegaConf.to_container(compose_config(list(overrides)), resolve=True)
+    out = []
+    for key, want in _flat(config).items():
+        if key in exclude or key in IGNORED_KEYS or key.split(".", 1)[0] in IGNORED_GROUPS or "." not in key:
+            continue
+        got = _flat(composed).get(key, "<absent>")
+        if got != want:
+            out.append(f"{key}: {got!r}, expected {want!r}")
+    return out
+
+
+def _flat(tree: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in tree.items():
+        if isinstance(v, dict) and v:
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out

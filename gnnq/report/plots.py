@@ -16,7 +16,9 @@ from gnnq.contract import LINK_PRESETS_MBIT
 from gnnq.report import fields
 from gnnq.report.aggregate import Group, lookup
 from gnnq.report.curves import read_curve
+from gnnq.report.output import save_figure
 from gnnq.report.overrides import IGNORED_GROUPS, IGNORED_KEYS
+from gnnq.report.progress import steps
 
 
 def _pyplot():
@@ -32,7 +34,7 @@ def _save(fig, out: Path, stem: str) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{stem}.png", out / f"{stem}.svg"]
     for p in paths:
-        fig.savefig(p, dpi=120, bbox_inches="tight")  # nothing cut: long tick labels, the legend beside
+        save_figure(fig, p, dpi=120, bbox_inches="tight")  # nothing cut: long tick labels, the legend beside
     return paths
 
 
@@ -328,7 +330,7 @@ def plot_speedup_vs(groups: list[Group], out: Path, dataset: str, axis: SpeedupA
 def plot_report(groups: list[Group], out: Path) -> list[Path]:
     """All report plots, per dataset (speedup vs bandwidth and vs hosts only where the runs vary them)."""
     paths = []
-    for dataset in dict.fromkeys(g.dataset for g in groups):
+    for dataset in steps(list(dict.fromkeys(g.dataset for g in groups)), "plots, datasets"):
         mine = [g for g in groups if g.dataset == dataset]
         paths += plot_accuracy_vs_throughput(mine, out, dataset)
         paths += plot_bytes(mine, out, dataset)

@@ -8,13 +8,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
 import yaml
 
 from gnnq.config.compose import SWEEPS_DIR, resolve_config_dir
-from gnnq.contract import RECORD_FILE
+from gnnq.contract import RECORD_FILE, RECORD_SCHEMA_VERSION
+from gnnq.errors import describe_os_error
 from gnnq.report.aggregate import CRITERIA, MISSING, Leaderboard, group_runs, leaderboards, lookup
 from gnnq.report.dashboard import write_dashboard
 from gnnq.report.fields import dataset
@@ -27,8 +29,10 @@ from gnnq.report.frames import (
     text_view,
 )
 from gnnq.report.labels import method_labels
+from gnnq.report.output import OutError, cannot_write, check_out, write_csv, write_text
 from gnnq.report.paper_latex import details_latex, narrow_latex
 from gnnq.report.plots import plot_report
+from gnnq.report.progress import steps
 from gnnq.report.tables import SPEC_SUFFIX, TableSpecError, load_spec, render_all
 from gnnq.report.throughput import SECTION_INTRO, reconciliation_lines
 from gnnq.report.wandb_report import log_report, source_run
@@ -36,17 +40,59 @@ from gnnq.track.progress import fmt_value, markdown_table
 
 
 def find_records(dirs: list[Path]) -> tuple[list[tuple[Path, dict]], list[str]]:
+    """The records below ``dirs`` and a warning for each one left out: unreadable, of a newer schema, or in a
+    directory this user may not read."""
     records, warnings = [], []
-    for d in dirs:
-        for path in sorted(Path(d).rglob(RECORD_FILE)):
-            try:
-                rec = json.loads(path.read_text())
-                rec["status"], rec["config"]  # noqa: B018 - both must be present
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                warnings.append(f"skipping {path}: unreadable record ({type(exc).__name__})")
-                continue
-            records.append((path.parent, rec))
+    paths = [path for d in dirs for path in record_paths(Path(d), warnings)]
+    for path in steps(paths, "reading records"):
+        try:
+            rec = json.loads(path.read_text())
+            rec["status"], rec["config"]  # noqa: B018 - both must be present
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            warnings.append(f"skipping {path}: unreadable record ({type(exc).__name__})")
+            continue
+        version = rec.get("schema_version", 1)
+        if not isinstance(version, int) or isinstance(version, bool) or version > RECORD_SCHEMA_VERSION:
+            warnings.append(
+                f"skipping {path}: a record of schema_version {version!r}; this gnnq-report reads up to "
+                f"{RECORD_SCHEMA_VERSION} (update gnnq to report it)"
+            )
+            continue
+        records.append((path.parent, rec))
     return records, warnings
+
+
+def record_paths(root: Path, warnings: list[str]) -> list[Path]:
+    """Every record file below ``root`` (symbolic links to directories not followed, as ``rglob`` did), sorted; a
+    directory that cannot be listed (another user's, made under umask 077) adds a warning naming it."""
+
+    def unreadable(exc: OSError) -> None:
+        warnings.append(
+            f"skipping {exc.filename}: cannot read it ({describe_os_error(exc)}); the runs in it are left out"
+        )
+
+    found = []
+    for dirpath, _, names in os.walk(root, onerror=unreadable):
+        if RECORD_FILE in names:
+            found.append(Path(dirpath) / RECORD_FILE)
+    return sorted(found)
+
+
+def run_names(run_dirs: list[Path]) -> list[str]:
+    """Each run's name in the tables: its directory's name, with as many parent directories as it takes to tell it
+    from every other run (two sweeps' ``0_trainer.seed=0`` become ``A/0_trainer.seed=0`` and ``B/...``)."""
+    parts = [Path(os.path.abspath(d)).parts for d in run_dirs]
+    depth = {i: 1 for i in range(len(parts))}
+    while True:
+        names = {i: "/".join(p[-depth[i] :]) for i, p in enumerate(parts)}
+        seen: dict[str, list[int]] = {}
+        for i, name in names.items():
+            seen.setdefault(name, []).append(i)
+        clashes = [i for same in seen.values() if len(same) > 1 for i in same if depth[i] < len(parts[i])]
+        if not clashes:
+            return [names[i] for i in range(len(parts))]
+        for i in clashes:
+            depth[i] += 1
 
 
 def _table_spec(value: str) -> Path:
@@ -62,11 +108,11 @@ def _table_spec(value: str) -> Path:
 
 def records_table(records: list[tuple[Path, dict]]) -> str:
     rows = []
-    for run_dir, r in records:
+    for name, (_, r) in zip(run_names([d for d, _ in records]), records):
         c = r["config"]
         rows.append(
             [
-                run_dir.name,
+                name,
                 dataset(r),
                 c["model"]["name"],
                 c["partitioner"]["name"],
@@ -245,6 +291,20 @@ def main(argv: list[str]) -> None:
     if (args.plots or args.dashboard or args.wandb) and not args.out:
         parser.error("--plots, --dashboard and --wandb need --out DIR")
     args.plots, args.dashboard = outputs_by_default(args.out, args.plots, args.dashboard)
+    try:
+        check_out(args.out)
+        _report(parser, args)
+    except OutError as exc:
+        print(f"gnnq-report: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except OSError as exc:  # --out on a full or read-only filesystem: nothing partial is left (gnnq.report.output)
+        if exc.filename is None:
+            raise
+        print(f"gnnq-report: error: {cannot_write(exc)}", file=sys.stderr)
+        sys.exit(1)
+
+
+def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     records, warnings = find_records(args.dirs)
     try:
         for where in args.where:
@@ -332,12 +392,11 @@ def main(argv: list[str]) -> None:
 
 
 def _write(out: Path, text: str, tables: dict, boards: list[Leaderboard]) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.md").write_text(text)
-    tables["configurations"].to_csv(out / "groups.csv", index=False)
+    write_text(out / "report.md", text)
+    write_csv(out / "groups.csv", tables["configurations"])
     for board in boards:
         frame = tables[f"leaderboard/{board.dataset}"]
-        frame.to_csv(out / f"leaderboard-{board.dataset}.csv", index=False)
+        write_csv(out / f"leaderboard-{board.dataset}.csv", frame)
         title = leaderboard_title(board)
-        (out / f"leaderboard-{board.dataset}.tex").write_text(narrow_latex(board, frame, title))
-        (out / f"leaderboard-{board.dataset}-details.tex").write_text(details_latex(board, frame, title))
+        write_text(out / f"leaderboard-{board.dataset}.tex", narrow_latex(board, frame, title))
+        write_text(out / f"leaderboard-{board.dataset}-details.tex", details_latex(board, frame, title))

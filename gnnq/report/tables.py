@@ -41,6 +41,7 @@ from omegaconf import OmegaConf
 from gnnq.config.registry import config_keys
 from gnnq.report import latex
 from gnnq.report.aggregate import MISSING, SEED_KEYS, Stat, lookup
+from gnnq.report.output import write_csv, write_text
 from gnnq.report.overrides import config_overrides
 from gnnq.track.progress import markdown_table
 
@@ -279,7 +280,7 @@ def render_all(spec: dict, records: list[dict], out_dir: Path | None = None) -> 
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         name = Path(spec["_path"]).name.removesuffix(SPEC_SUFFIX)
-        (out_dir / f"{name}.md").write_text(md)
-        frame.to_csv(out_dir / f"{name}.csv", index=False)
-        (out_dir / f"{name}.tex").write_text(render_latex(spec, cells))
+        write_text(out_dir / f"{name}.md", md)
+        write_csv(out_dir / f"{name}.csv", frame)
+        write_text(out_dir / f"{name}.tex", render_latex(spec, cells))
     return md, frame

@@ -12,27 +12,32 @@ import numpy as np
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    _write_atomic(path, lambda f: f.write(text.encode()))
+    write_atomic(path, lambda f: f.write(text.encode()))
 
 
 def write_torch_atomic(path: Path, obj) -> None:
     import torch  # here: the launcher writes JSON and text without importing torch
 
-    _write_atomic(path, lambda f: torch.save(obj, f))
+    write_atomic(path, lambda f: torch.save(obj, f))
 
 
 def write_numpy_atomic(path: Path, array: np.ndarray) -> None:
-    _write_atomic(path, lambda f: np.save(f, array, allow_pickle=False))
+    write_atomic(path, lambda f: np.save(f, array, allow_pickle=False))
 
 
 def write_bytes_atomic(path: Path, payload: bytes) -> None:
-    _write_atomic(path, lambda f: f.write(payload))
+    write_atomic(path, lambda f: f.write(payload))
 
 
-def _write_atomic(path: Path, write) -> None:
+def write_atomic(path: Path, write) -> None:
+    """``write(f)`` into a temporary file beside ``path``, then renamed over it; the temporary file is removed on
+    any error or interrupt. An OSError names ``path`` (not the temporary file) as its filename."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise _naming(exc, path) from None
     umask = os.umask(0)
     os.umask(umask)
     try:
@@ -42,9 +47,19 @@ def _write_atomic(path: Path, write) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise _naming(exc, path) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _naming(exc: OSError, path: Path) -> OSError:
+    """``exc`` with ``path`` as its filename where it names none or a temporary file of ours."""
+    if exc.filename is None or Path(exc.filename).name.startswith(f".{path.name}."):
+        exc.filename = str(path)
+    return exc
 
 
 def json_safe(obj):

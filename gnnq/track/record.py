@@ -9,7 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from gnnq.contract import METRICS_FILE, RECORD_FILE
+from gnnq.contract import METRICS_FILE, RECORD_FILE, RECORD_SCHEMA_VERSION
+from gnnq.track.attempts import with_attempts
 from gnnq.track.files import write_json_atomic
 from gnnq.track.machine import hardware, package_version
 
@@ -91,6 +92,7 @@ def build_record(
     summary = dict(summary or {})
     gpu_names = summary.pop("gpu_names", None)  # rank 0's: the GPUs torch saw (the launcher imports no torch)
     record = {
+        "schema_version": RECORD_SCHEMA_VERSION,
         "status": status,
         "error": error,
         "config": config,
@@ -107,9 +109,10 @@ def build_record(
         **source_state(),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
-    if extra:
-        record.update(extra)
-    return record
+    extra = dict(extra or {})
+    earlier = extra.pop("earlier_attempts", None)  # a resumed run's (gnnq.track.attempts)
+    record.update(extra)
+    return record if earlier is None else with_attempts(record, earlier)
 
 
 def _planned_world_size(config: dict) -> int | None:

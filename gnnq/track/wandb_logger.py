@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from gnnq.config.clusters import world_size
 from gnnq.config.dataset_name import graph_name
 from gnnq.contract import CONFIG_FILE, INTERNAL_DIR, METRICS_FILE, RECORD_FILE
-from gnnq.errors import GnnqError
+from gnnq.errors import ConfigError, GnnqError
 from gnnq.track.files import json_safe, write_text_atomic
 from gnnq.track.record import read_metric_rows, set_aside_attempts
 
@@ -86,7 +86,7 @@ def check_wandb_mode_env() -> None:
     error that names neither: name the variable and what it may hold."""
     mode = os.environ.get("WANDB_MODE")
     if mode is not None and mode not in WANDB_MODES:
-        raise GnnqError(
+        raise ConfigError(
             f"WANDB_MODE={mode} (in the environment) is not allowed; allowed: {', '.join(WANDB_MODES)}; "
             "unset it to use logger.mode, or use logger=none"
         )

@@ -11,14 +11,21 @@ if TYPE_CHECKING:
     from tests.reliability.context import Context
 
 
+# gnnq's own lines, and those of its other commands (gnnq-report, gnnq-bench)
+ERROR_LINE = re.compile(r"^gnnq(-report|-bench)?: error:")
+WARNING_LINE = re.compile(r"^(\[gnnq\]|gnnq-report:|gnnq-bench( \w+)?:) warning:")
+COMMANDS = ("gnnq", "gnnq-report", "gnnq-bench")
+
+
 @dataclass(frozen=True)
 class Expect:
     """What the user must get.
 
     exit: the exit code of the command (the one the case acts on).
-    line: a regex searched in the last line of its stderr (``gnnq: error: ...``); None: no ``gnnq: error:`` line.
+    line: a regex searched in the last line of its stderr (``gnnq: error: ...``, ``gnnq-report: error: ...``);
+        None: no error line.
     records: the sorted statuses of the records this case wrote or changed; () for none.
-    warning: a regex one ``[gnnq] warning:`` line of stderr must match.
+    warning: a regex one ``[gnnq] warning:`` (``gnnq-report: warning:``) line of stderr must match.
     replaces_records: the case rewrites an earlier record on purpose (resume, overwrite=true).
     """
 
@@ -54,10 +61,10 @@ class Outcome:
         return lines[-1] if lines else ""
 
     def error_lines(self) -> list[str]:
-        return [line for line in self.stderr_lines if line.startswith("gnnq: error:")]
+        return [line for line in self.stderr_lines if ERROR_LINE.match(line)]
 
     def warnings(self) -> list[str]:
-        return [line for line in self.stderr_lines if line.startswith("[gnnq] warning:")]
+        return [line for line in self.stderr_lines if WARNING_LINE.match(line)]
 
     def judge(self, expect: Expect) -> list[str]:
         """Every way this outcome differs from ``expect`` (records aside: the runner checks those)."""
@@ -84,7 +91,9 @@ class Outcome:
 class Case:
     """One case of the catalogue.
 
-    args: the gnnq command line (after ``python -m gnnq.cli``), or a function of the context giving it.
+    args: the command line (after ``python -m gnnq.cli``, or after ``program``), or a function of the context
+        giving it.
+    program: which of gnnq's commands the case runs: ``gnnq`` (default), ``gnnq-report`` or ``gnnq-bench``.
     setup: writes the case's files (a graph, an earlier run, a mount) before the command.
     act: runs the command its own way (start, wait, signal) instead of running it to the end.
     verify: extra checks after the command; returns problems.
@@ -100,6 +109,11 @@ class Case:
     verify: Callable[[Context, Outcome], list[str]] | None = None
     env: dict[str, str] = field(default_factory=dict)
     timeout_s: float = 300
+    program: str = "gnnq"
+
+    def __post_init__(self):
+        if self.program not in COMMANDS:
+            raise ValueError(f"{self.id}: program={self.program!r}; one of {COMMANDS}")
 
     @property
     def id(self) -> str:

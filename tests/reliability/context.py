@@ -64,15 +64,18 @@ class Context:
     def _env(self, env: dict | None) -> dict:
         return {**self.env, **(env or {})}
 
-    def start(self, args: list[str], env: dict | None = None) -> subprocess.Popen:
-        cmd = [sys.executable, "-m", "gnnq.cli", *args]
+    def start(
+        self, args: list[str], env: dict | None = None, program: str = "gnnq", prefix: list[str] = ()
+    ) -> subprocess.Popen:
+        """``program ARGS`` in the background (``prefix``: a wrapper such as setpriv before it)."""
+        cmd = [*prefix, *command(program), *args]
         return subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self._env(env), cwd=self.root
         )
 
-    def run(self, args: list[str], env: dict | None = None, timeout_s: float = 300) -> Outcome:
-        """``gnnq ARGS`` to its end; past ``timeout_s`` it is killed and the outcome says so."""
-        proc = self.start(args, env)
+    def run(self, args: list[str], env: dict | None = None, timeout_s: float = 300, program: str = "gnnq") -> Outcome:
+        """``program ARGS`` (gnnq unless told) to its end; past ``timeout_s`` it is killed and the outcome says so."""
+        proc = self.start(args, env, program)
         return finish(proc, timeout_s)
 
     def wait_for_training(self, proc: subprocess.Popen, under: Path | None = None, timeout_s: float = 180) -> Path:
@@ -126,6 +129,13 @@ class Context:
         self.cleanups.close()
         if not keep:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+def command(program: str) -> list[str]:
+    """How a case starts ``program``: gnnq as ``python -m gnnq.cli``, the others by their installed scripts."""
+    if program == "gnnq":
+        return [sys.executable, "-m", "gnnq.cli"]
+    return [str(Path(sys.executable).parent / program)]
 
 
 def finish(proc: subprocess.Popen, timeout_s: float) -> Outcome:

@@ -30,7 +30,7 @@ def _observed(outcome: Outcome | None, statuses: list[str]) -> str:
     parts = [f"exit {outcome.proc.returncode}"]
     errors = outcome.error_lines()
     last = outcome.last_line
-    if errors or last.startswith("gnnq: "):
+    if errors or last.startswith(("gnnq: ", "gnnq-report: ", "gnnq-bench: ")):
         parts.append(last[:240])
     parts.append("records " + ",".join(statuses) if statuses else "no record")
     return "; ".join(parts)
@@ -47,7 +47,7 @@ def run_case(case: Case, parent: Path, keep: bool = False) -> dict:
             case.setup(ctx)
         before = checks.records(ctx.root)
         args = case.command(ctx)
-        outcome = case.act(ctx, args) if case.act else ctx.run(args, case.env, case.timeout_s)
+        outcome = case.act(ctx, args) if case.act else ctx.run(args, case.env, case.timeout_s, case.program)
         problems += outcome.judge(case.expect)
         if case.verify:
             problems += case.verify(ctx, outcome)

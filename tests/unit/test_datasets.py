@@ -471,7 +471,12 @@ def test_files_report_huge_numbers_as_given(tmp_path):
     (d / "edges.txt").write_text("0 1\n1 1e20\n")
     with pytest.raises(DatasetError) as e:
         load_dataset(cfg("files", path=str(d)))
-    assert "1e+20" in error_line(e) and "-9223372036854775808" not in error_line(e)
+    assert "1e20 (line 2)" in error_line(e) and "-9223372036854775808" not in error_line(e)
+    assert "node ids must be 0..39" in error_line(e)
+    (d / "edges.txt").write_text("0 1\n1 100000000000000000000\n")  # beyond int64: pandas reads an object column
+    with pytest.raises(DatasetError) as e:
+        load_dataset(cfg("files", path=str(d)))
+    assert "node 100000000000000000000 (line 2)" in error_line(e) and "0..39" in error_line(e)
     (d / "edges.txt").write_text("0 1\n")
     big = x.astype(np.float64)
     big[3, 2] = 1e300

@@ -21,6 +21,17 @@ def test_unknown_wandb_mode_is_named_with_the_allowed_values(monkeypatch, tmp_pa
     assert "WANDB_MODE=sometimes" in line and "online, offline" in line and "logger=none" in line
 
 
+def test_unknown_wandb_mode_is_a_config_error_before_anything_runs(monkeypatch):
+    """gnnq's preflight refuses it (exit 2, nothing written), as every other config error (issue 45.15)."""
+    from gnnq.errors import ConfigError
+    from gnnq.launch.preflight import plan
+
+    monkeypatch.setenv("WANDB_MODE", "sometimes")
+    with pytest.raises(ConfigError, match="WANDB_MODE=sometimes"):
+        plan(["logger=wandb"], multirun=False)
+    plan(["logger=none"], multirun=False)  # W&B not used: its variable is not W&B's business here
+
+
 @pytest.mark.parametrize("mode", [None, "offline", "disabled"])
 def test_known_or_absent_wandb_mode_passes(monkeypatch, mode):
     if mode is None:

@@ -147,7 +147,10 @@ def _read_text(path: Path) -> np.ndarray:
     if values.size == 0:
         return np.empty((0, values.shape[1]))
     if values.dtype.kind not in "biuf":
-        raise DatasetError(f"{NAME}: {path} holds a value that is not a number: {_first_bad_token(path, sep, header)}")
+        bad = _first_bad_token(path, sep, header)
+        if bad is None:  # every cell is a number; some integer is beyond int64 (pandas keeps those as objects)
+            return values.astype(np.float64)
+        raise DatasetError(f"{NAME}: {path} holds a value that is not a number: {bad}")
     if header is not None:
         warn(f"{NAME}: {path.name}: its first line {first.strip()!r} is not numbers; dropped 1 header line")
     return values
@@ -170,8 +173,9 @@ def _first_data_line(path: Path) -> str | None:
     return next((line for _, line in _data_lines(path)), None)
 
 
-def _first_bad_token(path: Path, sep: str, header: int | None) -> str:
-    """Where the first token that is not a number is: "line 50001: 'x7'" (the header line not counted)."""
+def _first_bad_token(path: Path, sep: str, header: int | None) -> str | None:
+    """Where the first token that is not a number is: "line 50001: 'x7'" (the header line not counted); None when
+    every token is a number."""
     lines = _data_lines(path)
     if header is not None:
         next(lines, None)
@@ -179,7 +183,21 @@ def _first_bad_token(path: Path, sep: str, header: int | None) -> str:
         bad = [t for t in _tokens(line, sep) if not _is_number(t)]
         if bad:
             return f"line {number}: {bad[0]!r}"
-    return "a cell pandas could not read as a number"
+    return None
+
+
+def _as_written(path: Path, value) -> str:
+    """``value`` as the file writes it, and where: "1e20 (line 7)" for a text file; "1e+20" for a .npy file."""
+    shown = f"{value:g}" if isinstance(value, float) else str(value)
+    if path.suffix == ".npy":
+        return shown
+    first = _first_data_line(path) or ""
+    sep = "," if "," in first else r"\s+"
+    for number, line in _data_lines(path):
+        for token in _tokens(line, sep):
+            if _is_number(token) and float(token) == float(value):
+                return f"{token} (line {number})"
+    return shown
 
 
 def _is_number(token: str) -> bool:
@@ -251,6 +269,11 @@ def _edges(arr: np.ndarray, path: Path, n: int, rows_from: str) -> np.ndarray:
     if arr.ndim != 2 or arr.shape[1] != 2:
         cols = arr.shape[1] if arr.ndim == 2 else 1
         raise DatasetError(f"{NAME}: {path} must have two columns (src dst), found {cols}")
+    if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and (arr.min() < 0 or arr.max() >= n):  # before a cast
+        bad = arr.min() if arr.min() < 0 else arr.max()
+        _out_of_range(
+            float(bad) if bad != np.round(bad) or abs(bad) >= EXACT_INTEGERS else int(bad), path, n, rows_from
+        )
     e = _integers(arr, path, "node ids")
     _check_ids(e, path, n, rows_from)
     return e.T
@@ -286,7 +309,11 @@ def _split(d: Path, n: int, rows_from: str):
 
 def _check_ids(ids: np.ndarray, path: Path, n: int, rows_from: str) -> None:
     if ids.size and (ids.min() < 0 or ids.max() >= n):
-        bad = int(ids.min()) if ids.min() < 0 else int(ids.max())
-        raise DatasetError(
-            f"{NAME}: {path} refers to node {bad}, but {rows_from} has {n} rows (node ids must be 0..{n - 1})"
-        )
+        _out_of_range(int(ids.min()) if ids.min() < 0 else int(ids.max()), path, n, rows_from)
+
+
+def _out_of_range(bad, path: Path, n: int, rows_from: str) -> None:
+    raise DatasetError(
+        f"{NAME}: {path} refers to node {_as_written(path, bad)}, but {rows_from} has {n} rows (node ids must be "
+        f"0..{n - 1})"
+    )

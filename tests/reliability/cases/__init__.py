@@ -5,9 +5,20 @@ from __future__ import annotations
 import re
 
 from tests.reliability.case import Case
-from tests.reliability.cases import concurrency, config, data, faults, places, resources, resume, secrets
+from tests.reliability.cases import (
+    concurrency,
+    config,
+    data,
+    faults,
+    names,
+    places,
+    report,
+    resources,
+    resume,
+    secrets,
+)
 
-FAMILIES = (config, data, resources, faults, resume, places, concurrency, secrets)
+FAMILIES = (config, data, resources, faults, resume, places, concurrency, secrets, report, names)
 
 
 def catalogue() -> list[Case]:

@@ -5,9 +5,13 @@ files is read; a full disk at a checkpoint keeps the previous one. Real files an
 
 from __future__ import annotations
 
-from tests.reliability.case import Case, Expect
-from tests.reliability.cases.common import FAST, OK, failed, refused
-from tests.reliability.context import Context
+import json
+import re
+import time
+
+from tests.reliability.case import Case, Expect, Outcome
+from tests.reliability.cases.common import ENDLESS, FAST, OK, failed, refused
+from tests.reliability.context import Context, finish
 
 
 def _fixed(ctx: Context) -> list[str]:
@@ -238,5 +242,119 @@ CASES += [
         args=FAST,
         setup=_tilde_runs,
         verify=_tilde_expanded,
+    ),
+]
+
+
+# --- issue 45, cases 10-12: a run that fails on its disk still leaves its record ---
+
+
+def _fill(target) -> None:
+    """Write zeros into ``target`` until its filesystem is full."""
+    with open(target / "fill", "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+        except OSError:
+            pass
+
+
+def _fills_during_training(ctx: Context, args: list[str]) -> Outcome:
+    disk = ctx.mount(ctx.root / "disk", ["-t", "tmpfs", "-o", "size=48m", "tmpfs"])
+    ctx.env["GNNQ_RUNS"] = str(disk / "runs")
+    proc = ctx.start(args)
+    try:
+        ctx.wait_for_training(proc, under=disk)
+    except RuntimeError as exc:
+        return Outcome(finish(proc, 60).proc, [str(exc)])
+    _fill(disk)
+    return finish(proc, 180)
+
+
+def _disk_behind_a_bind(ctx: Context) -> None:
+    """A 64 MiB tmpfs, seen at disk/ through a bind mount (so that a read-only view can later cover it)."""
+    ctx.mount(ctx.root / "disk-src", ["-t", "tmpfs", "-o", "size=64m", "tmpfs"])
+    ctx.mount(ctx.root / "disk", ["--bind", str(ctx.root / "disk-src")])
+
+
+def _read_only_after_epoch_8(ctx: Context, args: list[str]) -> Outcome:
+    """hydra.run.dir turns read-only once the checkpoint of epoch 8 (or a later one) is there: a read-only view of
+    its filesystem mounted over it (Linux refuses ``remount,ro`` of a filesystem with files open for writing, as
+    the launcher's log is; what the run opens from then on is refused with EROFS)."""
+    disk = ctx.root / "disk"
+    proc = ctx.start(args)
+    try:
+        latest, deadline = disk / "run" / "checkpoints" / "latest.json", time.monotonic() + 180
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                epoch = json.loads(latest.read_text())["epoch"]
+            except (OSError, ValueError, KeyError):
+                epoch = 0
+            if epoch >= 8:
+                ctx.read_only_view(ctx.root / "disk-src", disk)
+                ctx.state["remounted_after"] = epoch
+                break
+            time.sleep(0.02)
+        else:
+            return Outcome(finish(proc, 60).proc, ["the checkpoint of epoch 8 never came"])
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
+    return finish(proc, 180)
+
+
+def _no_partial_handoffs(ctx: Context, _) -> list[str]:
+    left = [str(p) for p in ctx.root.rglob(".gnnq/.*") if p.name.endswith(".tmp")]
+    return [f"temporary files left: {left}"] if left else []
+
+
+def _intact_named(ctx: Context, outcome: Outcome) -> list[str]:
+    m = re.search(r"checkpoint of epoch (\d+) is intact", outcome.last_line)
+    if not m:
+        return []  # the line's own check says so
+    named, run = int(m.group(1)), ctx.root / "disk-src" / "run"
+    latest = json.loads((run / "checkpoints" / "latest.json").read_text())["epoch"]
+    problems = [] if named == latest else [f"the line names epoch {named}, latest.json says {latest}"]
+    if named < 8:
+        problems.append(f"the checkpoint named is of epoch {named}, before the remount after epoch 8")
+    return problems
+
+
+CASES += [
+    Case(
+        "places",
+        "runs-root-fills-during-training",
+        "GNNQ_RUNS on a 48 MiB tmpfs filled during training, logger=wandb, no checkpoints (issue 45.10)",
+        failed(r"disk/runs/\S+.*\(No space left on device \(ENOSPC\)\).*no checkpoint was written"),
+        args=["logger=wandb", "dataset.num_nodes=600", "model.hidden=16", "trainer.epochs=100000"],
+        act=_fills_during_training,
+        verify=_no_partial_handoffs,
+    ),
+    Case(
+        "places",
+        "run-dir-read-only-mid-run",
+        "the run dir remounted read-only after epoch 8, checkpoints every 4 (issue 45.11): EROFS, intact checkpoint",
+        failed(
+            r"Read-only file system \(EROFS\).*checkpoint of epoch \d+ is intact.*record\.json could not be "
+            r"written, the record is at \S+/record\.json"
+        ),
+        args=lambda ctx: [*ENDLESS, "trainer.checkpoint_every=4", f"hydra.run.dir={ctx.root / 'disk' / 'run'}"],
+        setup=_disk_behind_a_bind,
+        act=_read_only_after_epoch_8,
+        verify=_intact_named,
+    ),
+    Case(
+        "places",
+        "runs-root-too-small",
+        "GNNQ_RUNS on a 16 KiB tmpfs from the start (issue 45.12): exit 2, what it made removed",
+        refused(r"GNNQ_RUNS: cannot write .*tiny/runs/.* \(No space left on device \(ENOSPC\)\)"),
+        args=FAST,
+        setup=lambda ctx: (
+            ctx.mount(ctx.root / "tiny", ["-t", "tmpfs", "-o", "size=16k", "tmpfs"]),
+            ctx.env.update(GNNQ_RUNS=str(ctx.root / "tiny" / "runs")),
+            _snapshot(ctx),
+        ),
+        verify=_nothing_written,
     ),
 ]

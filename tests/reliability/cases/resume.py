@@ -150,3 +150,139 @@ CASES += [
         verify=_every_attempts_log,
     ),
 ]
+
+
+# --- issue 45, cases 7-9: resume checks what it resumes ---
+
+
+def _git(src, *args: str) -> str:
+    import subprocess
+
+    cmd = ["git", "-C", str(src), "-c", "user.name=gnnq", "-c", "user.email=gnnq@example.invalid", *args]
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _checkout_copy(ctx: Context) -> None:
+    """gnnq's code as a git checkout of its own under the case (runs import it: PYTHONPATH), one commit."""
+    import shutil
+    from pathlib import Path
+
+    import gnnq
+
+    top, src = Path(gnnq.__file__).resolve().parents[1], ctx.root / "src"
+    skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for name in ("gnnq", "conf", "sweeps"):
+        shutil.copytree(top / name, src / name, ignore=skip)
+    shutil.copy(top / "pyproject.toml", src / "pyproject.toml")
+    (src / ".gitignore").write_text("__pycache__/\n")
+    _git(src, "init", "-q")
+    _git(src, "add", "-A")
+    _git(src, "commit", "-qm", "the code of the first attempt")
+    ctx.env["PYTHONPATH"] = str(src)
+    ctx.state["src"] = src
+
+
+def _new_commit_between(ctx: Context) -> None:
+    _checkout_copy(ctx)
+    interrupted(ctx)
+    src = ctx.state["src"]
+    ctx.state["commits"] = [_git(src, "rev-parse", "HEAD")]
+    with open(src / "gnnq" / "__init__.py", "a") as f:
+        f.write("# a change of the code between the attempts\n")
+    _git(src, "commit", "-qam", "the code of the resumed attempt")
+    ctx.state["commits"].append(_git(src, "rev-parse", "HEAD"))
+
+
+def _both_commits(ctx: Context, outcome: Outcome) -> list[str]:
+    old, new = ctx.state["commits"]
+    problems = []
+    if not any(old[:12] in w and new[:12] in w for w in outcome.warnings()):
+        problems.append(f"no warning names both commits {old[:12]} and {new[:12]}")
+    kept = [a.get("git_commit") for a in ctx.record(ctx.state["run_dir"]).get("attempts", [])]
+    return problems + ([] if kept == [old, new] else [f"record attempts' git_commit {kept}, expected [old, new]"])
+
+
+FILES = [a for a in CHECKPOINTED if not a.startswith("dataset.")]
+
+
+def _interrupted_on_files(ctx: Context) -> None:
+    """A dataset=files run that failed after its epoch-2 checkpoint; then its features get other values."""
+    import numpy as np
+
+    graph = ctx.graph()
+    args = [*FILES, "dataset=files", f"dataset.path={graph}"]
+    _run(ctx, args, {"GNNQ_FAULT_INJECT": "rank=1,epoch=3"}, exit=1)
+    x = np.load(graph / "features.npy")
+    np.save(graph / "features.npy", np.random.default_rng(1).standard_normal(x.shape).astype(x.dtype))
+
+
+def _fingerprints_differ(ctx: Context, outcome: Outcome) -> list[str]:
+    prints = [a.get("dataset_fingerprint") for a in ctx.record(ctx.state["run_dir"]).get("attempts", [])]
+    ok = len(prints) == 2 and all(prints) and prints[0] != prints[1]
+    return ([] if ok else [f"attempts' dataset_fingerprint {prints}, expected two different"]) + _resumed_to_the_end(
+        ctx, outcome
+    )
+
+
+def _every_attempts_output(ctx: Context, outcome: Outcome) -> list[str]:
+    log = (ctx.state["run_dir"] / "cli.log").read_text(errors="replace")
+    want = {
+        "the first attempt's run dir line": "[gnnq] run dir:",
+        "the first attempt's error": "injected fault",
+        "the resumed attempt's header": "=== gnnq resume=",
+        "the resumed attempt's output": "resuming from the checkpoint of epoch 2",
+        "the resumed attempt's summary": "best val",
+    }
+    return [f"cli.log lacks {what} ({text!r})" for what, text in want.items() if text not in log]
+
+
+CASES += [
+    Case(
+        "resume",
+        "after-new-commit",
+        "resume after a new commit of the code (issue 45.7): a warning naming both commits, both in the record",
+        Expect(
+            exit=0,
+            records=("ok",),
+            replaces_records=True,
+            warning=r"resume=.*the code changed .* commit [0-9a-f]{12}, this attempt runs at [0-9a-f]{12}",
+        ),
+        args=_resume,
+        setup=_new_commit_between,
+        verify=_both_commits,
+    ),
+    Case(
+        "resume",
+        "changed-data",
+        "resume after the dataset's features got other values, same shape (issue 45.8): refused, both fingerprints",
+        refused(
+            r"resume=.*: dataset \S+ changed .*fingerprint was [0-9a-f]{32}, it is [0-9a-f]{32} now.*"
+            r"allow_changed_data=true"
+        ),
+        args=_resume,
+        setup=_interrupted_on_files,
+    ),
+    Case(
+        "resume",
+        "changed-data-allowed",
+        "the same with allow_changed_data=true (issue 45.8): resumed with a warning, both fingerprints kept",
+        Expect(
+            exit=0,
+            records=("ok",),
+            replaces_records=True,
+            warning=r"dataset \S+ changed .*fingerprint [0-9a-f]{32} -> [0-9a-f]{32}.*allow_changed_data=true",
+        ),
+        args=lambda ctx: [*_resume(ctx), "allow_changed_data=true"],
+        setup=_interrupted_on_files,
+        verify=_fingerprints_differ,
+    ),
+    Case(
+        "resume",
+        "terminal-output-kept",
+        "the resumed attempt's terminal output (issue 45.9): appended to cli.log after the first attempt's",
+        Expect(exit=0, records=("ok",), replaces_records=True),
+        args=_resume,
+        setup=interrupted,
+        verify=_every_attempts_output,
+    ),
+]

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from tests.reliability.case import Case, Expect, Outcome
-from tests.reliability.cases.common import ENDLESS, FAST, OK, failed
+from tests.reliability.cases.common import ENDLESS, FAST, OK, failed, refused
 from tests.reliability.cases.faults import break_while_training, signal_launcher
 from tests.reliability.context import Context
 
@@ -64,9 +64,11 @@ CASES += [
     Case(
         "secrets",
         "unknown-wandb-mode",
-        "WANDB_MODE=sometimes in the environment (issue 31.15): WANDB_MODE and its allowed values named",
-        failed(r"WANDB_MODE=sometimes \(in the environment\) is not allowed; allowed: online, offline"),
+        "WANDB_MODE=sometimes in the environment (issues 31.15, 45.15): a config error naming WANDB_MODE and its "
+        "allowed values, nothing written",
+        refused(r"WANDB_MODE=sometimes \(in the environment\) is not allowed; allowed: online, offline"),
         args=WANDB,
         env={"WANDB_MODE": "sometimes"},
+        verify=lambda ctx, _: [f"written: {ctx.run_dirs()}"] if ctx.run_dirs() else [],
     ),
 ]
