@@ -127,6 +127,14 @@ class PipeQSStrategy(StaleStrategy):
         self.fwd_bits = {}  # layer -> this epoch's forward width (a backward "wait" sends at it, as the code)
         self.skipped = {}  # layer -> the last epoch whose forward message was skipped
         self.decisions = {"assign": 0, "wait": 0, "skip": 0}
+        self.log = {}  # "layer.direction" -> [width sent (0: skipped, -1: no exchange), whether a decision was shared]
+
+    def begin_training_epoch(self, epoch: int) -> None:
+        super().begin_training_epoch(epoch)
+        self.log = {}
+
+    def epoch_fields(self) -> dict:
+        return {"messages": dict(self.log)}
 
     def _state(self, key) -> WidthState:
         return self.widths.setdefault(key, WidthState())
@@ -146,18 +154,23 @@ class PipeQSStrategy(StaleStrategy):
 
     def exchange_rows(self, direction: Direction, layer: int, rows: torch.Tensor) -> torch.Tensor:
         key, store = (direction, layer), self._store(direction)
+        name = f"{layer}.{direction.value}"
         if direction.returns_gradients and self.skipped.get(layer) == self.traffic.epoch:
+            self.log[name] = [-1, False]
             return rows.new_zeros((self._buffer_rows(direction), rows.shape[1]))  # no hook, no message
         state = self._state(key)
         if not self.adaptive:  # the code's STALE=False: PipeGCN's pipeline, every message at the first width
+            self.log[name] = [self.bit_options[0], False]
             return self._refresh(direction, layer, rows, self.bit_options[0])
         if layer not in store:  # the first epoch: as parallel=stale's warm-up, at the first width
             bits = self.bit_options[state.index] if not direction.returns_gradients else self.fwd_bits.get(layer)
+            self.log[name] = [bits, False]
             return self._refresh(direction, layer, rows, bits)
         value = SKIP
         if self.exchange.comm.rank == 0:
             value = self._choose(direction, layer, state)
         value = self.exchange.share_byte(value, layer, self.traffic, direction)[0]
+        self.log[name] = [self.bit_options[value - 1] if value else 0, True]
         if value == SKIP:
             self.age[key] = self.age.get(key, 0) + 1
             if not direction.returns_gradients:

@@ -142,6 +142,7 @@ class SylvieStrategy(StaleStrategy):
         self.send_degrees, self.recv_degrees = self._degrees()
         self.layouts = {}  # (base, direction) -> WireLayout
         self.bases = []  # the base width of each training epoch
+        self.pipelined = []  # whether each training epoch ran pipelined
         exchange.take_widths_from(self)
 
     def _degrees(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -177,6 +178,10 @@ class SylvieStrategy(StaleStrategy):
     def begin_training_epoch(self, epoch: int) -> None:
         super().begin_training_epoch(epoch)
         self.bases.append(self.adaptor.base)
+        self.pipelined.append(self.adaptor.pipeline)
+
+    def epoch_fields(self) -> dict:
+        return {"base_bits": self.bases[-1], "pipelined": self.pipelined[-1]}
 
     def end_training_epoch(self, epoch: int, loss: float) -> None:
         if self.adaptive:
@@ -192,14 +197,15 @@ class SylvieStrategy(StaleStrategy):
 
     def state_dict(self) -> dict:
         state = super().state_dict()
-        state["sylvie"] = {"adaptor": self.adaptor.state(), "bases": list(self.bases)}
+        state["sylvie"] = {"adaptor": self.adaptor.state(), "bases": list(self.bases), "pipelined": list(self.pipelined)}
         return state
 
     def load_state_dict(self, state: dict) -> None:
         super().load_state_dict(state)
         self.adaptor.load(state["sylvie"]["adaptor"])
         self.bases = list(state["sylvie"]["bases"])
+        self.pipelined = list(state["sylvie"]["pipelined"])
 
     def describe(self) -> dict:
         """The base width of each epoch, and the epochs that ran pipelined (for the run record)."""
-        return {"base_bits_per_epoch": list(self.bases), "final_pipeline": self.adaptor.pipeline}
+        return {"base_bits_per_epoch": list(self.bases), "pipelined_per_epoch": list(self.pipelined)}
