@@ -181,9 +181,7 @@ class PipeQSStrategy(StaleStrategy):
     def _choose(self, direction: Direction, layer: int, state: WidthState) -> int:
         """Rank 0's decision byte for (direction, layer) this epoch."""
         key = (direction, layer)
-        pending = self.in_flight.get(key)
-        arrived = pending is None or pending.is_completed()
-        choice = decide(arrived, state.need_stale, self.age.get(key, 0), self.max_staleness)
+        choice = decide(self._arrived(key), state.need_stale, self.age.get(key, 0), self.max_staleness)
         self.decisions[choice] += 1
         if choice == "skip":
             state.stale += 1
@@ -197,6 +195,12 @@ class PipeQSStrategy(StaleStrategy):
         if direction.returns_gradients and layer in self.fwd_bits:
             return 1 + self.bit_options.index(self.fwd_bits[layer])
         return 1 + state.index
+
+    def _arrived(self, key) -> bool:
+        """Whether last epoch's message of ``key`` has arrived (rank 0 polls it; the code: its transfer thread's
+        event). Timing decides, so runs with skips are not bit-reproducible, as in the code."""
+        pending = self.in_flight.get(key)
+        return pending is None or pending.is_completed()
 
     def _refresh(self, direction: Direction, layer: int, rows: torch.Tensor, bits: int | None) -> torch.Tensor:
         """Fold last epoch's message and post this epoch's at ``bits`` (parallel=stale's step, one width)."""
