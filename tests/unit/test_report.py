@@ -98,7 +98,7 @@ def test_labels_name_methods_by_spec_preset_or_strategy():
         "Vanilla",
         "uniform 4-bit",
         "uniform 2-bit",
-        "PipeGCN + uniform",
+        "PipeGCN + uniform 8-bit",
         "PipeQS",
         "Sylvie",
     ]
