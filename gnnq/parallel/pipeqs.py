@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -73,7 +74,7 @@ def change(old: torch.Tensor, new: torch.Tensor) -> float:
 
 
 def decide(arrived: bool, need_stale: bool, age: int, max_staleness: int) -> str:
-    """"assign" (arrived: run the width rule, refresh), "wait" (refresh at the current width) or "skip"."""
+    """ "assign" (arrived: run the width rule, refresh), "wait" (refresh at the current width) or "skip"."""
     if arrived:
         return "assign"
     if not need_stale or (max_staleness > 0 and age >= max_staleness):
@@ -82,21 +83,15 @@ def decide(arrived: bool, need_stale: bool, age: int, max_staleness: int) -> str
 
 
 class PipeQSStrategy(StaleStrategy):
-    @classmethod
-    def from_config(cls, pcfg, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, seed: int):
-        return cls(
-            exchange,
-            graph,
-            x_inner,
-            bit_options=list(pcfg.bit_options),
-            threshold=pcfg.threshold,
-            steepness=pcfg.steepness,
-            adaptive=pcfg.adaptive,
-            max_staleness=pcfg.max_staleness,
-            warmup=pcfg.warmup,
-            inputs=pcfg.get("inputs", "once"),
-            stale_rows=pcfg.get("stale_rows", "post_dropout"),
-        )
+    config_keys: ClassVar[dict[str, str]] = {
+        "warmup": "warmup",
+        "stale_rows": "stale_rows",
+        "bit_options": "bit_options",
+        "threshold": "threshold",
+        "steepness": "steepness",
+        "adaptive": "adaptive",
+        "max_staleness": "max_staleness",
+    }
 
     def __init__(
         self,
@@ -108,11 +103,9 @@ class PipeQSStrategy(StaleStrategy):
         steepness: float = 10.0,
         adaptive: bool = True,
         max_staleness: int = 0,
-        warmup: str = "zeros",
-        inputs: str = "once",
-        stale_rows: str = "pre_dropout",
+        **stale,  # parallel=stale's warmup, inputs, stale_rows
     ):
-        super().__init__(exchange, graph, x_inner, warmup=warmup, inputs=inputs, stale_rows=stale_rows)
+        super().__init__(exchange, graph, x_inner, **stale)
         bad = [b for b in bit_options if b not in (1, 2, 4, 8, 32)]
         if not bit_options or bad or len(bit_options) > 255:
             raise ValueError(f"parallel.bit_options={list(bit_options)}: each of 1, 2, 4, 8 or 32 (exact fp32 rows)")
@@ -188,7 +181,10 @@ class PipeQSStrategy(StaleStrategy):
             return SKIP
         if choice == "assign":
             index = state.assign(
-                self.previous.get(key), self._copy(direction, layer), self.threshold, self.steepness,
+                self.previous.get(key),
+                self._copy(direction, layer),
+                self.threshold,
+                self.steepness,
                 len(self.bit_options) - 1,
             )
             return 1 + index
@@ -202,21 +198,11 @@ class PipeQSStrategy(StaleStrategy):
         pending = self.in_flight.get(key)
         return pending is None or pending.is_completed()
 
-    def _refresh(self, direction: Direction, layer: int, rows: torch.Tensor, bits: int | None) -> torch.Tensor:
-        """Fold last epoch's message and post this epoch's at ``bits`` (parallel=stale's step, one width)."""
-        store = self._store(direction)
-        self._fold(direction, layer)
+    def _refresh(self, direction: Direction, layer: int, rows: torch.Tensor, bits: int | None = None) -> torch.Tensor:
         self.age[(direction, layer)] = 0
         if not direction.returns_gradients:
             self.fwd_bits[layer] = bits
-        pending = self._post(direction, layer, rows, bits)
-        if layer not in store and self.warmup == "sync":
-            store[layer] = pending.wait()
-            return store[layer]
-        if layer not in store:
-            store[layer] = rows.new_zeros((self._buffer_rows(direction), rows.shape[1]))
-        self.in_flight[(direction, layer)] = pending
-        return store[layer]
+        return super()._refresh(direction, layer, rows, bits)
 
     def state_dict(self) -> dict:
         state = super().state_dict()
@@ -239,6 +225,8 @@ class PipeQSStrategy(StaleStrategy):
 
     def describe(self) -> dict:
         """How often rank 0 chose each decision, and the widths at the end (for the run record)."""
-        widths = {f"{layer}.{d.value}": self.bit_options[s.index] for (d, layer), s in sorted(
-            self.widths.items(), key=lambda kv: (kv[0][1], kv[0][0].value))}
+        widths = {
+            f"{layer}.{d.value}": self.bit_options[s.index]
+            for (d, layer), s in sorted(self.widths.items(), key=lambda kv: (kv[0][1], kv[0][0].value))
+        }
         return {"decisions": dict(self.decisions), "final_bits": widths}

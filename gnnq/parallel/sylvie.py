@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
 
@@ -108,19 +109,13 @@ class Adaptor:
 
 
 class SylvieStrategy(StaleStrategy):
-    @classmethod
-    def from_config(cls, pcfg, exchange: HaloExchange, graph: LocalGraph, x_inner: torch.Tensor, seed: int):
-        return cls(
-            exchange,
-            graph,
-            x_inner,
-            pipeline=pcfg.pipeline,
-            base_bits=pcfg.base_bits,
-            adaptive=pcfg.adaptive,
-            warmup=pcfg.warmup,
-            inputs=pcfg.get("inputs", "once"),
-            stale_rows=pcfg.get("stale_rows", "pre_dropout"),
-        )
+    config_keys: ClassVar[dict[str, str]] = {
+        "warmup": "warmup",
+        "stale_rows": "stale_rows",
+        "base_bits": "base_bits",
+        "pipeline": "pipeline",
+        "adaptive": "adaptive",
+    }
 
     def __init__(
         self,
@@ -130,11 +125,9 @@ class SylvieStrategy(StaleStrategy):
         pipeline: bool = True,
         base_bits: int = 1,
         adaptive: bool = True,
-        warmup: str = "zeros",
-        inputs: str = "once",
-        stale_rows: str = "pre_dropout",
+        **stale,  # parallel=stale's warmup, inputs, stale_rows
     ):
-        super().__init__(exchange, graph, x_inner, warmup=warmup, inputs=inputs, stale_rows=stale_rows)
+        super().__init__(exchange, graph, x_inner, **stale)
         if base_bits not in WIDTHS:
             raise ValueError(f"parallel.base_bits={base_bits}: allowed {', '.join(map(str, WIDTHS))}")
         self.adaptor = Adaptor(base=int(base_bits), pipeline=bool(pipeline))
@@ -197,7 +190,7 @@ class SylvieStrategy(StaleStrategy):
 
     def state_dict(self) -> dict:
         state = super().state_dict()
-        state["sylvie"] = {"adaptor": self.adaptor.state(), "bases": list(self.bases), "pipelined": list(self.pipelined)}
+        state["sylvie"] = {"adaptor": self.adaptor.state(), "bases": self.bases, "pipelined": self.pipelined}
         return state
 
     def load_state_dict(self, state: dict) -> None:

@@ -88,8 +88,9 @@ def test_labels_name_methods_by_spec_preset_or_strategy():
     u4 = _group(["experiment=cora_gcn", "quantizer=uniform", "quantizer.bits=4"], "sync", "uniform", bits=4)
     u2 = _group(["experiment=cora_gcn", "quantizer=uniform", "quantizer.bits=2"], "sync", "uniform", bits=2)
     stale8 = _group(["experiment=pipegcn_uniform8", "dataset=cora"], "stale", "uniform", bits=8)
-    pipeqs = _group(["experiment=pipeqs_published", "dataset=cora", "parallel.warmup=zeros"], "pipeqs", "uniform", bits=2)
-    sylvie = _group(["experiment=sylvie", "dataset=cora", "parallel.warmup=zeros"], "sylvie", "uniform", bits=1)
+    zeros_warmup = ["dataset=cora", "parallel.warmup=zeros"]
+    pipeqs = _group(["experiment=pipeqs_published", *zeros_warmup], "pipeqs", "uniform", bits=2)
+    sylvie = _group(["experiment=sylvie", *zeros_warmup], "sylvie", "uniform", bits=1)
     # without a spec: the method its strategy and quantizer make, or its method preset; only what sets same-named rows
     # apart
     assert method_labels([stale, smoothed, vanilla, u4, u2, stale8, pipeqs, sylvie]) == [
