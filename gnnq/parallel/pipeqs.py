@@ -103,9 +103,11 @@ class PipeQSStrategy(StaleStrategy):
         steepness: float = 10.0,
         adaptive: bool = True,
         max_staleness: int = 0,
-        **stale,  # parallel=stale's warmup, inputs, stale_rows
+        warmup: str = "sync",
+        stale_rows: str = "post_dropout",
+        inputs: str = "once",
     ):
-        super().__init__(exchange, graph, x_inner, **stale)
+        super().__init__(exchange, graph, x_inner, warmup=warmup, stale_rows=stale_rows, inputs=inputs)
         bad = [b for b in bit_options if b not in (1, 2, 4, 8, 32)]
         if not bit_options or bad or len(bit_options) > 255:
             raise ValueError(f"parallel.bit_options={list(bit_options)}: each of 1, 2, 4, 8 or 32 (exact fp32 rows)")

@@ -125,9 +125,11 @@ class SylvieStrategy(StaleStrategy):
         pipeline: bool = True,
         base_bits: int = 1,
         adaptive: bool = True,
-        **stale,  # parallel=stale's warmup, inputs, stale_rows
+        warmup: str = "sync",
+        stale_rows: str = "post_dropout",
+        inputs: str = "once",
     ):
-        super().__init__(exchange, graph, x_inner, **stale)
+        super().__init__(exchange, graph, x_inner, warmup=warmup, stale_rows=stale_rows, inputs=inputs)
         if base_bits not in WIDTHS:
             raise ValueError(f"parallel.base_bits={base_bits}: allowed {', '.join(map(str, WIDTHS))}")
         self.adaptor = Adaptor(base=int(base_bits), pipeline=bool(pipeline))
