@@ -141,10 +141,12 @@ class MessageQuantization:
             direction
         ]
 
-    def encoder(self, direction: Direction, kernels: Kernels, layout: WireLayout | None):
-        """The encoder of a training message in ``direction`` (``layout``: its per-row widths, if any); None: exact
-        fp32."""
+    def encoder(self, direction: Direction, kernels: Kernels, layout: WireLayout | None, bits: int | None = None):
+        """The encoder of a training message in ``direction`` (``layout``: its per-row widths, if any; ``bits``: the
+        message's own width, for strategies that pick one per message); None: exact fp32."""
         codec = self.codec(direction)
+        if codec is not None and bits is not None:
+            codec = codec.at_bits(bits)
         return None if codec is None else self.family.encoder(codec, kernels, layout)
 
     def noise_key(self, epoch: int, layer: int, direction: Direction) -> NoiseKey:

@@ -186,6 +186,7 @@ class HaloExchange:
         traffic: Traffic,
         plan: HaloPlan | None = None,
         out: torch.Tensor | None = None,
+        bits: int | None = None,
     ) -> "PendingHalo":
         """Post one message and return at once; ``.wait()`` gives the rows that arrive.
 
@@ -194,16 +195,18 @@ class HaloExchange:
         in this rank's send order (add them with :meth:`add_returned`).
         ``plan`` (default: the partition's) says which rows move. ``out`` (contiguous fp32 rows, one per
         row that arrives): the rows are received or decoded into it, and ``.wait()`` returns it.
+        ``bits`` (a training message of a strategy that picks each message's width, both ends alike): this message
+        at that width of the direction's codec, or exact fp32 rows at 32; None: the codec's (or the row widths').
         """
         plan = plan or self.plan
         if not (self.side_streams and src.is_cuda):
-            return self._start(src, layer, Direction(direction), traffic, plan, out)
+            return self._start(src, layer, Direction(direction), traffic, plan, out, bits)
         if self._stream is None:
             self._stream = torch.cuda.Stream(device=src.device)
         stream = self._stream
         stream.wait_stream(torch.cuda.current_stream(src.device))  # src is ready (and out free) before the codec runs
         with torch.cuda.stream(stream):
-            pending = self._start(src, layer, Direction(direction), traffic, plan, out)
+            pending = self._start(src, layer, Direction(direction), traffic, plan, out, bits)
         src.record_stream(stream)
         pending.stream = stream
         return pending
@@ -216,10 +219,11 @@ class HaloExchange:
         traffic: Traffic,
         plan: HaloPlan,
         out: torch.Tensor | None,
+        bits: int | None = None,
     ) -> "PendingHalo":
         rows, send_counts, recv_counts = plan.route(direction)
         kw = {"category": traffic.category, "layer": layer, "direction": direction.accounting}
-        encoder = self._encoder(layer, direction, traffic, src.device, plan)
+        encoder = self._encoder(layer, direction, traffic, src.device, plan, bits)
         if encoder is None:  # exact fp32 rows
             send = src if rows is None else src.index_select(0, rows)
             return PendingHalo(self.comm.all_to_all_start(send, send_counts, recv_counts, **kw, out=out), None)
@@ -242,17 +246,27 @@ class HaloExchange:
 
         return PendingHalo(pending, decode)
 
-    def _encoder(self, layer: int, direction: Direction, traffic: Traffic, device: torch.device, plan: HaloPlan):
-        """How this message is encoded; None: it travels as exact fp32 rows (no codec, or evaluation)."""
-        if self.quant is None or traffic.category == HALO_EVAL or self.quant.codec(direction) is None:
+    def _encoder(
+        self,
+        layer: int,
+        direction: Direction,
+        traffic: Traffic,
+        device: torch.device,
+        plan: HaloPlan,
+        bits: int | None = None,
+    ):
+        """How this message is encoded; None: it travels as exact fp32 rows (no codec, evaluation, or ``bits=32``)."""
+        if self.quant is None or traffic.category == HALO_EVAL or self.quant.codec(direction) is None or bits == 32:
             return None
         kernels = self._kernels.get(str(device))
         if kernels is None:
             kernels = self._kernels[str(device)] = kernels_for(device)
         self.codec_backend = kernels.name
+        if bits is not None:
+            return self.quant.encoder(direction, kernels, None, bits)
         layout = self.widths.layout(layer, direction) if self.widths is not None and traffic.is_training else None
         if layout is not None and plan is not self.plan:
-            raise ValueError("per-row bit-widths (quantizer=adaptive) need the partition's full halo plan")
+            raise ValueError("per-row bit-widths need the partition's full halo plan")
         return self.quant.encoder(direction, kernels, layout)
 
     def _trace(self, layer: int, direction: Direction, traffic: Traffic, src: torch.Tensor, rows: torch.Tensor) -> None:
@@ -265,17 +279,20 @@ class HaloExchange:
     def share_flags(self, flag: bool, layer: int, traffic: Traffic) -> list[bool]:
         """Tell every peer one yes/no of this rank's and hear theirs (entry q: rank q's; this rank's own
         at its index). One byte per peer, counted with ``layer``'s forward bytes of ``traffic``."""
+        return [bool(v) for v in self.share_byte(int(bool(flag)), layer, traffic)]
+
+    def share_byte(
+        self, value: int, layer: int, traffic: Traffic, direction: Direction = Direction.FORWARD
+    ) -> list[int]:
+        """Tell every peer one byte (0..255) of this rank's and hear theirs (entry q: rank q's; this rank's own at its
+        index): a decision both ends of a message must agree on. One byte per peer, counted with ``layer``'s
+        ``direction`` bytes of ``traffic``."""
         world = self.comm.world_size
-        send = torch.full((world, 1), int(bool(flag)), dtype=torch.uint8, device=self.send_idx.device)
+        send = torch.full((world, 1), int(value), dtype=torch.uint8, device=self.send_idx.device)
         got = self.comm.all_to_all(
-            send,
-            [1] * world,
-            [1] * world,
-            category=traffic.category,
-            layer=layer,
-            direction=Direction.FORWARD.accounting,
+            send, [1] * world, [1] * world, category=traffic.category, layer=layer, direction=direction.accounting
         )
-        return [bool(v) for v in got.flatten().tolist()]
+        return [int(v) for v in got.flatten().tolist()]
 
     def add_returned(
         self, grad_inner: torch.Tensor, returned: torch.Tensor, plan: HaloPlan | None = None
@@ -289,6 +306,10 @@ class PendingHalo:
 
     def __init__(self, pending, decode, stream=None):
         self.pending, self.decode, self.stream = pending, decode, stream
+
+    def is_completed(self) -> bool:
+        """Whether the message has arrived (a poll: it waits for nothing)."""
+        return self.pending.is_completed()
 
     def wait(self) -> torch.Tensor:
         if self.stream is None:
@@ -314,6 +335,9 @@ class Arrived:
 
     def __init__(self, rows: torch.Tensor):
         self.rows = rows
+
+    def is_completed(self) -> bool:
+        return True
 
     def wait(self) -> torch.Tensor:
         return self.rows

@@ -248,9 +248,29 @@ PARALLEL = Registry(
             "gnnq.parallel.stale:StaleStrategy",
             "PipeGCN: halo rows and gradients from the previous epoch",
             FULL_GRAPH_TRAINER,
-            labels={"fp32": "PipeGCN", "uniform": "PipeQS"},
+            labels={"fp32": "PipeGCN", "uniform": "PipeGCN + uniform"},
             resources=Resources(halo_buffers=True),  # the previous epoch's halo rows and gradients
             trace_flags=("stale",),
+        ),
+        Choice(
+            "pipeqs",
+            s.PipeqsParallelConfig,
+            "gnnq.parallel.pipeqs:PipeQSStrategy",
+            "PipeQS: PipeGCN's pipeline, each message's width and skip chosen from how its rows change",
+            FULL_GRAPH_TRAINER,
+            needs=(Needs("quantizer", ("uniform",), "its widths are the uniform codec's: use quantizer=uniform"),),
+            labels={"uniform": "PipeQS"},
+            resources=Resources(halo_buffers=True),  # the stale rows and gradients, and the copies before them
+        ),
+        Choice(
+            "sylvie",
+            s.SylvieParallelConfig,
+            "gnnq.parallel.sylvie:SylvieStrategy",
+            "Sylvie: 1-8-bit rows by in-degree importance, pipelined or synchronous by the loss's progress",
+            FULL_GRAPH_TRAINER,
+            needs=(Needs("quantizer", ("uniform",), "its widths are the uniform codec's: use quantizer=uniform"),),
+            labels={"uniform": "Sylvie"},
+            resources=Resources(halo_buffers=True),  # the stale rows and gradients, and the mixed-width wire buffers
         ),
         Choice(
             "sampling",

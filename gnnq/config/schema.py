@@ -214,6 +214,32 @@ class StaleParallelConfig(FullGraphParallelConfig):
 
 
 @dataclass
+class PipeqsParallelConfig(FullGraphParallelConfig):
+    """PipeQS (gnnq.parallel.pipeqs): PipeGCN's pipeline with a width and a skip decision per message."""
+
+    name: str = "pipeqs"
+    bit_options: List[int] = field(default_factory=lambda: [2, 4, 8, 32])  # widths it steps through; 32: exact fp32
+    threshold: float = 0.1  # E: a change (1 - cos) / 2 above it steps the width and forbids going stale
+    steepness: float = 10.0  # K of the width rule's sigmoid(K d / q)
+    adaptive: bool = True  # false: the code's STALE=False, every message at the first width, never skipped
+    max_staleness: int = 0  # > 0 (gnnq): refresh once cached rows were reused this many epochs in a row; 0: no bound
+    warmup: str = "zeros"  # first epoch: zeros (the code's) | sync (gnnq's)
+    stale_rows: str = "pre_dropout"  # as parallel=stale's: pre_dropout (the code's) | post_dropout (gnnq's)
+
+
+@dataclass
+class SylvieParallelConfig(FullGraphParallelConfig):
+    """Sylvie (gnnq.parallel.sylvie): widths by in-degree importance; the Bounded Staleness Adaptor."""
+
+    name: str = "sylvie"
+    base_bits: int = 1  # the starting base width (1, 2, 4 or 8): rows get it and the widths above it by importance
+    pipeline: bool = True  # start pipelined (the code's --enable_pipeline) or synchronous
+    adaptive: bool = True  # the Bounded Staleness Adaptor; false: base width and pipeline stay as set
+    warmup: str = "zeros"  # first pipelined epoch: zeros (the code's) | sync (gnnq's)
+    stale_rows: str = "pre_dropout"  # as parallel=stale's: pre_dropout (the code's) | post_dropout (gnnq's)
+
+
+@dataclass
 class SamplingParallelConfig(FullGraphParallelConfig):
     name: str = "sampling"
     sampling_rate: float = 0.1  # fraction p of each peer's boundary rows exchanged per training epoch

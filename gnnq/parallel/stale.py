@@ -107,9 +107,13 @@ class StaleStrategy(SyncStrategy):
     def exchange_rows(self, direction: Direction, layer: int, rows: torch.Tensor) -> torch.Tensor:
         """The stale rows for ``direction`` at ``layer`` (last epoch's message, waited for now); posts
         this epoch's rows for the next epoch. Warm-up (nothing stale yet): see the module's doc."""
+        return self._refresh(direction, layer, rows)
+
+    def _refresh(self, direction: Direction, layer: int, rows: torch.Tensor, bits: int | None = None) -> torch.Tensor:
+        """Fold last epoch's message of (direction, layer) and post this epoch's (at ``bits``, if given)."""
         store = self._store(direction)
         self._fold(direction, layer)
-        pending = self.exchange.start(rows, layer, direction, self.traffic)
+        pending = self._post(direction, layer, rows, bits)
         if layer not in store and self.warmup == "sync":
             store[layer] = pending.wait()
             return store[layer]
@@ -117,6 +121,10 @@ class StaleStrategy(SyncStrategy):
             store[layer] = rows.new_zeros((self._buffer_rows(direction), rows.shape[1]))
         self.in_flight[(direction, layer)] = pending
         return store[layer]
+
+    def _post(self, direction: Direction, layer: int, rows: torch.Tensor, bits: int | None = None):
+        """Post this epoch's message of (direction, layer) (``bits``: its own width, see ``HaloExchange.start``)."""
+        return self.exchange.start(rows, layer, direction, self.traffic, bits=bits)
 
     def _buffer_rows(self, direction: Direction) -> int:
         """Rows of a stale buffer: one per halo row (forward), one per row this rank sends (returned gradients)."""

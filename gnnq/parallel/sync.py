@@ -80,6 +80,17 @@ class SyncStrategy:
         """The following messages are training messages of ``epoch`` (which seeds their quantization draws)."""
         self.traffic = Traffic.training(epoch)
 
+    def end_training_epoch(self, epoch: int, loss: float) -> None:
+        """Epoch ``epoch`` is over and its loss (the run's, alike on every rank) is known (strategies that adapt)."""
+
+    def epoch_fields(self) -> dict:
+        """What the strategy chose in the epoch just trained, for its metrics row (alike on every rank)."""
+        return {}
+
+    def describe(self) -> dict | None:
+        """What the strategy chose during the run, for the run record (None: nothing)."""
+        return None
+
     def begin_evaluation(self) -> None:
         """The following messages are evaluation messages (exact, counted apart)."""
         self.traffic = EVALUATION

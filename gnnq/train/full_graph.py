@@ -154,6 +154,8 @@ class FullGraphTrainer(Trainer):
 
     def row_fields(self, epoch: int, sums: dict[str, float], evaluated: bool) -> dict:
         fields = {"loss": sums["loss"]}
+        fields.update(self.strategy.epoch_fields())
+        self.strategy.end_training_epoch(epoch, sums["loss"])
         if self.assignment is not None:
             fields["assignment"] = {k: self.assignment[k] for k in ("solve_time_s", "assign_time_s", "bits_histogram")}
         return fields
@@ -176,6 +178,8 @@ class FullGraphTrainer(Trainer):
         }
         if self.assigner is not None:
             extras["adaptive"] = self.assigner.describe()
+        if self.strategy.describe() is not None:
+            extras["strategy"] = self.strategy.describe()
         return extras
 
 

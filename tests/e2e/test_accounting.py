@@ -2,7 +2,8 @@
 
 One short real ``gnnq`` run per way of training (torchrun, gloo, a METIS-partitioned synthetic
 graph): sync, overlap, stale and sampling with fp32 messages, sync with 4-bit messages on 3 ranks,
-AdaQP's adaptive widths, and pdADMM-G. For each:
+AdaQP's adaptive widths, PipeQS's per-message widths and skips (3 ranks), Sylvie's widths by in-degree, and
+pdADMM-G. For each:
 
 - halo bytes of every training epoch equal the count made from the partition's send plans (read
   back from the parts cache) and the widths in force, exactly; the summary's per-epoch bytes and
@@ -27,6 +28,7 @@ import torch
 from gnnq.comm.kernels.torch_codec import row_bytes
 from gnnq.data.part_cache import load_part
 from gnnq.parallel.sampling import sampled_positions
+from gnnq.parallel.sylvie import segment_widths
 from gnnq.report.curves import read_curve, time_to_target
 from gnnq.track.overheads import OVERHEAD_KINDS
 from tests.cli_helpers import gnnq_env, read_metrics, read_record, run_dirs, run_gnnq
@@ -52,6 +54,10 @@ RUNS = {
     "sync_inputs": ["parallel.inputs=every_epoch"],
     "uniform4_inputs": ["quantizer=uniform", "quantizer.bits=4", "cluster.nproc=3", "parallel.inputs=every_epoch"],
     "admm": ["experiment=pdadmm_g", "model.layers=4", "parallel.warmup_iterations=2", "model.hops=2"],
+    # the width of each message and whether it was skipped are in each row (``messages``): with a low threshold the
+    # width steps up every epoch, to exact fp32 rows
+    "pipeqs": ["experiment=pipeqs_published", "cluster.nproc=3", "parallel.threshold=0.0"],
+    "sylvie": ["experiment=sylvie"],
 }
 FULL_GRAPH = [name for name in RUNS if name != "admm"]
 
@@ -97,6 +103,20 @@ def _expected_epoch_bytes(name: str, record: dict, row: dict, parts: list, width
         features, rows = record["config"]["dataset"]["feature_dim"], _message_rows(parts, name, row["epoch"], 0)
         inputs = rows * (row_bytes(features, 4, torch.float16) if name.startswith("uniform4") else features * 4)
         return inputs + _expected_epoch_bytes(name.removesuffix("_inputs"), record, row, parts, widths)
+    if name == "pipeqs":  # each message at its own width (0: skipped, -1: none), plus a decision byte per peer
+        rows, world = _message_rows(parts, name, row["epoch"], 0), len(parts)
+        per_row = {32: HIDDEN * 4, 0: 0, -1: 0}
+        return sum(
+            rows * per_row.get(bits, row_bytes(HIDDEN, bits, torch.float32)) + shared * world * (world - 1)
+            for bits, shared in row["messages"].values()
+        )
+    if name == "sylvie":  # every sent row at its width by in-degree importance, at the epoch's base width
+        sent = sum(
+            int(row_bytes(HIDDEN, int(b), torch.float16))
+            for p in parts
+            for b in segment_widths(p.in_degree[p.send_idx], [int(c) for c in p.send_counts], row["base_bits"])
+        )
+        return messages * sent
     if name == "adaptive":  # the widths in force: the first cycle at 8 bits, then the last assignment's histogram
         if widths is None:
             return messages * _message_rows(parts, name, row["epoch"], 0) * row_bytes(HIDDEN, 8, torch.float16)
@@ -132,6 +152,12 @@ def test_halo_bytes_equal_the_send_plans(runs, name):
         assert widths is not None and len({r["comm_bytes"] for r in rows}) > 1, (
             "the widths must change, or the test proves nothing"
         )
+    if name == "pipeqs":
+        sent = {bits for r in rows for bits, _ in r["messages"].values()}
+        assert {2, 4, 8, 32} <= sent, f"every width must be sent, or the test proves little: {sent}"
+    if name == "sylvie":
+        widths = segment_widths(parts[0].in_degree[parts[0].send_idx], [int(c) for c in parts[0].send_counts], 1)
+        assert len(set(widths.tolist())) > 1, "rows must travel at several widths, or the test proves little"
 
 
 def test_pdadmm_bytes_equal_its_boundaries(runs):

@@ -237,8 +237,8 @@ def _wait_order(world_size: int, options: dict):
                 log[-1].append(self.entry)
             return self.pending.wait()
 
-    exchange.start = lambda src, layer, direction, traffic, plan=None: Logged(
-        start(src, layer, direction, traffic, plan), direction, layer, epoch_now[0]
+    exchange.start = lambda src, layer, direction, traffic, plan=None, **kw: Logged(
+        start(src, layer, direction, traffic, plan, **kw), direction, layer, epoch_now[0]
     )
 
     def logged_aggregate(layer, h_inner, before_dropout=None):

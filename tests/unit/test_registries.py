@@ -68,6 +68,8 @@ def test_every_choice_dispatches_to_something_importable():
         "stale",
         "sampling",
         "sancus",
+        "pipeqs",
+        "sylvie",
     }
 
 

@@ -87,16 +87,21 @@ def test_labels_name_methods_by_spec_preset_or_strategy():
     vanilla = _group(["dataset=cora"], "sync", "fp32")
     u4 = _group(["experiment=cora_gcn", "quantizer=uniform", "quantizer.bits=4"], "sync", "uniform", bits=4)
     u2 = _group(["experiment=cora_gcn", "quantizer=uniform", "quantizer.bits=2"], "sync", "uniform", bits=2)
-    pipeqs = _group(["experiment=pipeqs", "dataset=cora"], "stale", "uniform", bits=8)
+    stale8 = _group(["experiment=pipegcn_uniform8", "dataset=cora"], "stale", "uniform", bits=8)
+    zeros_warmup = ["dataset=cora", "parallel.warmup=zeros"]
+    pipeqs = _group(["experiment=pipeqs_published", *zeros_warmup], "pipeqs", "uniform", bits=2)
+    sylvie = _group(["experiment=sylvie", *zeros_warmup], "sylvie", "uniform", bits=1)
     # without a spec: the method its strategy and quantizer make, or its method preset; only what sets same-named rows
     # apart
-    assert method_labels([stale, smoothed, vanilla, u4, u2, pipeqs]) == [
+    assert method_labels([stale, smoothed, vanilla, u4, u2, stale8, pipeqs, sylvie]) == [
         "PipeGCN",
         "PipeGCN parallel.momentum=0.95",
         "Vanilla",
         "uniform 4-bit",
         "uniform 2-bit",
+        "PipeGCN + uniform 8-bit",
         "PipeQS",
+        "Sylvie",
     ]
     # presets are named in the methods' own spelling; a preset's name only where it sets same-named rows apart
     adaqp = _group(["experiment=adaqp", "dataset=cora"], "overlap", "adaptive")
@@ -111,12 +116,14 @@ def test_labels_name_methods_by_spec_preset_or_strategy():
     # with the peers table spec: its row labels
     spec = load_spec(SWEEPS_DIR / "peers.table.yaml")
     published = _group(["dataset=cora", "parallel=stale", "parallel.warmup=zeros"], "stale", "fp32")
-    assert method_labels([published, stale, smoothed, vanilla, pipeqs], [spec]) == [
+    assert method_labels([published, stale, smoothed, vanilla, stale8, pipeqs, sylvie], [spec]) == [
         "PipeGCN",
         "PipeGCN, sync warm-up (gnnq)",
         "PipeGCN, smoothed",
         "Vanilla",
-        "PipeQS (stale + 8-bit)",
+        "PipeGCN + 8-bit",
+        "PipeQS",
+        "Sylvie",
     ]
     bits = load_spec(SWEEPS_DIR / "bitwidths.table.yaml")
     assert method_labels([u4, u2, vanilla], [bits]) == ["uniform 4-bit", "uniform 2-bit", "fp32"]
