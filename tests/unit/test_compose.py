@@ -26,6 +26,8 @@ def extra_for(group: str, option: str) -> list[str]:
         ("parallel", "minibatch"): ["cluster.nproc=1"],
         ("parallel", "admm"): ["model=gamlp"],
         ("parallel", "tensor3d"): ["model.norm=none"],
+        ("parallel", "pipeqs"): ["quantizer=uniform"],
+        ("parallel", "sylvie"): ["quantizer=uniform"],
         ("quantizer", "grid"): ["parallel=admm", "model=gamlp"],
         ("cluster", "multinode"): ["cluster.rendezvous=node1:29400"],
     }

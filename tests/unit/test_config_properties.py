@@ -237,6 +237,8 @@ def conflicts(choice: dict) -> set[str]:
         bad |= {"parallel", "quantizer"}
     if p == "tensor3d" and (m != "gcn" or q not in ("fp32", "uniform")):
         bad |= {"parallel", "model" if m != "gcn" else "quantizer"}
+    if p in ("pipeqs", "sylvie") and q != "uniform":  # their widths are the uniform codec's
+        bad |= {"parallel", "quantizer"}
     if p == "minibatch" and ranks != 1:
         bad |= {"parallel", "cluster.nproc"}
     if p == "minibatch" and q != "fp32":

@@ -19,6 +19,8 @@ CONTEXT = {
     "grid": ["experiment=pdadmm_g_q_gnnq"],
     "minibatch": ["experiment=minibatch"],
     "tensor3d": ["experiment=plexus"],
+    "pipeqs": ["experiment=pipeqs_published"],
+    "sylvie": ["experiment=sylvie"],
 }
 
 
