@@ -28,11 +28,9 @@ PARALLEL_SPACES: dict[str, dict[str, str]] = {
     "sancus": {"parallel.threshold": "interval(0.01, 0.5)", "parallel.max_staleness": "range(1, 9)"},
     "minibatch": {"parallel.batch_size": "choice(256, 512, 1024, 2048)"},  # Optuna's choices hold no lists (fanouts)
     "admm": {"parallel.rho": "tag(log, interval(0.0001, 10.0))"},
-    "tensor3d": {},
+    "tensor3d": {},  # Plexus: the grid changes where work runs, not what is computed
     "pipeqs": {"parallel.threshold": "interval(0.01, 0.5)", "parallel.max_staleness": "range(0, 5)"},  # E, bound
-    "sylvie": {
-        "parallel.base_bits": "choice(1, 2, 4)"
-    },  # the starting width  # Plexus: the grid changes where work runs, not what is computed
+    "sylvie": {"parallel.base_bits": "choice(1, 2, 4)"},  # the starting width
 }
 # Strategies whose common knobs are not COMMON's.
 OWN_COMMON = {"admm": ADMM_COMMON}
