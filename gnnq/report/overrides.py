@@ -121,25 +121,38 @@ def _merge(values: dict[str, dict], more: dict[str, dict]) -> None:
         values[group] = {**values.get(group, {}), **own}
 
 
+def _over(base: dict, top: dict) -> dict:
+    """``top`` set over ``base``, nested nodes merged key by key (a preset setting trainer.grad_sync.mode keeps the
+    node's other keys), as Hydra merges them."""
+    out = dict(base)
+    for k, v in top.items():
+        out[k] = _over(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
 def _group_overrides(group: str, values: dict, base: str, on_top: dict, exclude: frozenset[str]) -> list[str] | None:
     """Overrides that turn ``group``'s ``base`` option (with ``on_top`` set over it) into ``values``;
     None where a preset's values (``on_top``) would land on another option that lacks them."""
     # only options of the record's choice: their keys are the record's (an older record's others are ignored)
     candidates = [o for o in _options(group) if option_values(group, o).get("name") == values.get("name")] or [base]
     best = base if base in candidates else candidates[0]
-    reference = {**option_values(group, best), **on_top}
+    reference = _over(option_values(group, best), on_top)
     best_diff = _differences(values, reference)
     for option in candidates:
-        diff = _differences(values, {**option_values(group, option), **on_top})
+        diff = _differences(values, _over(option_values(group, option), on_top))
         if len(diff) < len(best_diff):
             best, best_diff = option, diff
     if best != base and not set(on_top) <= set(option_values(group, best)):
         return None
     out = [] if best == base else [f"{group}={best}"]
+    reference = _over(option_values(group, best), on_top)
     for k, v in best_diff:
         if f"{group}.{k}" in IGNORED_KEYS | exclude:
             continue
-        if isinstance(v, dict):  # a free-form dict (cluster.sbatch_extra): Hydra adds its keys with +
+        if isinstance(v, dict) and isinstance(reference.get(k), dict) and set(v) <= set(reference[k]):
+            # a node of the schema (trainer.grad_sync): its keys exist, the ones that differ are set
+            out += [f"{group}.{k}.{kk}={format_value(vv)}" for kk, vv in v.items() if reference[k].get(kk) != vv]
+        elif isinstance(v, dict):  # a free-form dict (cluster.sbatch_extra): Hydra adds its keys with +
             out += [f"+{group}.{k}.{kk}={format_value(vv)}" for kk, vv in v.items()]
         else:
             out.append(f"{group}.{k}={format_value(v)}")
@@ -205,7 +218,12 @@ def composition_differences(overrides: list[str], config: dict, exclude: frozens
     and ``exclude``, aside): ``["quantizer.name: adaptive, expected fp32"]``; [] when it rebuilds it exactly."""
     from gnnq.config.compose import compose_config
 
-    composed = OmegaConf.to_container(compose_config(list(overrides)), resolve=True)
+    from gnnq.errors import ConfigError
+
+    try:
+        composed = OmegaConf.to_container(compose_config(list(overrides)), resolve=True)
+    except ConfigError as exc:  # a line gnnq refuses rebuilds nothing
+        return [f"it does not compose: {exc}"]
     out = []
     for key, want in _flat(config).items():
         if key in exclude or key in IGNORED_KEYS or key.split(".", 1)[0] in IGNORED_GROUPS or "." not in key:
