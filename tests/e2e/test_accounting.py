@@ -187,8 +187,11 @@ def test_times_add_up(runs, name):
             "sampling",
         ):  # every wait starts after its post: exposed is part of the transfer
             assert r["transfer_time_s"] >= r["halo_comm_time_s"] > 0, r
-        quantized = name in ("uniform4", "uniform4_inputs", "adaptive")
-        assert (r["codec_time_s"] > 0) == quantized, r  # the codec runs exactly when messages are quantized
+        if name not in ("pipeqs", "sylvie"):  # their widths change per message: some epochs send none quantized
+            quantized = name in ("uniform4", "uniform4_inputs", "adaptive")
+            assert (r["codec_time_s"] > 0) == quantized, r  # the codec runs exactly when messages are quantized
+    if name in ("pipeqs", "sylvie"):
+        assert any(r["codec_time_s"] > 0 for r in rows), rows
     assert record["epoch_time_s"] == summary["epoch_time_s"] == statistics.median(r["epoch_time_s"] for r in rows)
     assert record["comm_time_s"] == statistics.median(r["comm_time_s"] for r in rows)
     trailing = summary["overhead_time_s"] - sum(r["overhead_time_s"] for r in rows)
