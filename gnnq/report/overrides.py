@@ -217,7 +217,6 @@ def composition_differences(overrides: list[str], config: dict, exclude: frozens
     """Where ``gnnq`` with ``overrides`` composes to another config than ``config`` (keys a rerun line leaves out,
     and ``exclude``, aside): ``["quantizer.name: adaptive, expected fp32"]``; [] when it rebuilds it exactly."""
     from gnnq.config.compose import compose_config
-
     from gnnq.errors import ConfigError
 
     try:
