@@ -425,7 +425,8 @@ def test_unresolvable_values_are_config_errors(overrides, key):
 
 
 @pytest.mark.slow  # every point of every sweep file: about 40 s
-def test_every_sweep_file_composes_at_every_point():
+def test_every_sweep_file_composes_at_every_point(monkeypatch, tmp_path):
+    monkeypatch.setenv("GNNQ_FILES_PATH", str(tmp_path))  # wide_graphs.yaml reads its own files (dataset.path=DIR)
     sweeps = sorted(p for p in (SWEEPS_DIR).glob("*.yaml") if not p.name.endswith(".table.yaml"))
     assert sweeps, "sweeps/ holds at least one sweep file"
     for path in sweeps:

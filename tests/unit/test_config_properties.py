@@ -42,12 +42,22 @@ def _leaf_types() -> dict[str, type]:
             continue
         registry = group_registries().get(group.name)
         for cls in {registry.schema(n) for n in registry.names()} if registry else {node}:
-            for key, hint in typing.get_type_hints(cls).items():
-                args = [a for a in typing.get_args(hint) if a is not type(None)]
-                if typing.get_origin(hint) in (list, typing.List):
-                    out[f"{group.name}.{key}"] = list
-                else:
-                    out[f"{group.name}.{key}"] = args[0] if typing.get_origin(hint) is typing.Union else hint
+            out |= _leaves_of(group.name, cls)
+    return out
+
+
+def _leaves_of(prefix: str, cls: type) -> dict[str, type]:
+    """The leaf keys of dataclass ``cls`` under ``prefix``, nested dataclasses (trainer.grad_sync) expanded."""
+    out = {}
+    for key, hint in typing.get_type_hints(cls).items():
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        typ = args[0] if typing.get_origin(hint) is typing.Union else hint
+        if typing.get_origin(hint) in (list, typing.List):
+            out[f"{prefix}.{key}"] = list
+        elif is_dataclass(typ):
+            out |= _leaves_of(f"{prefix}.{key}", typ)
+        else:
+            out[f"{prefix}.{key}"] = typ
     return out
 
 
@@ -298,6 +308,9 @@ CROSS = {
     "cluster.link",
     "cluster.jitter_ms",  # these three: cluster=emulated (_check_emulated)
     "trainer.checkpoint_every",
+    "trainer.grad_sync.mode",  # compressed modes are refused with parallel=admm/minibatch/tensor3d
+    "model.layer_order",  # dropout_norm_act is refused with stale_rows=pre_dropout (pipeqs, sylvie by default)
+    "parallel.stale_rows",
 }  # > 0 is refused with parallel=minibatch
 FREE_BOUNDED = sorted(k for k in set(LOWER_BOUNDS) | set(UPPER_BOUNDS) if k not in CROSS)
 FREE_ENUM = sorted(k for k in ALLOWED if k not in CROSS and not k.endswith(".name"))
