@@ -267,7 +267,31 @@ def write_outputs(
     pairs = pairs or {}
     out.mkdir(parents=True, exist_ok=True)
     machine = describe_machine()
-    runs = [
+    results = {
+        "command": command,
+        "sweep": sweep[1],
+        "baseline": args.baseline,
+        "pairs": pairs,
+        "repeats": args.repeats,
+        "machine": machine,
+        "rows": rows,
+        "runs": _run_entries(points),
+    }
+    (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+    write_csv(out / "results.csv", rows)
+    paths = [out / "results.json", out / "results.csv", out / "README.md"]
+    plots = _write_plots(out, sweep[1], rows, args)
+    readme = _readme_head(command, sweep[1], machine, points, args, pairs) + _readme_table(rows)
+    if plots:
+        readme += [f"Plot: {', '.join(p.name for p in plots)}", ""]
+    readme += _failed_runs_lines(rows) + _point_lines(rows, points)
+    (out / "README.md").write_text("\n".join(readme))
+    return paths + plots
+
+
+def _run_entries(points: list[Point]) -> list[dict]:
+    """Every run of every point, in the order results.json lists them, with what the table's statistics read."""
+    return [
         {
             "point": p.index,
             "repeat": r,
@@ -285,32 +309,25 @@ def write_outputs(
         for p in points
         for r, rec in sorted(p.runs.items())
     ]
-    (out / "results.json").write_text(
-        json.dumps(
-            {
-                "command": command,
-                "sweep": sweep[1],
-                "baseline": args.baseline,
-                "pairs": pairs,
-                "repeats": args.repeats,
-                "machine": machine,
-                "rows": rows,
-                "runs": runs,
-            },
-            indent=1,
-            default=str,
-        )
-    )
-    write_csv(out / "results.csv", rows)
-    paths = [out / "results.json", out / "results.csv", out / "README.md"]
+
+
+def _write_plots(out: Path, sweep_name: str, rows: list[dict], args) -> list[Path]:
+    """The speedup plot along ``--plot-x`` (when given) and the speedup-against-bounds plot."""
     plots = []
     if args.plot_x:
-        plots = plot_speedup(rows, args.plot_x, out, f"{sweep[1]}: speedup vs {args.plot_x} (baseline {args.baseline})")
-    plots += plot_bounds(rows, out, f"{sweep[1]}: measured speedup and its bounds (baseline {args.baseline})")
-    headers, cells = table_rows(rows)
-    failed = [(r, f) for r in rows for f in r["failed"]]
-    md = [
-        f"# gnnq-bench: {sweep[1]}",
+        plots = plot_speedup(
+            rows, args.plot_x, out, f"{sweep_name}: speedup vs {args.plot_x} (baseline {args.baseline})"
+        )
+    plots += plot_bounds(rows, out, f"{sweep_name}: measured speedup and its bounds (baseline {args.baseline})")
+    return plots
+
+
+def _readme_head(
+    command: str, sweep_name: str, machine: dict, points: list[Point], args, pairs: dict[str, str]
+) -> list[str]:
+    """The README's title, command, machine and how the points were run."""
+    return [
+        f"# gnnq-bench: {sweep_name}",
         "",
         f"Command: `{command}`",
         "",
@@ -322,21 +339,31 @@ def write_outputs(
         f"{eval_every(points)} epoch(s) (trainer.eval_every; a message in flight when an evaluation starts is waited "
         "for inside its epoch).",
         "",
-        markdown_table(headers, cells),
-        "",
-        DEFINITIONS,
-        "",
     ]
-    if plots:
-        md += [f"Plot: {', '.join(p.name for p in plots)}", ""]
-    if failed:
-        md += (
-            ["Failed runs (not in the statistics):", ""]
-            + [f"- {r['method']} repeat {f['repeat']}: {f['error']} ({f['run_dir']})" for r, f in failed]
-            + [""]
-        )
+
+
+def _readme_table(rows: list[dict]) -> list[str]:
+    """The comparison table and the definitions of its columns."""
+    headers, cells = table_rows(rows)
+    return [markdown_table(headers, cells), "", DEFINITIONS, ""]
+
+
+def _failed_runs_lines(rows: list[dict]) -> list[str]:
+    """The failed runs the statistics leave out, one line each (nothing when all succeeded)."""
+    failed = [(r, f) for r in rows for f in r["failed"]]
+    if not failed:
+        return []
+    return (
+        ["Failed runs (not in the statistics):", ""]
+        + [f"- {r['method']} repeat {f['repeat']}: {f['error']} ({f['run_dir']})" for r, f in failed]
+        + [""]
+    )
+
+
+def _point_lines(rows: list[dict], points: list[Point]) -> list[str]:
+    """Per row, what its point's runs ran with and the overrides that rerun one of them."""
     by_index = {p.index: p for p in points}
-    md += (
+    return (
         [
             "Every point: what its runs ran with, and its full overrides against gnnq's defaults (the sweep "
             "file's settings and the command line's; `gnnq` + these reruns it, seed aside):",
@@ -349,5 +376,3 @@ def write_outputs(
         ]
         + [""]
     )
-    (out / "README.md").write_text("\n".join(md))
-    return paths + plots

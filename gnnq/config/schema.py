@@ -10,10 +10,59 @@ The defaults live here; a choice's YAML holds its name and only what differs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import typing
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING
+
+# --- value bounds ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """A numeric key's allowed range (gnnq.config.validate checks it; docs/config.md lists it): ``low`` and ``high``
+    are its ends (None: open), each inclusive unless marked exclusive."""
+
+    low: float | None = None
+    low_exclusive: bool = False
+    high: float | None = None
+    high_exclusive: bool = False
+
+
+BOUNDS = "bounds"  # the key of a field's metadata that holds its Bounds
+MAX_TIMEOUT_S = 30 * 24 * 3600  # 30 days: far above any collective, far below timedelta's and gloo's limits
+
+
+def bounded(default, *, ge=None, gt=None, le=None, lt=None):
+    """A field with ``default`` whose values must be >= ge (or > gt) and <= le (or < lt); a choice's dataclass that
+    only changes the default keeps the bounds (``bounds_of``)."""
+    if (ge is not None and gt is not None) or (le is not None and lt is not None):
+        raise ValueError("bounded(): give ge or gt, and le or lt, not both")
+    low, high = (gt if ge is None else ge), (lt if le is None else le)
+    return field(default=default, metadata={BOUNDS: Bounds(low, gt is not None, high, lt is not None)})
+
+
+def bounds_of(cls: type, name: str) -> Bounds | None:
+    """The bounds of ``cls``'s field ``name``, from the nearest class of its ancestry whose field declares them."""
+    for klass in cls.__mro__:
+        declared = getattr(klass, "__dataclass_fields__", {}).get(name)
+        if declared is not None and BOUNDS in declared.metadata:
+            return declared.metadata[BOUNDS]
+    return None
+
+
+def schema_bounds(cls: type, prefix: str = "") -> dict[str, Bounds]:
+    """Every bounded key of ``cls`` and of its nested dataclasses (``trainer.grad_sync.rank``), in field order."""
+    hints = typing.get_type_hints(cls)
+    out: dict[str, Bounds] = {}
+    for f in fields(cls):
+        if is_dataclass(hints[f.name]):
+            out.update(schema_bounds(hints[f.name], f"{prefix}{f.name}."))
+        elif (bounds := bounds_of(cls, f.name)) is not None:
+            out[f"{prefix}{f.name}"] = bounds
+    return out
+
 
 # --- dataset ---------------------------------------------------------------------------------
 
@@ -55,12 +104,12 @@ class SyntheticDatasetConfig(SeededSplitDatasetConfig):
     """Stochastic block model with class-correlated noisy features."""
 
     name: str = "synthetic"
-    num_nodes: int = 10000
-    avg_degree: float = 12.0
-    num_classes: int = 8
-    feature_dim: int = 64
-    homophily: float = 0.5  # fraction of edges inside the source's class
-    feature_noise: float = 3.0  # std of Gaussian noise around the class centroid
+    num_nodes: int = bounded(10000, ge=2)
+    avg_degree: float = bounded(12.0, gt=0.0)
+    num_classes: int = bounded(8, ge=2)
+    feature_dim: int = bounded(64, ge=1)
+    homophily: float = bounded(0.5, ge=0.0, le=1.0)  # fraction of edges inside the source's class
+    feature_noise: float = bounded(3.0, ge=0.0)  # std of Gaussian noise around the class centroid
 
 
 # --- partitioner, model --------------------------------------------------------------------
@@ -77,9 +126,9 @@ class ModelConfig:
     """GCN and GraphSAGE: the keys every model shares, with AdaQP's defaults."""
 
     name: str = "gcn"
-    layers: int = 3
-    hidden: int = 256
-    dropout: float = 0.5
+    layers: int = bounded(3, ge=1)
+    hidden: int = bounded(256, ge=1)
+    dropout: float = bounded(0.5, ge=0.0, lt=1.0)
     norm: str = "layer"
     # after each hidden convolution: norm_act_dropout (gnnq: LayerNorm, ReLU, then dropout) | dropout_norm_act
     # (AdaQP's public code: dropout, then LayerNorm and ReLU)
@@ -95,7 +144,7 @@ class GamlpModelConfig(ModelConfig):
     hidden: int = 500
     dropout: float = 0.0
     norm: str = "none"
-    hops: int = 4  # inputs [X, AX, ..., A^hops X]
+    hops: int = bounded(4, ge=0)  # inputs [X, AX, ..., A^hops X]
 
 
 # --- quantizer -------------------------------------------------------------------------------
@@ -146,8 +195,8 @@ class AdaptiveQuantizerConfig(UniformQuantizerConfig):
     # profile: fit t = a * bytes + c per channel from a startup profile (AdaQP);
     # fixed: every channel is a link of link_gbit_per_s and link_latency_ms, nothing timed (reproducible widths)
     time_model: str = "profile"
-    link_gbit_per_s: float = 1.0  # time_model=fixed only
-    link_latency_ms: float = 0.1  # time_model=fixed only
+    link_gbit_per_s: float = bounded(1.0, gt=0.0)  # time_model=fixed only
+    link_latency_ms: float = bounded(0.1, ge=0.0)  # time_model=fixed only
     profile_repeats: int = 3  # repeats of each size in the startup time-model profile
     # sizes the profile times: sent (AdaQP's range: from the 2-bit to the 8-bit message, with row parameters) |
     # fp32 (1/8 to 2x the fp32 message, at least 1 MiB; gnnq before issue 18) |
@@ -203,7 +252,8 @@ class OverlapParallelConfig(FullGraphParallelConfig):
 @dataclass
 class StaleParallelConfig(FullGraphParallelConfig):
     name: str = "stale"
-    momentum: float = 0.0  # smoothing of stale rows: stale = momentum * stale + (1 - momentum) * received
+    # smoothing of stale rows: stale = momentum * stale + (1 - momentum) * received
+    momentum: float = bounded(0.0, ge=0.0, lt=1.0)
     warmup: str = "sync"  # first epoch: sync (exchange and wait, gnnq) | zeros (zero buffers, PipeGCN's code)
     smooth: str = (
         "both"  # which stale buffers momentum smooths: both | features | gradients (PipeGCN's corr_feat / corr_grad)
@@ -219,10 +269,12 @@ class PipeqsParallelConfig(FullGraphParallelConfig):
 
     name: str = "pipeqs"
     bit_options: List[int] = field(default_factory=lambda: [2, 4, 8, 32])  # widths it steps through; 32: exact fp32
-    threshold: float = 0.1  # E: a change (1 - cos) / 2 above it steps the width and forbids going stale
+    # E: a change (1 - cos) / 2 above it steps the width and forbids going stale
+    threshold: float = bounded(0.1, ge=0.0)
     steepness: float = 10.0  # K of the width rule's sigmoid(K d / q)
     adaptive: bool = True  # false: the code's STALE=False, every message at the first width, never skipped
-    max_staleness: int = 0  # > 0 (gnnq): refresh once cached rows were reused this many epochs in a row; 0: no bound
+    # > 0 (gnnq): refresh once cached rows were reused this many epochs in a row; 0: no bound
+    max_staleness: int = bounded(0, ge=0)
     warmup: str = "zeros"  # first epoch: zeros (the code's) | sync (gnnq's)
     stale_rows: str = "pre_dropout"  # as parallel=stale's: pre_dropout (the code's) | post_dropout (gnnq's)
 
@@ -242,7 +294,8 @@ class SylvieParallelConfig(FullGraphParallelConfig):
 @dataclass
 class SamplingParallelConfig(FullGraphParallelConfig):
     name: str = "sampling"
-    sampling_rate: float = 0.1  # fraction p of each peer's boundary rows exchanged per training epoch
+    # fraction p of each peer's boundary rows exchanged per training epoch
+    sampling_rate: float = bounded(0.1, gt=0.0, le=1.0)
     sample_size: str = (
         "at_least_one"  # rows per channel: floor (int(p*c), BNS-GCN's code) | at_least_one (max(1, round(p*c)), gnnq)
     )
@@ -251,8 +304,10 @@ class SamplingParallelConfig(FullGraphParallelConfig):
 @dataclass
 class SancusParallelConfig(FullGraphParallelConfig):
     name: str = "sancus"
-    threshold: float = 0.1  # an owner re-sends a layer's rows when their relative change since its last send is >= this
-    max_staleness: int = 4  # or when its last send is more than this many epochs old (SANCUS's epoch bound)
+    # an owner re-sends a layer's rows when their relative change since its last send is >= this
+    threshold: float = bounded(0.1, ge=0.0)
+    # or when its last send is more than this many epochs old (SANCUS's epoch bound)
+    max_staleness: int = bounded(4, ge=0)
 
 
 @dataclass
@@ -261,7 +316,7 @@ class MinibatchParallelConfig(ParallelConfig):
     fanouts: List[int] = field(
         default_factory=lambda: [10]
     )  # neighbours per layer, input layer first; one value: every layer; -1: all
-    batch_size: int = 1024  # training (target) nodes per step
+    batch_size: int = bounded(1024, ge=1)  # training (target) nodes per step
 
 
 @dataclass
@@ -286,13 +341,15 @@ class AdmmParallelConfig(ParallelConfig):
     """pdADMM-G (model=gamlp); trainer.epochs counts iterations, trainer.weight_decay is mu on ||W||^2."""
 
     name: str = "admm"
-    rho: float = 1.0  # penalty on p_{l+1} = q_l (and the dual step)
-    nu: Optional[float] = 1.0  # penalty on z_l = W_l p_l + b_l and q_l = relu(z_l); null: nu = rho every iteration
+    rho: float = bounded(1.0, gt=0.0)  # penalty on p_{l+1} = q_l (and the dual step)
+    # penalty on z_l = W_l p_l + b_l and q_l = relu(z_l); null: nu = rho every iteration
+    nu: Optional[float] = bounded(1.0, gt=0.0)
     # warmup2: layer 1 from a 2-layer network (warmup_iterations), hidden layers per hidden_init, output random;
     # chain: the authors' chain of shallower networks (chain_*), gnnq/admm/chain.py
     init: str = "warmup2"
     hidden_init: str = "identity"  # init=warmup2: he | identity: square hidden-to-hidden layers start at the identity
-    warmup_iterations: int = 50  # init=warmup2, > 0: layer 1 starts from a 2-layer network trained this many iterations
+    # init=warmup2, > 0: layer 1 starts from a 2-layer network trained this many iterations
+    warmup_iterations: int = bounded(50, ge=0)
     # init=chain: depths of the networks before the full one
     chain_layers: List[int] = field(default_factory=lambda: [2, 5])
     chain_iterations: List[int] = field(default_factory=lambda: [200, 10])  # init=chain: ADMM iterations of each
@@ -310,9 +367,10 @@ class AdmmParallelConfig(ParallelConfig):
     # (gnnq/admm/schedule.py)
     rho_schedule: str = "none"
     # p/W steps: where the search for t starts; null: half the last accepted t; the authors': 20
-    step_start: Optional[float] = None
-    max_backtracks: int = 30  # p/W steps: tries of t (x2 each) before the step is skipped; the authors': 11
-    rho_max: float = 100.0  # cap of rho_schedule=grow|paper|paper_q and of the chain stages' schedules
+    step_start: Optional[float] = bounded(None, gt=0.0)
+    # p/W steps: tries of t (x2 each) before the step is skipped; the authors': 11
+    max_backtracks: int = bounded(30, ge=1)
+    rho_max: float = bounded(100.0, gt=0.0)  # cap of rho_schedule=grow|paper|paper_q and of the chain stages' schedules
     # which layers each rank owns (gnnq/admm/partition.py): cost: contiguous blocks minimizing the largest
     # block's estimated FLOPs (gnnq) | layers: equal layer counts (the paper's and the public code's split)
     blocks: str = "cost"
@@ -330,14 +388,14 @@ class ClusterConfig:
     """All ranks on this machine (cluster=local); the keys every cluster shares."""
 
     name: str = "local"
-    nproc: int = 2  # ranks per host
-    hosts: int = 1
+    nproc: int = bounded(2, ge=1)  # ranks per host
+    hosts: int = bounded(1, ge=1)
     backend: str = "auto"  # auto | gloo | nccl (auto: nccl when CUDA is available)
     # where a rank computes: auto (CUDA with nccl, else the CPU) | cpu | cuda (with gloo: ranks share the GPUs,
     # local rank i on GPU i mod count, messages through host memory; nccl needs a GPU per local rank)
     device: str = "auto"
-    timeout_s: int = 300  # collective timeout
-    threads_per_rank: int = 0  # torch intra-op threads per rank; 0: cores / ranks
+    timeout_s: int = bounded(300, ge=1, le=MAX_TIMEOUT_S)  # collective timeout
+    threads_per_rank: int = bounded(0, ge=0)  # torch intra-op threads per rank; 0: cores / ranks
     allow_oversubscribe: bool = False  # true: no warning when ranks on a host exceed 4x its cores
     # GiB the launcher (while partitioning) and then the ranks of one host may use (checked against estimates,
     # docs/runs.md#resources);
@@ -356,9 +414,9 @@ class EmulatedClusterConfig(ClusterConfig):
     backend: str = "gloo"
     link: str = "1gbit"  # 1gbit | 10gbit | 25gbit: bandwidth presets; custom: bandwidth_mbit
     bandwidth_mbit: Optional[float] = None  # link=custom only
-    latency_ms: float = 0.0  # one-way delay between two hosts (netem)
-    jitter_ms: float = 0.0  # +- on latency_ms (netem)
-    loss_pct: float = 0.0  # packets lost between two hosts (netem)
+    latency_ms: float = bounded(0.0, ge=0.0)  # one-way delay between two hosts (netem)
+    jitter_ms: float = bounded(0.0, ge=0.0)  # +- on latency_ms (netem)
+    loss_pct: float = bounded(0.0, ge=0.0, lt=100.0)  # packets lost between two hosts (netem)
     # auto: give every host its own cores (taskset) when there are at least as many cores as hosts; on: require
     # it; off: hosts share all cores. The run's summary records each host's cores (gnnq/launch/cores.py)
     pin_cores: str = "auto"
@@ -380,7 +438,7 @@ class SlurmClusterConfig(ClusterConfig):
     name: str = "slurm"
     partition: Optional[str] = None  # null: the cluster's default partition
     account: Optional[str] = None
-    time_limit_min: int = 60  # the job's time limit (sbatch --time), minutes
+    time_limit_min: int = bounded(60, ge=1)  # the job's time limit (sbatch --time), minutes
     gpus_per_node: Optional[int] = None  # null: nproc, or 0 with backend=gloo (CPU nodes)
     cpus_per_node: Optional[int] = None  # null: nproc x max(1, threads_per_rank)
     sbatch_extra: Dict[str, Any] = field(
@@ -407,23 +465,25 @@ class GradSyncConfig:
     """How parameter gradients are summed over ranks (gnnq.comm.grad_sync; docs/methods.md, "Gradient sync")."""
 
     mode: str = "allreduce"  # allreduce (exact) | fp16 | bf16 | powersgd | codec
-    rank: int = 4  # powersgd: the rank of the low-rank approximation
+    rank: int = bounded(4, ge=1)  # powersgd: the rank of the low-rank approximation
     error_feedback: bool = True  # powersgd: add each rank's compression error to its next gradient
     warm_start: bool = True  # powersgd: start each epoch's power iteration from the last Q
-    start_epoch: int = 1  # powersgd: epochs before this one sum exactly (torch's start_powerSGD_iter)
-    min_compression_rate: float = 2.0  # powersgd: compress a matrix only if it shrinks at least this much
+    start_epoch: int = bounded(1, ge=1)  # powersgd: epochs before this one sum exactly (torch's start_powerSGD_iter)
+    # powersgd: compress a matrix only if it shrinks at least this much
+    min_compression_rate: float = bounded(2.0, ge=0.0)
     bits: int = 8  # codec: bits per gradient value (1, 2, 4, 8)
 
 
 @dataclass
 class TrainerConfig:
-    epochs: int = 200
-    lr: float = 0.01
-    weight_decay: float = 0.0
+    epochs: int = bounded(200, ge=1)
+    lr: float = bounded(0.01, gt=0.0)
+    weight_decay: float = bounded(0.0, ge=0.0)
     optimizer: str = "adam"
-    eval_every: int = 1
+    eval_every: int = bounded(1, ge=1)
     seed: int = 0
-    checkpoint_every: int = 0  # > 0: every rank checkpoints every N epochs (not minibatch); gnnq resume=<run dir>
+    # > 0: every rank checkpoints every N epochs (not minibatch); gnnq resume=<run dir>
+    checkpoint_every: int = bounded(0, ge=0)
     nonfinite_loss: str = "error"  # a NaN/inf training loss: error (the run fails, naming the epoch) | warn (goes on)
     # true: every rank writes its epochs' message timeline under <run dir>/trace/ (full-graph strategies only)
     trace: bool = False

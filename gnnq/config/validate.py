@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import typing
+from dataclasses import is_dataclass
 from typing import Sequence
 
 from omegaconf import DictConfig, OmegaConf
@@ -12,11 +14,12 @@ from gnnq.config.registry import (
     FULL_GRAPH_TRAINER,
     PARALLEL,
     QUANTIZERS,
+    choice_schema,
     group_registries,
     registries,
     resolve,
 )
-from gnnq.config.schema import Config
+from gnnq.config.schema import Bounds, Config, schema_bounds
 from gnnq.errors import ConfigError
 
 # Values of keys that are not a choice of a registry (those: gnnq.config.registry, see allowed_values()).
@@ -62,57 +65,6 @@ def allowed_values() -> dict[str, tuple]:
     return {**{key: registry.names() for key, registry in registries().items()}, **ALLOWED}
 
 
-MAX_TIMEOUT_S = 30 * 24 * 3600  # 30 days: far above any collective, far below timedelta's and gloo's limits
-# key: (lowest allowed, whether the bound is exclusive)
-LOWER_BOUNDS = {
-    "model.layers": (1, False),
-    "model.hidden": (1, False),
-    "model.dropout": (0.0, False),
-    "cluster.nproc": (1, False),
-    "cluster.hosts": (1, False),
-    "cluster.timeout_s": (1, False),
-    "cluster.threads_per_rank": (0, False),
-    "cluster.latency_ms": (0.0, False),
-    "cluster.jitter_ms": (0.0, False),
-    "cluster.loss_pct": (0.0, False),
-    "cluster.time_limit_min": (1, False),
-    "trainer.epochs": (1, False),
-    "quantizer.link_gbit_per_s": (0.0, True),
-    "quantizer.link_latency_ms": (0.0, False),
-    "trainer.lr": (0.0, True),
-    "trainer.weight_decay": (0.0, False),
-    "trainer.eval_every": (1, False),
-    "trainer.checkpoint_every": (0, False),
-    "trainer.grad_sync.rank": (1, False),
-    "trainer.grad_sync.start_epoch": (1, False),
-    "trainer.grad_sync.min_compression_rate": (0.0, False),
-    "parallel.momentum": (0.0, False),
-    "parallel.sampling_rate": (0.0, True),
-    "parallel.batch_size": (1, False),
-    "parallel.threshold": (0.0, False),
-    "parallel.max_staleness": (0, False),
-    "parallel.rho": (0.0, True),
-    "parallel.nu": (0.0, True),
-    "parallel.rho_max": (0.0, True),
-    "parallel.warmup_iterations": (0, False),
-    "parallel.step_start": (0.0, True),
-    "parallel.max_backtracks": (1, False),
-    "model.hops": (0, False),
-    "dataset.num_nodes": (2, False),
-    "dataset.avg_degree": (0.0, True),
-    "dataset.num_classes": (2, False),
-    "dataset.feature_dim": (1, False),
-    "dataset.homophily": (0.0, False),
-    "dataset.feature_noise": (0.0, False),
-}
-UPPER_BOUNDS = {
-    "cluster.timeout_s": (MAX_TIMEOUT_S, False),
-    "parallel.momentum": (1.0, True),
-    "parallel.sampling_rate": (1.0, False),
-    "cluster.loss_pct": (100.0, True),
-    "model.dropout": (1.0, True),
-    "dataset.homophily": (1.0, False),
-}
 _ABSENT = object()
 
 
@@ -261,6 +213,44 @@ def check_fractions(train_frac: float, val_frac: float) -> None:
         )
 
 
+def chosen_bounds(cfg: DictConfig) -> dict[str, Bounds]:
+    """The bounds the schema fields of ``cfg``'s chosen options declare (``bounded`` in gnnq.config.schema), by
+    dotted key, in the schema's order."""
+    out: dict[str, Bounds] = {}
+    for group, hint in typing.get_type_hints(Config).items():
+        if group in group_registries():
+            out.update(schema_bounds(choice_schema(group, cfg[group].name), f"{group}."))
+        elif is_dataclass(hint):
+            out.update(schema_bounds(hint, f"{group}."))
+    return out
+
+
+def all_bounds() -> dict[str, Bounds]:
+    """The bounds of every key of every choice (a key shared by choices has the same bounds in each: a unit test
+    checks it), by dotted key."""
+    out: dict[str, Bounds] = {}
+    for group, hint in typing.get_type_hints(Config).items():
+        classes = [c.schema for c in group_registries()[group].choices()] if group in group_registries() else [hint]
+        for cls in filter(is_dataclass, classes):
+            out.update(schema_bounds(cls, f"{group}."))
+    return out
+
+
+def check_bounds(key: str, value, bounds: Bounds) -> None:
+    """ConfigError naming ``key`` when ``value`` is outside ``bounds`` (absent and null values pass)."""
+    if value is _ABSENT or value is None:
+        return
+    low, high = bounds.low, bounds.high
+    if low is not None and (value < low or (bounds.low_exclusive and value == low)):
+        raise ConfigError(f"{key}={value} is not allowed; it must be {'>' if bounds.low_exclusive else '>='} {low}")
+    if high is not None and (value > high or (bounds.high_exclusive and value == high)):
+        inclusive = low is not None and not bounds.low_exclusive and not bounds.high_exclusive
+        allowed = f" (allowed: {low}..{high})" if inclusive else ""
+        raise ConfigError(
+            f"{key}={value} is not allowed; it must be {'<' if bounds.high_exclusive else '<='} {high}{allowed}"
+        )
+
+
 def validate(cfg: DictConfig) -> None:
     """Raise ConfigError for the first value that is not allowed (gnnq.launch.preflight checks what needs the data)."""
     check_known_keys(cfg)  # also: every group's name is one of its registry's
@@ -269,16 +259,8 @@ def validate(cfg: DictConfig) -> None:
         value = _get(cfg, key)
         if value is not _ABSENT and value not in allowed:
             raise ConfigError(f"{key}={value!r} is not allowed; allowed: {', '.join(allowed)}")
-    for key, (low, exclusive) in LOWER_BOUNDS.items():
-        value = _get(cfg, key)
-        if value is not _ABSENT and value is not None and (value < low or (exclusive and value == low)):
-            raise ConfigError(f"{key}={value} is not allowed; it must be {'>' if exclusive else '>='} {low}")
-    for key, (high, exclusive) in UPPER_BOUNDS.items():
-        value = _get(cfg, key)
-        if value is not _ABSENT and (value > high or (exclusive and value == high)):
-            low = LOWER_BOUNDS.get(key)
-            allowed = f" (allowed: {low[0]}..{high})" if low and not low[1] and not exclusive else ""
-            raise ConfigError(f"{key}={value} is not allowed; it must be {'<' if exclusive else '<='} {high}{allowed}")
+    for key, bounds in chosen_bounds(cfg).items():
+        check_bounds(key, _get(cfg, key), bounds)
     d = cfg.dataset
     if "train_frac" in d:
         check_fractions(d.train_frac, d.val_frac)

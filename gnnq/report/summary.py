@@ -11,6 +11,7 @@ import math
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import yaml
 
@@ -305,6 +306,38 @@ def main(argv: list[str]) -> None:
 
 
 def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    records = _selected_records(parser, args)
+    specs = _load_table_specs(args.table)
+    groups = group_runs(records)
+    for g, label in zip(groups, method_labels(groups, specs)):
+        g.label = label
+    boards = leaderboards(groups, args.criterion, args.tolerance)
+    failed = [(d, r) for d, r in records if r["status"] != "ok"]
+    # Numeric frames (CSV, W&B); Markdown and LaTeX show their text view.
+    tables = {"configurations": groups_frame(groups)}
+    tables.update({f"leaderboard/{b.dataset}": leaderboard_frame(b) for b in boards})
+    sections = _ranking_sections(records, groups, boards, tables)
+    sections += _spec_table_sections(specs, records, args.out, tables)
+    paths, figure_sections = _figure_sections(args, groups, boards, len(failed))
+    sections += figure_sections
+    if args.wandb:
+        sections += _wandb_sections(args, records, tables, paths, len(failed))
+    if failed:
+        sections += ["## Failed runs (not ranked)", ""] + [f"- {d}: {r.get('error')}" for d, r in failed] + [""]
+    text = "\n".join(sections)
+    print(text)
+    if args.out:
+        _write(args.out, text, tables, boards)
+
+
+def _exit_on_table_spec_error(exc: TableSpecError) -> NoReturn:
+    """Print a bad --table spec's error and exit 2."""
+    print(f"gnnq-report: error: {exc}", file=sys.stderr)
+    sys.exit(2)
+
+
+def _selected_records(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[tuple[Path, dict]]:
+    """The records under ``args.dirs`` that pass every ``--where``; warnings printed, exit 1 when none is left."""
     records, warnings = find_records(args.dirs)
     try:
         for where in args.where:
@@ -318,19 +351,21 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             f"gnnq-report: no run records (record.json) found under {', '.join(map(str, args.dirs))}", file=sys.stderr
         )
         sys.exit(1)
+    return records
+
+
+def _load_table_specs(paths: list[Path]) -> list[dict]:
+    """The ``--table`` specs, read; exit 2 naming the first bad one."""
     try:
-        specs = [load_spec(p) for p in args.table]
+        return [load_spec(p) for p in paths]
     except TableSpecError as exc:
-        print(f"gnnq-report: error: {exc}", file=sys.stderr)
-        sys.exit(2)
-    groups = group_runs(records)
-    for g, label in zip(groups, method_labels(groups, specs)):
-        g.label = label
-    boards = leaderboards(groups, args.criterion, args.tolerance)
-    failed = [(d, r) for d, r in records if r["status"] != "ok"]
-    # Numeric frames (CSV, W&B); Markdown and LaTeX show their text view.
-    tables = {"configurations": groups_frame(groups)}
-    tables.update({f"leaderboard/{b.dataset}": leaderboard_frame(b) for b in boards})
+        _exit_on_table_spec_error(exc)
+
+
+def _ranking_sections(
+    records: list[tuple[Path, dict]], groups: list, boards: list[Leaderboard], tables: dict
+) -> list[str]:
+    """Markdown: the runs, the configurations, throughput reconciliation and one leaderboard per dataset."""
     sections = ["## Runs", "", records_table(records), "", "## Configurations (mean ± std over seeds)", ""]
     if groups:
         sections += _with_notes(
@@ -348,47 +383,61 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             *_with_notes(markdown_table(*text_view(frame, leaderboard_shown(frame))), frame),
             *([f"Within the noise: {line}" for line in board.noise] + [""] if board.noise else []),
         ]
+    return sections
+
+
+def _spec_table_sections(
+    specs: list[dict], records: list[tuple[Path, dict]], out: Path | None, tables: dict
+) -> list[str]:
+    """Markdown of each ``--table`` spec; its frame added to ``tables`` under ``table/<name>``."""
+    sections = []
     for spec in specs:
         try:
-            md, table = render_all(spec, [r for _, r in records], args.out)
+            md, table = render_all(spec, [r for _, r in records], out)
         except TableSpecError as exc:
-            print(f"gnnq-report: error: {exc}", file=sys.stderr)
-            sys.exit(2)
+            _exit_on_table_spec_error(exc)
         sections.append(md)
         tables[f"table/{Path(spec['_path']).name.removesuffix(SPEC_SUFFIX)}"] = table
-    paths: list[Path] = []
-    if args.plots or args.dashboard:
-        paths = plot_report(groups, args.out) if args.plots else []
-        sections += ["## Plots", ""] + [f"- {p.name}" for p in paths if p.suffix == ".png"] + [""] if paths else []
-        if args.dashboard:
-            page = write_dashboard(args.out / "dashboard.html", groups, boards, paths, failed=len(failed))
-            sections += [f"Dashboard: {page}", ""]
-    if args.wandb:
-        settings = {
-            "dirs": [str(d) for d in args.dirs],
-            "where": args.where,
-            "criterion": args.criterion,
-            "tolerance": args.tolerance,
-            "tables": [str(p) for p in args.table],
-            "runs": len(records),
-            "failed": len(failed),
-        }
-        run_dir = log_report(
-            args.out,
-            tables,
-            paths,
-            settings,
-            [source_run(d, r) for d, r in records],
-            project=args.wandb_project,
-            mode=args.wandb,
-        )
-        sections += [f"W&B run ({args.wandb}): {run_dir}", ""]
-    if failed:
-        sections += ["## Failed runs (not ranked)", ""] + [f"- {d}: {r.get('error')}" for d, r in failed] + [""]
-    text = "\n".join(sections)
-    print(text)
-    if args.out:
-        _write(args.out, text, tables, boards)
+    return sections
+
+
+def _figure_sections(
+    args: argparse.Namespace, groups: list, boards: list[Leaderboard], failed: int
+) -> tuple[list[Path], list[str]]:
+    """The plots and the dashboard (as ``args`` asks): their paths and the Markdown lines naming them."""
+    if not (args.plots or args.dashboard):
+        return [], []
+    paths = plot_report(groups, args.out) if args.plots else []
+    sections = ["## Plots", ""] + [f"- {p.name}" for p in paths if p.suffix == ".png"] + [""] if paths else []
+    if args.dashboard:
+        page = write_dashboard(args.out / "dashboard.html", groups, boards, paths, failed=failed)
+        sections += [f"Dashboard: {page}", ""]
+    return paths, sections
+
+
+def _wandb_sections(
+    args: argparse.Namespace, records: list[tuple[Path, dict]], tables: dict, paths: list[Path], failed: int
+) -> list[str]:
+    """Log the report as a W&B run; the Markdown line naming it."""
+    settings = {
+        "dirs": [str(d) for d in args.dirs],
+        "where": args.where,
+        "criterion": args.criterion,
+        "tolerance": args.tolerance,
+        "tables": [str(p) for p in args.table],
+        "runs": len(records),
+        "failed": failed,
+    }
+    run_dir = log_report(
+        args.out,
+        tables,
+        paths,
+        settings,
+        [source_run(d, r) for d, r in records],
+        project=args.wandb_project,
+        mode=args.wandb,
+    )
+    return [f"W&B run ({args.wandb}): {run_dir}", ""]
 
 
 def _write(out: Path, text: str, tables: dict, boards: list[Leaderboard]) -> None:

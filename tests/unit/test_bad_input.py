@@ -12,7 +12,7 @@ import torch
 from omegaconf import OmegaConf
 
 from gnnq.config.compose import compose_config, expand_sweep, sweep_points
-from gnnq.config.validate import MAX_TIMEOUT_S
+from gnnq.config.schema import MAX_TIMEOUT_S
 from gnnq.errors import ConfigError
 from gnnq.launch.preflight import plan
 from gnnq.launch.run_dir import PlaceError, check_writable, claim_run_dir

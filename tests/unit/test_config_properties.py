@@ -3,7 +3,8 @@ returns a config that gnnq.config.validate accepted, or raises ConfigError with 
 or group at fault; never another exception. And every allowed combination of group options composes.
 
 Options come from the real conf/<group>/*.yaml files, the registries and validate.py's allowed_values() /
-LOWER_BOUNDS / UPPER_BOUNDS, so new options and keys are covered without editing this file. Runs are derandomized.
+all_bounds() (the schema fields' bounds), so new options and keys are covered without editing this file.
+Runs are derandomized.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from omegaconf import OmegaConf
 from gnnq.config import compose as compose_module
 from gnnq.config.compose import CONF_DIR, compose_config
 from gnnq.config.registry import choice_schema, group_registries
-from gnnq.config.schema import Config
-from gnnq.config.validate import LOWER_BOUNDS, UPPER_BOUNDS, allowed_values, validate
+from gnnq.config.schema import Bounds, Config
+from gnnq.config.validate import all_bounds, allowed_values, validate
 from gnnq.errors import ConfigError
 
 CONF = CONF_DIR
@@ -69,6 +70,7 @@ def option_keys(group: str, option: str) -> set[str]:
 
 LEAVES = _leaf_types()
 ALLOWED = allowed_values()
+BOUNDS = all_bounds()
 SETTINGS = dict(derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -118,8 +120,8 @@ WRONG = [
 
 def _number(key: str, typ: type) -> st.SearchStrategy:
     """Numbers at, just beyond and between the key's bounds (or a generic range without bounds)."""
-    low = LOWER_BOUNDS.get(key, (None, False))[0]
-    high = UPPER_BOUNDS.get(key, (None, False))[0]
+    bounds = BOUNDS.get(key, Bounds())
+    low, high = bounds.low, bounds.high
     edges = [b for b in (low, high) if b is not None]
     if typ is int:
         points = [e + d for e in edges for d in (-1, 0, 1)] + [0, -1, 2**31, 2**63]
@@ -147,7 +149,7 @@ def value_for(key: str) -> st.SearchStrategy[str]:
     return st.one_of(choices).map(lambda v: v if isinstance(v, str) else render(v))
 
 
-KEYS = sorted(set(LEAVES) | set(ALLOWED) | set(LOWER_BOUNDS) | set(UPPER_BOUNDS))
+KEYS = sorted(set(LEAVES) | set(ALLOWED) | set(BOUNDS))
 
 
 @st.composite
@@ -312,13 +314,13 @@ CROSS = {
     "model.layer_order",  # dropout_norm_act is refused with stale_rows=pre_dropout (pipeqs, sylvie by default)
     "parallel.stale_rows",
 }  # > 0 is refused with parallel=minibatch
-FREE_BOUNDED = sorted(k for k in set(LOWER_BOUNDS) | set(UPPER_BOUNDS) if k not in CROSS)
+FREE_BOUNDED = sorted(k for k in BOUNDS if k not in CROSS)
 FREE_ENUM = sorted(k for k in ALLOWED if k not in CROSS and not k.endswith(".name"))
 
 
 def in_range(key: str) -> st.SearchStrategy:
-    low, low_excl = LOWER_BOUNDS.get(key, (None, False))
-    high, high_excl = UPPER_BOUNDS.get(key, (None, False))
+    bounds = BOUNDS.get(key, Bounds())
+    low, low_excl, high, high_excl = bounds.low, bounds.low_exclusive, bounds.high, bounds.high_exclusive
     if LEAVES[key] is int:
         return st.integers(
             min_value=low + low_excl if low is not None else -100,
