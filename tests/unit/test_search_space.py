@@ -53,7 +53,7 @@ def test_a_method_space_is_common_plus_its_strategy_and_codec_knobs():
 
 
 def test_objective_is_time_to_target_and_an_unreached_target_scores_worse_closer_better(tmp_path):
-    from gnnq.bench.tune import UNREACHED_S, objective
+    from gnnq.bench.tune import UNREACHED_S, FailedTrial, objective
 
     rows = [
         {"epoch_time_s": 1.0, "overhead_time_s": 2.0 if i == 0 else 0.0, "val": v} for i, v in enumerate([0.5, 0.8])
@@ -63,7 +63,7 @@ def test_objective_is_time_to_target_and_an_unreached_target_scores_worse_closer
     assert objective(tmp_path, ok, 0.8) == pytest.approx(4.0)  # two epochs and the 2 s overhead
     near, far = objective(tmp_path, ok, 0.85), objective(tmp_path, {**ok, "best_val": 0.6}, 0.85)
     assert UNREACHED_S < near < far
-    assert objective(tmp_path, {"status": "failed"}, 0.8) != objective(tmp_path, {"status": "failed"}, 0.8)  # NaN
+    assert isinstance(objective(tmp_path, {"status": "failed"}, 0.8), FailedTrial)  # Optuna: FAIL, not a score
 
 
 def test_final_seeds_must_differ_from_the_tuning_seed(capsys):
