@@ -39,6 +39,47 @@ def test_every_registry_entry_declares_a_space_of_keys_it_has(group, name, space
         assert override.is_sweep_override(), f"{key}={value} is not a sweep the Optuna sweeper can search"
 
 
+def _optuna_distribution(key: str, value: str):
+    """What Hydra's Optuna sweeper makes of ``key=value`` (a list choice: its text)."""
+    from hydra_plugins.hydra_optuna_sweeper._impl import create_optuna_distribution_from_override
+
+    (override,) = OverridesParser.create().parse_overrides([f"{key}={value}"])
+    return create_optuna_distribution_from_override(override)
+
+
+@pytest.mark.needs_extra("tune")
+@pytest.mark.parametrize(
+    "space", [*ss.PARALLEL_SPACES.values(), *ss.QUANTIZER_SPACES.values(), ss.COMMON, ss.ADMM_COMMON], ids=str
+)
+def test_every_space_is_one_the_optuna_sweeper_can_search(space):
+    for key, value in space.items():
+        assert _optuna_distribution(key, value) is not None, f"{key}={value}"
+
+
+@pytest.mark.needs_extra("tune")
+def test_every_method_of_the_tuned_leaderboard_has_a_space_mini_batch_included_at_one_process():
+    """Full-graph vs mini-batch is one table: every method of the sweep composes in it and declares a space; the
+    mini-batch reference runs in one process (the sweep's parallel/minibatch.yaml) and tunes its batch and fan-out."""
+    from gnnq.bench.tune import sweep_axes
+    from gnnq.config.compose import resolve_sweep
+
+    sweep = resolve_sweep("tuned_leaderboard")
+    methods = sweep_axes(sweep)["experiment"]
+    assert "minibatch" in methods
+    for method in methods:
+        cfg = compose_config([f"experiment={method}", "dataset=cora"], sweep[1], sweep[0])
+        assert ss.search_space(cfg.parallel.name, cfg.quantizer.name), method
+        assert cfg.cluster.nproc == (1 if method == "minibatch" else 2), method
+    space = ss.search_space("minibatch", "fp32")
+    assert {"trainer.lr", "model.dropout", "trainer.weight_decay", "parallel.batch_size", "parallel.fanouts"} <= set(
+        space
+    )
+    # the value a trial gets for a list knob (the choice's text) is an override gnnq composes
+    text = _optuna_distribution("parallel.fanouts", space["parallel.fanouts"]).choices[0]
+    cfg = compose_config(["experiment=minibatch", "dataset=cora", f"parallel.fanouts={text}"], sweep[1], sweep[0])
+    assert list(cfg.parallel.fanouts) == [5]
+
+
 def test_a_method_without_a_space_fails_naming_it(monkeypatch):
     monkeypatch.delitem(ss.PARALLEL_SPACES, "sancus")
     with pytest.raises(KeyError, match="parallel=sancus declares no search space"):
