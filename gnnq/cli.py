@@ -310,6 +310,10 @@ def _hydra_entry() -> None:
                 for o in dropped:
                     group = o[2:].split(".", 1)[0]
                     say(f"{o} not set: {group}={cfg[group].name} has no such key (++ sets it only where it exists)")
+                refused = _refused_trial(cfg, hydra_cfg, run_dir)
+                if refused is not None:  # Optuna: FAIL, with the reason; nothing ran
+                    _FAILED_RUNS.append(str(run_dir))
+                    return refused
                 record = run_job(cfg, run_dir)
                 value = _objective(run_dir, record)
             except GnnqError as exc:  # the run dir is not free (nothing written), or its record could not be written
@@ -329,6 +333,20 @@ def _optuna(argv: list[str]) -> bool:
     from gnnq.bench.tune import is_optuna_sweep
 
     return is_optuna_sweep(argv)
+
+
+def _refused_trial(cfg, hydra_cfg, run_dir: Path):
+    """In a tuning sweep (whose trials no preflight saw), a trial gnnq refuses: its failed record is written, the
+    reason printed, and what its job returns to the sweeper (gnnq.bench.tune.FailedTrial); else None."""
+    if "optuna" not in str(hydra_cfg.sweeper.get("_target_", "")).lower():
+        return None
+    from gnnq.bench.tune import refused_trial_record, trial_refusal
+
+    reason = trial_refusal(cfg)
+    if reason is None:
+        return None
+    print(f"gnnq: error: trial refused (not run): {reason}", file=sys.stderr, flush=True)
+    return refused_trial_record(cfg, run_dir, reason)
 
 
 def _objective(run_dir: Path, record: dict) -> float | None:

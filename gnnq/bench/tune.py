@@ -13,6 +13,11 @@ than any that does, and closer is better. Pruning: Hydra's Optuna sweeper asks a
 only its overrides and tells the value when the job returns, so a run has no Optuna ``Trial`` to report epochs to and
 per-epoch pruning is not possible on this path; every trial runs its whole (small) epoch budget instead, and the
 objective reads the run's per-epoch curve (metrics.jsonl).
+
+Failures: a trial's config is checked as gnnq checks every point of a plain sweep (``trial_refusal``) before it runs;
+a refused or failed trial is Optuna's FAIL (``FailedTrial``), named, never scored. A method whose tuning or rerun
+fails is a missing row (gnnq.bench.tune_failures): said at once, listed at the end, and tune exits 1 after the other
+methods ran.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gnnq.bench.tune_failures import MissingRow, error_line, report_missing, run_keeping_stderr
 from gnnq.errors import GnnqError
 
 OBJECTIVE_ENV = "GNNQ_TUNE_TARGET"  # set by the tuner: gnnq's multirun job returns the objective for this target
@@ -33,12 +39,30 @@ STORAGE_FILE = "optuna.db"
 GNNQ = [sys.executable, "-m", "gnnq.cli"]  # this environment's gnnq, whatever PATH holds
 
 
-def objective(run_dir: Path, record: dict, target: float) -> float:
-    """Seconds to ``target`` (epochs and overheads); a failed run is NaN (Optuna marks the trial failed)."""
+class FailedTrial:
+    """What a tuning job returns for a run that failed or a trial config gnnq refuses: Hydra's Optuna sweeper cannot
+    make a float of it, so it tells Optuna the trial FAILED and logs ``Failed experiment: ... Got '<reason>'``. (A NaN
+    would not do: the sweeper then tells FAIL with the NaN as value, Optuna refuses that, and the whole sweep stops.)"""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def __float__(self) -> float:
+        raise ValueError(self.reason)
+
+    def __str__(self) -> str:
+        return f"trial failed: {self.reason}"
+
+    def __repr__(self) -> str:
+        return f"FailedTrial({self.reason!r})"
+
+
+def objective(run_dir: Path, record: dict, target: float) -> float | FailedTrial:
+    """Seconds to ``target`` (epochs and overheads); a failed run is a FailedTrial (Optuna: FAIL) with its error."""
     from gnnq.report.curves import read_curve, time_to_target
 
     if record.get("status") != "ok":
-        return float("nan")
+        return FailedTrial(record.get("error") or "the run failed")
     reached = time_to_target(read_curve(run_dir), target)
     if reached is not None:
         return reached
@@ -46,10 +70,67 @@ def objective(run_dir: Path, record: dict, target: float) -> float:
     return UNREACHED_S * (1.0 + max(0.0, target - best))
 
 
-def objective_from_env(run_dir: Path, record: dict) -> float | None:
+def objective_from_env(run_dir: Path, record: dict) -> float | FailedTrial | None:
     """The objective where the tuner asked for one (OBJECTIVE_ENV), else None (a plain sweep returns nothing)."""
     target = os.environ.get(OBJECTIVE_ENV)
     return None if not target else objective(run_dir, record, float(target))
+
+
+def trial_refusal(cfg) -> str | None:
+    """Why gnnq refuses a trial's config (the checks every point of a plain sweep passes before anything runs:
+    gnnq.config.validate and gnnq.launch.preflight.check_point), or None. Hydra's Optuna sweeper composes each trial
+    as it asks it, so a trial's values (e.g. ``quantizer.assign_cycle=50`` with ``trainer.epochs=30``) are checked
+    here, in the trial's job, before it runs."""
+    from omegaconf.errors import OmegaConfBaseException
+
+    from gnnq.config.validate import validate
+    from gnnq.launch.preflight import check_point
+
+    try:
+        validate(cfg)
+        check_point(cfg)
+    except GnnqError as exc:
+        return str(exc)
+    except OmegaConfBaseException as exc:  # a missing value or broken interpolation
+        return str(exc).splitlines()[0]
+    return None
+
+
+def refused_trial_record(cfg, run_dir: Path, reason: str) -> FailedTrial:
+    """A refused trial leaves a failed record.json (nothing ran) naming the reason; what its job returns."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from gnnq.contract import RECORD_FILE
+    from gnnq.track.files import write_json_atomic
+    from gnnq.track.record import build_record
+
+    error = f"trial refused before it ran: {reason}"
+    try:
+        config = OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException:  # the refusal may be a value that does not resolve
+        config = OmegaConf.to_container(cfg, resolve=False)
+    record = build_record(config, "failed", error=error, extra={"run_dir": str(run_dir)})
+    write_json_atomic(run_dir / RECORD_FILE, record)
+    return FailedTrial(error)
+
+
+def failed_trials_lines(study: "Study", attempt: int) -> list[str]:
+    """One line per run of tuning attempt ``attempt`` that failed or was refused, with its record's error."""
+    import json
+
+    from gnnq.contract import RECORD_FILE
+
+    lines = []
+    for run_dir in sorted(study.dir.glob(f"attempt{attempt}-*"), key=lambda d: int(d.name.rpartition("-")[2])):
+        try:
+            record = json.loads((run_dir / RECORD_FILE).read_text())
+        except (OSError, ValueError):
+            lines.append(f"{run_dir.name}: no record (the trial did not finish)")
+            continue
+        if record.get("status") != "ok":
+            lines.append(f"{run_dir.name}: {record.get('error')}")
+    return lines
 
 
 def is_optuna_sweep(argv: list[str]) -> bool:
@@ -145,7 +226,9 @@ def tune(study: Study, trials: int, target: float, seed: int, say=print) -> list
     cmd = tune_command(study, missing, seed, attempt)
     say(f"[gnnq-bench] tune {study.name}: {len(done)} of {trials} trials done, running {missing}: {shlex.join(cmd)}")
     res = subprocess.run(cmd, env={**os.environ, OBJECTIVE_ENV: str(target)})
-    if res.returncode not in (0, 1):  # 1: some trial's run failed (a failed trial, recorded as such)
+    for line in failed_trials_lines(study, attempt):  # Optuna: FAIL, not scored
+        say(f"[gnnq-bench] tune {study.name}: trial failed (not scored): {line}")
+    if res.returncode not in (0, 1):  # 1: some trial's run failed or was refused (FAIL in the study)
         raise GnnqError(f"tuning {study.name} stopped with exit code {res.returncode}")
     return finished_trials(study)
 
@@ -156,8 +239,8 @@ def best_overrides(trials: list) -> list[str]:
     return [f"{k}={v}" for k, v in sorted(best.params.items())]
 
 
-def rerun(study: Study, setting: list[str], seeds: list[int], where: Path) -> int:
-    """The method at ``setting`` on ``seeds`` (a plain gnnq multirun) in ``where``; its exit code."""
+def rerun(study: Study, setting: list[str], seeds: list[int], where: Path) -> tuple[int, str]:
+    """The method at ``setting`` on ``seeds`` (a plain gnnq multirun) in ``where``; its exit code and error line."""
     cmd = [
         *GNNQ,
         "-m",
@@ -168,7 +251,37 @@ def rerun(study: Study, setting: list[str], seeds: list[int], where: Path) -> in
         f"hydra.sweep.dir={where}",
     ]
     print(f"[gnnq-bench] {shlex.join(cmd)}", flush=True)
-    return subprocess.run(cmd, env={k: v for k, v in os.environ.items() if k != OBJECTIVE_ENV}).returncode
+    code, stderr = run_keeping_stderr(cmd, {k: v for k, v in os.environ.items() if k != OBJECTIVE_ENV})
+    return code, error_line(stderr) if code else ""
+
+
+def rank_method(study: Study, trials: int, target: float, tuning_seed: int, seeds: list[int]) -> list[MissingRow]:
+    """Tune one (dataset, method), rerun its default and best settings on ``seeds``; the rows that could not be made
+    (each said at once, on stderr). A failed tuning or rerun stops only this method."""
+    missing: list[MissingRow] = []
+
+    def miss(setting: str, overrides: list[str], code: int | None, error: str) -> None:
+        row = MissingRow(study.method, study.dataset, setting, tuple(overrides), code, error)
+        print(f"gnnq-bench tune: missing row: {row.line()}", file=sys.stderr, flush=True)
+        missing.append(row)
+
+    try:
+        done, tuning_error = tune(study, trials, target, tuning_seed), ""
+    except GnnqError as exc:
+        done, tuning_error = [], str(exc)
+    if not done and not tuning_error:
+        tuning_error = f"tuning {study.name}: no trial completed (the failed trials are named above)"
+    code, error = rerun(study, [], seeds, study.root / "default" / study.dataset / study.method)
+    if code:
+        miss("default", [], code, error)
+    if tuning_error:
+        miss("tuned", [], None, tuning_error)
+        return missing
+    best = best_overrides(done)
+    code, error = rerun(study, best, seeds, study.root / "tuned" / study.dataset / study.method)
+    if code:
+        miss("tuned", best, code, error)
+    return missing
 
 
 def _targets(text: list[str]) -> dict[str, float]:
@@ -233,18 +346,25 @@ def main(argv: list[str]) -> int:
         if not methods or not datasets:
             raise GnnqError("name the methods and datasets (--method, --dataset) or a sweep file that has them as axes")
         targets = _targets(args.target)
-        missing = [d for d in datasets if d not in targets]
-        if missing:
-            raise GnnqError(f"no --target for {', '.join(missing)}")
-        for dataset in datasets:
-            for method in methods:
-                study = Study(dataset, method, args.out, list(args.overrides), sweep)
-                trials = tune(study, args.trials, targets[dataset], args.tuning_seed)
-                if not trials:
-                    raise GnnqError(f"tuning {study.name}: no trial completed")
-                rerun(study, [], seeds, args.out / "default" / dataset / method)
-                rerun(study, best_overrides(trials), seeds, args.out / "tuned" / dataset / method)
+        untargeted = [d for d in datasets if d not in targets]
+        if untargeted:
+            raise GnnqError(f"no --target for {', '.join(untargeted)}")
+        missing = [
+            row
+            for dataset in datasets
+            for method in methods
+            for row in rank_method(
+                Study(dataset, method, args.out, list(args.overrides), sweep),
+                args.trials,
+                targets[dataset],
+                args.tuning_seed,
+                seeds,
+            )
+        ]
     except GnnqError as exc:
         print(f"gnnq-bench tune: {exc}", file=sys.stderr)
         return 2
-    return 0
+    lines = report_missing(missing, args.out)
+    if lines:
+        print("\n".join(lines), file=sys.stderr, flush=True)
+    return 1 if missing else 0

@@ -26,7 +26,8 @@ PARALLEL_SPACES: dict[str, dict[str, str]] = {
     "stale": {"parallel.momentum": "choice(0.0, 0.5, 0.9, 0.95)"},  # PipeGCN's smoothing (0: none)
     "sampling": {"parallel.sampling_rate": "choice(0.05, 0.1, 0.2, 0.5)"},  # BNS-GCN's boundary sample rate
     "sancus": {"parallel.threshold": "interval(0.01, 0.5)", "parallel.max_staleness": "range(1, 9)"},
-    "minibatch": {"parallel.batch_size": "choice(256, 512, 1024, 2048)"},  # Optuna's choices hold no lists (fanouts)
+    # mini-batch's batch size and fan-out (one value for every layer: a list, which the sweeper passes as its text)
+    "minibatch": {"parallel.batch_size": "choice(256, 512, 1024, 2048)", "parallel.fanouts": "choice([5], [10], [25])"},
     "admm": {"parallel.rho": "tag(log, interval(0.0001, 10.0))"},
     "tensor3d": {},  # Plexus: the grid changes where work runs, not what is computed
     "pipeqs": {"parallel.threshold": "interval(0.01, 0.5)", "parallel.max_staleness": "range(0, 5)"},  # E, bound
