@@ -141,3 +141,33 @@ def test_paper_columns_show_beside_every_column_without_numbers(tmp_path):
     path.write_text("paper_columns: yes please\nrows: [{label: a}]\ncolumns: [{label: test, metric: test}]\n")
     with pytest.raises(TableSpecError, match="paper_columns"):
         load_spec(path)
+
+
+def test_every_peers_sweep_preset_fills_exactly_its_own_row_of_the_peers_table():
+    """Each preset `gnnq -m sweep=peers` runs (and `also_run`) lands in one row of sweeps/peers.table.yaml, today's
+    peers (pipeqs_published, sylvie and gnnq's variants of them) in rows of their own."""
+    from omegaconf import OmegaConf
+
+    from gnnq.config.compose import compose_config
+
+    presets = OmegaConf.load(SWEEPS / "peers.yaml").hydra.sweeper.params.experiment.split(",")
+    assert {"pipeqs_published", "pipeqs_gnnq", "sylvie", "sylvie_gnnq"} <= set(presets)
+    spec = load_spec(SWEEPS / "peers.table.yaml")
+    runs = [[f"experiment={p}"] for p in presets] + [line.split() for line in spec["also_run"]]
+    records = []
+    for i, overrides in enumerate(runs):
+        config = OmegaConf.to_container(compose_config(overrides, "peers", str(SWEEPS)), resolve=False)
+        config.pop("hydra", None)
+        metrics = {"epoch_time_s": 1.0, "comm_bytes_per_epoch": 1.0, "best_val": 0.5}
+        records.append({"status": "ok", "config": config, **metrics, "test": float(i)})
+    cells = build_table(spec, records)
+    test_col = [c["label"] for c in spec["columns"]].index("test")
+    filled = {row["label"]: line[test_col].stat for row, line in zip(spec["rows"], cells) if line[test_col].stat.n}
+    assert all(stat.n == 1 for stat in filled.values()), filled  # no row mixes two presets
+    by_preset = {" ".join(runs[int(stat.mean)]): label for label, stat in filled.items()}
+    assert len(filled) == len(by_preset) == len(runs)  # and no preset lands in two rows, or in none
+    assert by_preset["experiment=pipeqs_published"] == "PipeQS"
+    assert by_preset["experiment=pipeqs_gnnq"] == "PipeQS, bounded staleness (gnnq)"
+    assert by_preset["experiment=sylvie"] == "Sylvie"
+    assert by_preset["experiment=sylvie_gnnq"] == "Sylvie, sync warm-up (gnnq)"
+    assert by_preset["experiment=adaqp_vanilla"] == "Vanilla"
