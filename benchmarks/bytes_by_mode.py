@@ -31,6 +31,8 @@ def run_row(record: dict) -> dict:
         "grad_mb": t["grad_sync_bytes_per_epoch"] / MB,
         "eval_mb": t["eval_bytes_per_epoch"] / MB,
         "test": record["test"],
+        "best_val": record["best_val"],
+        "best_epoch": s.get("best_epoch"),
         "epoch_ms": record["epoch_time_s"] * 1000,
         "peak_mib_per_rank": s.get("peak_memory_mib_per_rank"),
         "estimate_mib_per_rank": record["partition"].get("memory_estimate_mib_per_rank"),
@@ -62,7 +64,9 @@ def main(argv=None) -> None:
     ap.add_argument("--baseline-total-mb", type=float, default=None)
     ap.add_argument("--jsonl", type=Path, default=None)
     args = ap.parse_args(argv)
-    records = [json.loads(p.read_text()) for p in sorted(args.sweep.glob("*/record.json"))]
+    # a sweep's job directories in its order: 0_..., 1_..., ..., 10_...
+    files = sorted(args.sweep.glob("*/record.json"), key=lambda p: (len(p.parent.name.split("_")[0]), p.parent.name))
+    records = [json.loads(p.read_text()) for p in files]
     rows = [run_row(r) for r in records if r.get("status") == "ok"]
     if args.jsonl:
         args.jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
