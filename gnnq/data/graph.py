@@ -57,6 +57,11 @@ class Graph:
         return sp.issparse(self.x)
 
     @property
+    def feature_nonzeros(self) -> int | None:
+        """The stored entries of sparse features (None for dense ones): what a rank's memory holds of them."""
+        return int(self.x.nnz) if self.sparse_features else None
+
+    @property
     def num_features(self) -> int:
         return int(self.x.shape[1])
 

@@ -58,6 +58,11 @@ class Part:
             {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in self.to_dict().items()}
         )
 
+    def clone(self) -> "Part":
+        """A copy whose tensors are its own (``copy.deepcopy`` cannot copy a sparse CSR tensor: its storage is not
+        accessible; ``Tensor.clone`` copies dense and sparse tensors alike)."""
+        return Part.from_dict({k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in self.to_dict().items()})
+
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 

@@ -17,7 +17,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: feature_nonzeros
 SUMMARY_DIR = "graphs"  # under the partition cache root
 
 
@@ -34,6 +34,7 @@ class GraphSummary:
     content: str  # Graph.fingerprint()
     mib: float  # what the loaded graph holds (gnnq.launch.partition_memory.graph_mib)
     notes: list[str] = field(default_factory=list)  # the sanity check's warnings, said again on every run
+    feature_nonzeros: int | None = None  # Graph.feature_nonzeros: sparse features' stored entries, None if dense
 
     def fingerprint(self) -> str:
         return self.content

@@ -19,6 +19,7 @@ from gnnq.errors import ConfigError
 from gnnq.launch.clusters import cluster_of
 from gnnq.launch.resources import (
     available_mib,
+    feature_row_bytes,
     model_shape,
     rank_memory_mib,
     ranks_here,
@@ -81,7 +82,8 @@ def check_before_partitioning(cfg, graph, nparts: int) -> dict:
         )
     ranks = world_size(cfg)
     inner = math.ceil(n / max(1, nparts))
-    shape = model_shape(cfg, graph.num_features, graph.num_classes)
+    row = feature_row_bytes(graph.num_features, graph.feature_nonzeros, n)
+    shape = model_shape(cfg, graph.num_features, graph.num_classes, row)
     floor = rank_memory_mib(inner, 0, round(e * inner / max(1, n)), shape)
     if shares_one_part(cfg):
         floor = rank_memory_mib(n, 0, e, shape)  # every rank holds the whole graph

@@ -20,7 +20,7 @@ from gnnq.data.summary import GraphSummary, read_summary, recipe, write_summary
 from gnnq.errors import CacheError, ConfigError, describe_os_error
 from gnnq.launch.console import say
 from gnnq.launch.partition_memory import check_before_partitioning, graph_mib
-from gnnq.launch.resources import check_launch_resources, method_resources
+from gnnq.launch.resources import check_launch_resources, feature_row_bytes, method_resources
 from gnnq.launch.run_dir import check_writable
 
 
@@ -41,13 +41,19 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
         **meta,
         **fingerprint,
         "memory_estimate_mib_per_rank": check_launch_resources(
-            cfg, meta, graph.num_features, graph_mib_, graph.num_classes
+            cfg, meta, graph.num_features, graph_mib_, graph.num_classes, _feature_bytes(graph)
         ),
     }
     if before:
         meta["memory_estimate_launcher_mib"] = before["launcher_mib"]
     _describe(cfg, graph, method, nparts, meta)
     return parts_dir, meta
+
+
+def _feature_bytes(graph) -> float | None:
+    """One node's input features in a rank (bytes) when they are sparse; None for dense ones (the graph or its
+    kept summary)."""
+    return feature_row_bytes(graph.num_features, graph.feature_nonzeros, graph.num_nodes)
 
 
 def _read_graph(cfg: DictConfig, declared: dict):
@@ -164,6 +170,7 @@ def _load_and_summarize(cfg: DictConfig):
             graph.fingerprint(),
             graph_mib(graph),
             notes,
+            graph.feature_nonzeros,
         )
         write_summary(data_root(cfg.dataset) / "parts", key, summary)
     return graph

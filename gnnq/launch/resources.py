@@ -32,10 +32,15 @@ EXTRA_COPIES = (
 EDGE_BYTES = (
     80  # per in-edge: the part's CSR (int64), the model's operator and its transpose (int32), the sort that builds them
 )
+# a sparse input (features.npz) is held as CSR rows: per non-zero its float32 value and int64 column, per row its
+# int64 row pointer (gnnq.data.part.features_tensor), the inner rows and the halo rows alike (layer 0 sends CSR rows)
+SPARSE_NONZERO_BYTES = 12
+SPARSE_ROW_BYTES = 8
 FORMULA = (
-    f"per rank {BASE_MIB:.0f} MiB + (4 B x (k x inner x hidden x layers + (inner + halo) x (features + hidden x "
-    "layers)) "
-    f"+ {EDGE_BYTES} B x edges), inner/halo nodes and in-edges of its part, k = {INNER_COPIES} "
+    f"per rank {BASE_MIB:.0f} MiB + (4 B x (k x inner x hidden x layers + (inner + halo) x hidden x layers) "
+    f"+ (inner + halo) x f + {EDGE_BYTES} B x edges), inner/halo nodes and in-edges of its part, "
+    f"f = a node's input features (dense: 4 B x features; sparse: {SPARSE_NONZERO_BYTES} B x non-zeros per row "
+    f"+ {SPARSE_ROW_BYTES} B), k = {INNER_COPIES} "
 )
 OVERSUBSCRIBE = 4  # warn above this many ranks per core
 # tensors of a parameter's size each optimizer keeps per parameter (torch.optim, as gnnq.train.optim makes them:
@@ -57,6 +62,21 @@ class Shape:
     layers: int  # layers whose activations a rank keeps for backward
     inner_copies: int = INNER_COPIES
     model_bytes: float = 0.0  # the model's weights, gradients and optimizer state on one rank (model_state_bytes)
+    feature_bytes: float | None = None  # one node's input features (feature_row_bytes); None: dense, 4 B x features
+
+    @property
+    def row_bytes(self) -> float:
+        """What one node's input features hold (bytes)."""
+        return 4.0 * self.features if self.feature_bytes is None else self.feature_bytes
+
+
+def feature_row_bytes(features: int, nonzeros: int | None, rows: int) -> float | None:
+    """One node's input features (bytes): None for a dense input (``Shape`` counts 4 B x features); a sparse one
+    (``nonzeros`` in all ``rows``) by its CSR arrays, SPARSE_NONZERO_BYTES per non-zero and SPARSE_ROW_BYTES per row
+    (what the rank holds, even where that is more than the dense row would be)."""
+    if nonzeros is None:
+        return None
+    return SPARSE_NONZERO_BYTES * nonzeros / max(1, rows) + SPARSE_ROW_BYTES
 
 
 def formula() -> str:
@@ -76,8 +96,9 @@ def formula() -> str:
 def rank_memory_mib(inner: int, halo: int, edges: int, shape: Shape) -> float:
     """The estimated peak resident memory of one rank (MiB), by FORMULA."""
     width = shape.hidden * shape.layers
-    values = shape.inner_copies * inner * width + (inner + halo) * (shape.features + width)
-    return BASE_MIB + (4.0 * values + EDGE_BYTES * edges + shape.model_bytes) / 2**20
+    values = shape.inner_copies * inner * width + (inner + halo) * width
+    features = (inner + halo) * shape.row_bytes
+    return BASE_MIB + (4.0 * values + features + EDGE_BYTES * edges + shape.model_bytes) / 2**20
 
 
 def model_parameters(cfg, features: int, classes: int) -> int:
@@ -109,18 +130,18 @@ def method_resources(cfg) -> dict[str, Resources]:
     return {group: registry.choice(cfg[group].name).resources for group, registry in METHODS.items()}
 
 
-def model_shape(cfg, features: int, classes: int = 0) -> Shape:
+def model_shape(cfg, features: int, classes: int = 0, feature_bytes: float | None = None) -> Shape:
     """Full-graph training keeps every layer for backward; a method may keep fewer (an ADMM rank: the variables
     of its block of layers; the mini-batch reference: its full-graph evaluation, without gradients) and fix its
-    copies."""
+    copies. ``feature_bytes``: one node's input features when they are sparse (feature_row_bytes)."""
     r = method_resources(cfg)
     method = r["parallel"]
     layers = method.layers_kept(cfg.model.layers, world_size(cfg))
     model = model_state_bytes(cfg, features, classes)
     if method.inner_copies is not None:
-        return Shape(features, cfg.model.hidden, layers, inner_copies=method.inner_copies, model_bytes=model)
+        return Shape(features, cfg.model.hidden, layers, method.inner_copies, model, feature_bytes)
     extra = (r["model"].weight_paths - 1) + (method.halo_buffers or r["quantizer"].halo_buffers)
-    return Shape(features, cfg.model.hidden, layers, INNER_COPIES + EXTRA_COPIES * extra, model)
+    return Shape(features, cfg.model.hidden, layers, INNER_COPIES + EXTRA_COPIES * extra, model, feature_bytes)
 
 
 def shares_one_part(cfg) -> bool:
@@ -128,9 +149,12 @@ def shares_one_part(cfg) -> bool:
     return method_resources(cfg)["parallel"].shared_part
 
 
-def per_rank_estimates(cfg, meta: dict, features: int, classes: int = 0) -> list[float]:
-    """The estimate for every rank, from the parts' sizes in ``meta`` (one shared part: every rank holds it)."""
-    shape = model_shape(cfg, features, classes)
+def per_rank_estimates(
+    cfg, meta: dict, features: int, classes: int = 0, feature_bytes: float | None = None
+) -> list[float]:
+    """The estimate for every rank, from the parts' sizes in ``meta`` (one shared part: every rank holds it);
+    ``feature_bytes``: one node's sparse input features (feature_row_bytes), None for dense ones."""
+    shape = model_shape(cfg, features, classes, feature_bytes)
     n, e = max(1, meta["num_nodes"]), meta["num_edges"]
     sizes = [(i, h, round(e * i / n)) for i, h in zip(meta["inner_nodes"], meta["halo_nodes"])]
     ranks = world_size(cfg)
@@ -197,11 +221,14 @@ def cores_here() -> int:
         return os.cpu_count() or 1
 
 
-def check_launch_resources(cfg, meta: dict, features: int, freed_mib: float = 0.0, classes: int = 0) -> list[float]:
+def check_launch_resources(
+    cfg, meta: dict, features: int, freed_mib: float = 0.0, classes: int = 0, feature_bytes: float | None = None
+) -> list[float]:
     """Every rank's memory estimate (MiB); ConfigError with one line when the ranks on this machine would
     not fit in its memory, a one-line warning when they far outnumber its cores. ``freed_mib``: what the
-    launcher holds now and frees before the ranks start (the graph)."""
-    estimates = per_rank_estimates(cfg, meta, features, classes)
+    launcher holds now and frees before the ranks start (the graph); ``feature_bytes``: one node's sparse input
+    features (feature_row_bytes), None for dense ones."""
+    estimates = per_rank_estimates(cfg, meta, features, classes, feature_bytes)
     here = ranks_here(cfg, estimates)
     warn_if_oversubscribed(cfg, len(here))
     if not cluster_of(cfg).checks_memory_here():

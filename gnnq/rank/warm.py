@@ -13,7 +13,6 @@ the pool: a peer may still be blocked in a collective).
 from __future__ import annotations
 
 import argparse
-import copy
 import datetime
 import json
 import os
@@ -48,11 +47,11 @@ class PartCache:
         if key != self.key:
             self.key, self.parts = key, {}
         if index in self.parts:
-            return copy.deepcopy(self.parts[index])
+            return self.parts[index].clone()
         part = load_part(parts_dir, index)
         file = Path(parts_dir) / f"part{index}.pt"
         if file.is_file() and file.stat().st_size <= KEPT_PART_MAX_BYTES:
-            self.parts[index] = copy.deepcopy(part)
+            self.parts[index] = part.clone()
         return part
 
 

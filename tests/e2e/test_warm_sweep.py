@@ -88,6 +88,33 @@ def test_a_warm_points_record_equals_the_same_point_run_alone(tmp_path, planetoi
         assert run.summary["test"] == read_record(run_dir)["test"] and len(run.history) == 3
 
 
+def test_a_warm_sweep_over_sparse_features_runs_every_point_as_alone(tmp_path):
+    """A files graph with features.npz: the pool keeps its parts (a sparse CSR x) and hands each point a copy of
+    its own (copy.deepcopy cannot copy a CSR tensor: every point failed with 'Cannot access storage of
+    SparseCsrTensorImpl'); the copied part trains as the part read from disk."""
+    from benchmarks.wide_sparse_graph import make, write
+
+    write(tmp_path / "graph", *make(400, 300, 6, 4, degree=10.0, homophily=0.8, signal=0.6, seed=0))
+    graph = tmp_path / "graph" / "sparse"
+    assert (graph / "features.npz").is_file() and not (graph / "features.npy").exists()
+    sweep, alone, runs = tmp_path / "sweep", tmp_path / "alone", tmp_path / "runs"
+    args = ["dataset=files", f"dataset.path={graph}", "cluster.nproc=2", "model.hidden=16", "trainer.epochs=3"]
+    args += ["logger=none"]
+    res = run_gnnq(["-m", *args, "trainer.grad_sync.mode=allreduce,fp16", f"hydra.sweep.dir={sweep}"], runs, runs)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert f"[gnnq] sweep finished in {sweep}: 2 ok, 0 failed" in res.stdout
+    first, second = sweep / "0_trainer.grad_sync.mode=allreduce", sweep / "1_trainer.grad_sync.mode=fp16"
+    assert _pool_log(second).endswith("the warm pool of 2 rank(s) started earlier"), "the second point reused it"
+    res = run_gnnq([*args, "trainer.grad_sync.mode=fp16", f"hydra.run.dir={alone}"], runs, runs)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    warm, cold = read_record(second), read_record(alone)
+    assert warm["status"] == "ok" and warm["test"] == cold["test"] and warm["best_val"] == cold["best_val"]
+    assert warm["comm_bytes_per_epoch"] == cold["comm_bytes_per_epoch"]
+    assert _untimed(read_metrics(second)) == _untimed(read_metrics(alone))  # every row
+    grad = [read_record(d)["summary"]["grad_sync_bytes_per_epoch"] for d in (first, second)]
+    assert grad[1] * 2 == grad[0], grad  # fp16 sums half of allreduce's bytes: each point ran its own mode
+
+
 def test_a_failing_point_fails_alone_and_the_next_points_run(tmp_path, planetoid_root):
     sweep = tmp_path / "sweep"
     # lr 1e30 without normalization: the loss is NaN at epoch 2, every rank raises NonFiniteLossError
