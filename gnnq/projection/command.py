@@ -231,7 +231,8 @@ def project_run(trace: Trace, clusters: list[Cluster], args, scaler) -> list[Poi
         point = Point(str(trace.run_dir), trace.label, c, proj.epoch_s, proj.summary(), parts, args.engine)
         point.extra["family"] = "grid" if grid else "partition"
         if grid and parts != "recorded":
-            point.extra |= {"grid": used["grid"], **plexus_model_epoch_s(used, c)}
+            point.extra |= {"grid": used["grid"], "grid_collective_overhead_s": used["collective_overhead_s"]}
+            point.extra |= plexus_model_epoch_s(used, c)
         if recorded is not None and parts == "recorded" and abs(c.link_gbit - recorded.link_gbit) < 1e-9:
             point.measured_s, point.measured_from = own_epoch_s(trace), f"{trace.run_dir} (itself)"
         points.append(point)

@@ -12,7 +12,10 @@ rebuilt, not replayed rank by rank (docs/projection.md, "parallel=tensor3d"):
   dout / o (its dense products), a, b >= 0 fitted by least squares on the traced layers (equal weights when they
   cannot be); the rest (loss, optimizer, other) scales with the rows per rank;
 - quantized grids (``plexus_q``): each layer and direction's collectives carry the traced ratio of its bytes to the
-  exact count at the traced grid.
+  exact count at the traced grid;
+- what the partition methods' replays keep, kept alike: new rank r's compute carries traced rank r mod W's share of
+  the traced compute (the recorded imbalance), and every collective the traced cost of one grid collective beyond
+  its bytes (``group_overhead``, calibrated as the world all-reduce's overhead is).
 
 ``plexus_model_epoch_s``: Plexus's model (performance/comm_model.py v1 and comp_model.py, as tensor3d_grid restates
 them) for the same grid: its communication volume per rank over the link's bandwidth, plus its SpMM cost times
@@ -107,6 +110,29 @@ def fit_compute(trace: Trace, timelines: list[list[Op]]) -> tuple[dict, dict, di
     return coef, traced, {"rest": statistics.fmean(rest)}
 
 
+def group_overhead(trace: Trace) -> float:
+    """The traced cost of one grid collective beyond moving its bytes, calibrated as the world all-reduce's is
+    (project.allreduce_overheads, with no recorded link): per k-th collective of an epoch the fastest rank's duration
+    (the last to arrive waited for no one), median over epochs, then over the collectives of an epoch."""
+    per_k: dict[int, list[float]] = {}
+    for e in range(trace.num_epochs):
+        lists = [
+            [ev for ev in trace.epochs[r][e]["events"] if ev["op"] == "allreduce" and ev.get("group") is not None]
+            for r in range(trace.world_size)
+        ]
+        for k in range(min(len(x) for x in lists)):
+            per_k.setdefault(k, []).append(min(x[k]["t1"] - x[k]["t0"] for x in lists))
+    return statistics.median(statistics.median(v) for v in per_k.values()) if per_k else 0.0
+
+
+def rank_shares(timelines: list[list[Op]]) -> list[float]:
+    """Each traced rank's layer compute over the ranks' mean (the traced imbalance, kept as the partition methods'
+    replays keep theirs)."""
+    totals = [sum(op.seconds for op in ops if isinstance(op, Compute) and op.kind == "layer") for ops in timelines]
+    mean = statistics.fmean(totals)
+    return [t / mean if mean > 0 else 1.0 for t in totals]
+
+
 def byte_ratios(trace: Trace) -> dict:
     """(layer, direction) -> the traced bytes of its messages over the exact count at the traced grid (1: exact)."""
     f = trace.meta["tensor3d"]
@@ -137,6 +163,7 @@ def grid_timelines(trace: Trace, recorded: list[list[Op]], cluster: Cluster, mod
     ratios = byte_ratios(trace) if f.get("quantized") else {}
     colls = epoch_collectives(grid, nodes, dims, bias=f["bias"], inputs_every_epoch=f["inputs_every_epoch"])
     rest_s = rest["rest"] * (nodes / k) / (f["nodes"] / w)
+    overhead, shares = group_overhead(trace), rank_shares(recorded)
     layers = len(dims) - 1
     order = [(layer, "fwd") for layer in range(layers)] + [(layer, "bwd") for layer in reversed(range(layers))]
     timelines = []
@@ -148,19 +175,19 @@ def grid_timelines(trace: Trace, recorded: list[list[Op]], cluster: Cluster, mod
             for layer, direction in order:
                 a, b = coef[direction]
                 s_work, m_work = layer_work(grid, nodes, nnz, dims, layer)
-                ops.append(Compute(a * s_work + b * m_work, "layer", layer, direction))
+                ops.append(Compute((a * s_work + b * m_work) * shares[r % w], "layer", layer, direction))
                 for c in (c for c in colls if (c.layer, c.direction) == (layer, direction)):
                     axis = layer_axes(layer)[ROLES.index(c.role)]
                     nbytes = int(round(c.wire * FLOAT_BYTES * ratios.get((layer, direction), 1.0)))
-                    ops.append(AllReduce(nbytes, "tensor_train", 0.0, tuple(lines[axis]), c.kind))
-            ops.append(Compute(rest_s, "other"))
+                    ops.append(AllReduce(nbytes, "tensor_train", overhead, tuple(lines[axis]), c.kind))
+            ops.append(Compute(rest_s * shares[r % w], "other"))
         timelines.append(ops)
     traced_layers = sum(traced.values())
     used = {
         "grid": grid.label(),
         "graph_nodes": nodes,
         "graph_nnz": nnz,
-        "plexus_model_epoch_s": None,
+        "collective_overhead_s": overhead,
         "_plexus": (grid, nodes, nnz, dims, traced_layers, f),
     }
     return timelines, used
