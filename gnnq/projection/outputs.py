@@ -91,17 +91,17 @@ def _hosts(hosts: list[int]) -> str:
 
 
 def crossover_lines(found: list[dict]) -> list[str]:
-    return [
-        f"- {c['link_gbit']:g} Gbit/s: "
-        + (
-            f"the best grid method beats the best partition method from {c['grid_wins_from']} hosts on "
-            f"(wins at {_hosts(c['grid_wins_at'])} of {_hosts(c['hosts_checked'])})"
-            if c["grid_wins_from"] is not None
-            else f"none up to {max(c['hosts_checked'])} hosts (the best partition method is faster at every host count)"
-        )
-        + " (projected)"
-        for c in found
-    ]
+    out = []
+    for c in found:
+        if c["grid_wins_from"] is None:
+            what = f"none up to {max(c['hosts_checked'])} hosts (the best partition method is faster at every count)"
+        else:
+            what = (
+                f"the best grid method first beats the best partition method at {c['grid_wins_from']} hosts "
+                f"(faster at {_hosts(c['grid_wins_at'])} of {_hosts(c['hosts_checked'])})"
+            )
+        out.append(f"- {c['link_gbit']:g} Gbit/s: {what} (projected)")
+    return out
 
 
 def error_summary(points) -> dict:

@@ -71,5 +71,36 @@ def test_crossover_on_a_synthetic_table():
     assert found[1]["grid_wins_from"] == 16 and found[1]["grid_wins_at"] == [16, 32]
     assert found[10]["grid_wins_from"] is None
     lines = crossover_lines(crossover(rows))
-    assert "from 16 hosts on" in lines[0] and lines[0].endswith("(projected)")
+    assert "first beats the best partition method at 16 hosts (faster at 16, 32 of 4, 8, 16, 32)" in lines[0] and lines[
+        0
+    ].endswith("(projected)")
     assert "none up to 32 hosts" in lines[1]
+
+
+def test_group_overhead_is_the_fastest_members_duration_median_over_epochs_and_collectives():
+    from pathlib import Path
+
+    from gnnq.projection.tensor3d import group_overhead
+    from gnnq.projection.trace import Trace
+
+    def ev(t0, t1, group=(0, 1)):
+        return {"op": "allreduce", "t0": t0, "t1": t1, "bytes": 8, "group": list(group), "layer": 0, "direction": "fwd"}
+
+    # epoch 0: collective 0 took 10 ms on rank 0 (it arrived last), 30 ms on rank 1; collective 1: 5 and 20 ms
+    # epoch 1: 12/40 ms and 7/9 ms; a world all-reduce (no group) is not a grid collective
+    epochs = [
+        [
+            {
+                "epoch_s": 1,
+                "events": [ev(0, 0.010), ev(0.1, 0.105), {"op": "allreduce", "t0": 0.2, "t1": 0.9, "bytes": 8}],
+            },
+            {"epoch_s": 1, "events": [ev(0, 0.012), ev(0.1, 0.107)]},
+        ],
+        [
+            {"epoch_s": 1, "events": [ev(0, 0.030), ev(0.1, 0.120)]},
+            {"epoch_s": 1, "events": [ev(0, 0.040), ev(0.1, 0.109)]},
+        ],
+    ]
+    trace = Trace(Path("."), {"world_size": 2}, epochs)
+    # per collective, median over epochs of the fastest: 11 ms and 6 ms; their median: 8.5 ms
+    assert group_overhead(trace) == pytest.approx(0.0085)
