@@ -104,3 +104,13 @@ def test_group_overhead_is_the_fastest_members_duration_median_over_epochs_and_c
     trace = Trace(Path("."), {"world_size": 2}, epochs)
     # per collective, median over epochs of the fastest: 11 ms and 6 ms; their median: 8.5 ms
     assert group_overhead(trace) == pytest.approx(0.0085)
+
+
+def test_simgrid_engine_refuses_sub_group_collectives():
+    from gnnq.errors import ConfigError
+    from gnnq.projection.simgrid_engine import SimGridEngine
+
+    tl = [[EpochStart(0), AllReduce(MB, group=(0, 1))] for _ in range(2)]
+    cluster = Cluster(hosts=2, ranks_per_host=1, link_gbit=1.0)
+    with pytest.raises(ConfigError, match="analytic engine only"):
+        SimGridEngine(cluster, None, "LV08").run(tl)
