@@ -50,6 +50,7 @@ CSV_FIELDS = [
 
 # Per run in results.json: the summary values gnnq.bench.compare reads besides the record's own fields.
 RUN_SUMMARY_KEYS = ("halo_comm_time_s", "codec_time_s", "overhead_time_s", "throughput_epochs_per_s")
+NOT_HALO = "n/a"  # bound columns of a point whose messages are not halo rows (gnnq.bench.compare.halo_messages)
 
 DEFINITIONS = (
     "Epoch: median over a run's epochs of the slowest rank's training step, then the median over repeats "
@@ -65,7 +66,8 @@ DEFINITIONS = (
     "epochs / (epoch times + overheads). Bound: the speedup the method could reach, from the baseline's median epoch "
     "time T and its exposed halo communication M (T - M: compute and the gradient all-reduce, which no codec shrinks), "
     "and this point's byte ratio r and codec time K per epoch: without overlap T / (T - M + K + r·M), with perfect "
-    "overlap T / max(T - M + K, r·M); 'of bound' is the measured speedup over the perfect-overlap bound. "
+    "overlap T / max(T - M + K, r·M); 'of bound' is the measured speedup over the perfect-overlap bound; "
+    f"'{NOT_HALO}': the point's messages are not halo rows (its method's registry line), so no bound applies. "
     "Cores/host: an emulated host's cores (own: pinned with cluster.pin_cores; shared: every host on all cores); "
     "'*' marks an oversubscribed emulation (its ranks' threads exceed their cores), whose compute is slower than on "
     "real hosts, so its speedups from cutting communication are understated."
@@ -118,8 +120,10 @@ def table_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
                 f"{_f(r['test_mean'], '.4f')} ± {_f(r['test_std'], '.4f')}",
                 _f(r["test_vs_baseline"], "+.4f"),
                 f"{_f(r['speedup'], '.2f')}x [{_f(r['speedup_min'], '.2f')}-{_f(r['speedup_max'], '.2f')}]",
-                f"{_f(r['bound_no_overlap'], '.2f')}x / {_f(r['bound_overlap'], '.2f')}x",
-                _f(r["bound_fraction"], ".0%"),
+                f"{_f(r['bound_no_overlap'], '.2f')}x / {_f(r['bound_overlap'], '.2f')}x"
+                if r.get("bound_applies", True)
+                else NOT_HALO,
+                _f(r["bound_fraction"], ".0%") if r.get("bound_applies", True) else NOT_HALO,
                 _f(r["overhead_time_s"], ".2f"),
                 _f(r["wall_speedup"], ".2f") + ("x" if r["wall_speedup"] is not None else ""),
                 _f(r["time_to_target_speedup"], ".2f") + ("x" if r["time_to_target_speedup"] is not None else ""),

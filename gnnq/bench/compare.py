@@ -45,6 +45,14 @@ def summary_value(rec: dict, key: str, default=None):
     return default if value is None else value
 
 
+def halo_messages(rec: dict) -> bool:
+    """Whether the run's counted messages are halo rows (its parallel choice's registry line: ``messages``)."""
+    from gnnq.config.registry import PARALLEL
+
+    name = ((rec.get("config") or {}).get("parallel") or {}).get("name")
+    return name not in PARALLEL or PARALLEL.choice(name).messages == "halo"
+
+
 def speedup_bounds(
     base_ok: dict[int, dict], ok: dict[int, dict], byte_ratio: float | None
 ) -> tuple[float | None, float | None]:
@@ -130,7 +138,10 @@ def _compare_point(p: Point, reference: str, base_ok: dict[int, dict], goal: flo
         "wall_speedup": ratios["wall_speedup"],
         "bytes_vs_baseline": _bytes_ratio(ok, base_ok),
     }
-    row["bound_no_overlap"], row["bound_overlap"] = speedup_bounds(base_ok, ok, row["bytes_vs_baseline"])
+    row["bound_applies"] = all(halo_messages(rec) for rec in ok.values())  # bounds are of halo rows' bytes
+    row["bound_no_overlap"], row["bound_overlap"] = (
+        speedup_bounds(base_ok, ok, row["bytes_vs_baseline"]) if row["bound_applies"] else (None, None)
+    )
     row["bound_fraction"] = row["speedup"] / row["bound_overlap"] if row["speedup"] and row["bound_overlap"] else None
     return row
 

@@ -36,6 +36,7 @@ class Communicator:
         self.distributed = dist.is_available() and dist.is_initialized()
         self.rank = dist.get_rank() if self.distributed else 0
         self.world_size = dist.get_world_size() if self.distributed else 1
+        self.members: list[int] | None = None  # a sub-group's global ranks, in group-rank order (split); None: all
 
     def with_own_group(self) -> "Communicator":
         """A communicator on a new process group over all ranks, counting into the same stats.
@@ -105,8 +106,8 @@ class Communicator:
                 key,
                 posted.at,
                 time.perf_counter(),
-                [int(c) * b for c, b in zip(send_counts, per_peer)],
-                [int(c) * b for c, b in zip(recv_counts, per_peer)],
+                self._global([int(c) * b for c, b in zip(send_counts, per_peer)]),
+                self._global([int(c) * b for c, b in zip(recv_counts, per_peer)]),
             )
         return pending
 
@@ -160,7 +161,7 @@ class Communicator:
                 nbytes = 2 * (self.world_size - 1) * nbytes // self.world_size
             self.stats.add(*key, nbytes, 0.0)
             _count_wait(self.stats, key, tensor, posted, posted)
-            self._trace_collective(category, posted.at, nbytes, "all_reduce")
+            self._trace_collective(category, posted.at, nbytes, "all_reduce", layer, direction)
         return tensor
 
     def all_gather(
@@ -197,7 +198,7 @@ class Communicator:
         nbytes = (self.world_size - 1) * shard.numel() * shard.element_size()
         self.stats.add(*key, nbytes, 0.0)
         _count_wait(self.stats, key, out, posted, posted)
-        self._trace_collective(category, posted.at, nbytes, kind)
+        self._trace_collective(category, posted.at, nbytes, kind, layer, direction)
 
     def split(self, groups: list[list[int]]) -> "Communicator":
         """A communicator on the one of ``groups`` (global ranks; together every rank once) that holds this rank,
@@ -213,13 +214,28 @@ class Communicator:
             if self.rank in ranks:
                 mine = Communicator(self.stats, group=group)
                 mine.rank, mine.world_size = sorted(ranks).index(self.rank), len(ranks)
+                mine.members = sorted(ranks)
         if mine is None:
             raise ValueError(f"rank {self.rank} is in none of the groups {groups}")
         return mine
 
-    def _trace_collective(self, category: str, start: float, nbytes: int, kind: str) -> None:
+    def _trace_collective(
+        self, category: str, start: float, nbytes: int, kind: str, layer: int = -1, direction: str = "all"
+    ) -> None:
+        """A blocking collective on the timeline; a sub-group's names its global ranks (``group``)."""
         if _tracing(self.stats):
-            self.stats.trace.collective(category, start, time.perf_counter(), nbytes, kind)
+            self.stats.trace.collective(
+                category, start, time.perf_counter(), nbytes, kind, layer, direction, self.members
+            )
+
+    def _global(self, per_peer: list[int]) -> list[int]:
+        """Per-peer bytes of this group as a list over every rank of the world (a trace's posts name global ranks)."""
+        if self.members is None:
+            return per_peer
+        out = [0] * dist.get_world_size()
+        for q, nbytes in zip(self.members, per_peer):
+            out[q] = nbytes
+        return out
 
     def broadcast(self, tensor: torch.Tensor, *, src: int = 0, category: str) -> torch.Tensor:
         t0 = time.perf_counter()

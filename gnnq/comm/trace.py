@@ -101,12 +101,32 @@ class TraceRecorder:
             }
         )
 
-    def collective(self, category: str, start: float, end: float, nbytes: int, kind: str = "all_reduce") -> None:
-        """A blocking collective (written as op "allreduce"; ``kind`` says which)."""
-        self.events.append(
-            {"op": "allreduce", "t0": self._t(start), "t1": self._t(end), "bytes": int(nbytes), "category": category}
-            | ({} if kind == "all_reduce" else {"kind": kind})
-        )
+    def collective(
+        self,
+        category: str,
+        start: float,
+        end: float,
+        nbytes: int,
+        kind: str = "all_reduce",
+        layer: int = -1,
+        direction: str = "all",
+        group: list[int] | None = None,
+    ) -> None:
+        """A blocking collective (written as op "allreduce"; ``kind`` says which). One on a sub-group (``group``:
+        its global ranks) is written with them, its layer and direction, and ``bytes`` as this rank counted them
+        (what it puts on the wire: gnnq.comm.Communicator)."""
+        event = {
+            "op": "allreduce",
+            "t0": self._t(start),
+            "t1": self._t(end),
+            "bytes": int(nbytes),
+            "category": category,
+        }
+        if kind != "all_reduce":
+            event["kind"] = kind
+        if group is not None:
+            event |= {"group": list(group), "layer": layer, "direction": direction}
+        self.events.append(event)
 
     def now(self) -> float:
         return time.perf_counter()

@@ -54,10 +54,17 @@ class Choice:
     trace_flags: tuple[str, ...] = ()
     # parallel only: why trainer.checkpoint_every is refused with it ("" : its trainer checkpoints)
     no_checkpoints: str = ""
+    # parallel only: its trainer writes trace/ with trainer.trace=true (besides FULL_GRAPH_TRAINER's, which all do)
+    traces: bool = False
     # quantizer only: "module:Class" that assigns its bit-widths during training (gnnq.train.full_graph)
     assigner: str | None = None
     # model only: how a sampled block aggregates (gnnq.train.neighbor_sampler): symmetric | mean | "" (none)
     aggregation: str = ""
+
+    @property
+    def traced(self) -> bool:
+        """Whether trainer.trace=true is allowed with this parallel choice (its trainer records a trace)."""
+        return self.traces or self.trainer == FULL_GRAPH_TRAINER
 
 
 class Registry:
@@ -317,6 +324,7 @@ PARALLEL = Registry(
             ),
             labels={"fp32": "Plexus", "uniform": "Plexus + uniform"},
             messages="grid",  # its messages are the grid's collectives, not halo rows
+            traces=True,  # trace/: its collectives on sub-groups (op allreduce with group, layer, direction)
             resources=Resources(shared_part=True),  # every rank reads the whole graph and keeps its blocks
             check=f"{_CHECKS}:check_tensor3d",
         ),

@@ -485,7 +485,7 @@ class TrainerConfig:
     # > 0: every rank checkpoints every N epochs (not minibatch); gnnq resume=<run dir>
     checkpoint_every: int = bounded(0, ge=0)
     nonfinite_loss: str = "error"  # a NaN/inf training loss: error (the run fails, naming the epoch) | warn (goes on)
-    # true: every rank writes its epochs' message timeline under <run dir>/trace/ (full-graph strategies only)
+    # true: every rank writes its epochs' message timeline under <run dir>/trace/ (halo strategies, tensor3d)
     trace: bool = False
     # how gradients are summed over ranks: trainer.grad_sync.mode=allreduce|fp16|bf16|powersgd|codec (docs/methods.md)
     grad_sync: GradSyncConfig = field(default_factory=GradSyncConfig)

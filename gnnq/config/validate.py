@@ -165,11 +165,11 @@ def _check_parallel(cfg: DictConfig) -> None:
             "parallel.stale_rows=pre_dropout is not allowed with model.layer_order=dropout_norm_act (its rows end in "
             "LayerNorm and ReLU, not dropout); use model.layer_order=norm_act_dropout or stale_rows=post_dropout"
         )
-    if cfg.trainer.get("trace") and PARALLEL.choice(p.name).trainer != FULL_GRAPH_TRAINER:
-        full_graph = ", ".join(n for n in PARALLEL.names() if PARALLEL.choice(n).trainer == FULL_GRAPH_TRAINER)
+    if cfg.trainer.get("trace") and not PARALLEL.choice(p.name).traced:
+        traced = ", ".join(n for n in PARALLEL.names() if PARALLEL.choice(n).traced)
         raise ConfigError(
-            f"trainer.trace=true is not supported with parallel={p.name} (traces are of halo exchanges); allowed "
-            f"with parallel={full_graph}, or set trainer.trace=false"
+            f"trainer.trace=true is not supported with parallel={p.name}; allowed with parallel={traced}, or set "
+            "trainer.trace=false"
         )
     mode = cfg.trainer.grad_sync.mode if cfg.trainer.get("grad_sync") is not None else "allreduce"
     if mode != "allreduce" and PARALLEL.choice(p.name).trainer != FULL_GRAPH_TRAINER:

@@ -79,35 +79,71 @@ def factorizations(ranks: int) -> list[Grid]:
     ]
 
 
+@dataclass(frozen=True)
+class GridCollective:
+    """One collective of an epoch: on the line of ``role`` (O, I or D) of ``layer``, ``kind`` (all_reduce,
+    all_gather, reduce_scatter), ``wire`` elements each rank puts on the wire (ring: gnnq.comm.Communicator)."""
+
+    layer: int
+    direction: str
+    role: str
+    kind: str
+    wire: int
+
+
+def epoch_collectives(
+    grid: Grid, nodes: int, dims: list[int], *, bias: bool, inputs_every_epoch: bool, training: bool = True
+) -> list[GridCollective]:
+    """gnnq's tensor3d collectives of one training step (``training``) or one evaluation forward pass, in the order
+    a rank runs them: forward layer by layer, backward from the last layer. Lines of one rank are left out (no
+    collective runs there). ``dims``: unpadded widths [features, hidden..., classes], padded as the run pads them."""
+    n = grid.pad(nodes)
+    widths = [grid.pad(d) for d in dims]
+    last = len(widths) - 2
+    fwd: list[GridCollective] = []
+    bwd: list[GridCollective] = []
+    for layer in range(len(widths) - 1):
+        o, i, d = grid.sizes(layer)
+        din, dout = widths[layer], widths[layer + 1]
+        sizes = {"O": o, "I": i, "D": d}
+
+        def add(out: list, direction: str, role: str, kind: str, elements: int, layer: int = layer) -> None:
+            g = sizes[role]
+            if g > 1:
+                wire = _ring(g, elements) if kind == "all_reduce" else _gather(g, elements)
+                out.append(GridCollective(layer, direction, role, kind, wire))
+
+        if layer == 0 and inputs_every_epoch:
+            add(fwd, "fwd", "D", "all_gather", n // o * din // (i * d))
+        add(fwd, "fwd", "O", "all_reduce", n // d * din // i)  # the aggregate's partial sums
+        add(fwd, "fwd", "D", "all_gather", din * dout // (o * i * d))  # the weight's shards
+        add(fwd, "fwd", "I", "all_reduce", n // d * dout // o)  # the output's partial sums
+        if layer == last:
+            add(fwd, "fwd", "O", "all_gather", n // d * dout // o)  # the logits' class columns
+        back: list[GridCollective] = []
+        add(back, "bwd", "D", "reduce_scatter", din * dout // (o * i * d))  # the weight's gradient
+        if bias:
+            add(back, "bwd", "D", "all_reduce", dout // o)
+        if layer > 0:  # the input's gradient (layer 0's inputs take none)
+            add(back, "bwd", "O", "all_reduce", n // d * din // i)
+            add(back, "bwd", "D", "all_reduce", n // o * din // i)
+        bwd = back + bwd
+    return fwd + (bwd if training else [])
+
+
 def epoch_bytes(
     grid: Grid, nodes: int, dims: list[int], *, bias: bool, inputs_every_epoch: bool, training: bool = True
 ) -> dict[str, int]:
     """The exact bytes gnnq's tensor3d puts on the wire in one training step (``training``) or one evaluation
-    forward pass, all ranks summed, by "layer.direction": what its collectives count (gnnq.comm.Communicator:
-    all-gather and reduce-scatter (g-1) x the shard per rank, all-reduce 2 (g-1)/g x the payload, ring).
+    forward pass, all ranks summed, by "layer.direction": what its collectives (``epoch_collectives``) count
+    (gnnq.comm.Communicator: all-gather and reduce-scatter (g-1) x the shard per rank, all-reduce 2 (g-1)/g x the
+    payload, ring).
 
     ``dims``: unpadded widths [features, hidden..., classes]; nodes and widths are padded as the run pads them.
     """
-    n = grid.pad(nodes)
-    widths = [grid.pad(d) for d in dims]
-    out: dict[str, int] = {}
-    last = len(widths) - 2
-    for layer in range(len(widths) - 1):
-        o, i, d = grid.sizes(layer)
-        din, dout = widths[layer], widths[layer + 1]
-        fwd = _ring(o, n // d * din // i) + _gather(d, din * dout // (o * i * d)) + _ring(i, n // d * dout // o)
-        if layer == 0 and inputs_every_epoch:
-            fwd += _gather(d, n // o * din // (i * d))
-        if layer == last:
-            fwd += _gather(o, n // d * dout // o)  # the logits' class columns
-        bwd = _gather(d, din * dout // (o * i * d))  # the weight gradient's reduce-scatter
-        if bias:
-            bwd += _ring(d, dout // o)
-        if layer > 0:  # the input's gradient (layer 0's inputs take none)
-            bwd += _ring(o, n // d * din // i) + _ring(d, n // o * din // i)
-        out[f"{layer}.fwd"] = fwd * grid.size * FLOAT_BYTES
-        if training:
-            out[f"{layer}.bwd"] = bwd * grid.size * FLOAT_BYTES
+    out = {f"{layer}.{d}": 0 for layer in range(len(dims) - 1) for d in (("fwd", "bwd") if training else ("fwd",))}
+    for c in epoch_collectives(grid, nodes, dims, bias=bias, inputs_every_epoch=inputs_every_epoch, training=training):
+        out[f"{c.layer}.{c.direction}"] += c.wire * grid.size * FLOAT_BYTES
     return out
 
 

@@ -32,6 +32,7 @@ from gnnq.projection.cluster import Cluster, read_cluster_file, recorded_cluster
 from gnnq.projection.outputs import print_table, write_outputs
 from gnnq.projection.project import ENGINES, make_engine, project_recorded, recorded_timelines
 from gnnq.projection.scaler import Scaler
+from gnnq.projection.tensor3d import grid_timelines, is_grid_trace, plexus_model_epoch_s
 from gnnq.projection.trace import Trace, read_trace
 
 GRAPH_MODES = ("grow", "same")
@@ -215,14 +216,23 @@ def project_run(trace: Trace, clusters: list[Cluster], args, scaler) -> list[Poi
             ) from None
         recorded = None
     points = []
+    grid = is_grid_trace(trace)
     for c in clusters:
         if c.hosts == trace.meta["hosts"] and c.ranks_per_host == trace.meta["ranks_per_host"]:
             proj = project_recorded(trace, c, recorded, args.engine, args.simgrid_model)
             parts = "recorded"
+        elif grid:  # the grid Plexus's rule picks for these ranks, its timelines rebuilt (projection/tensor3d.py)
+            timelines, used = grid_timelines(trace, recorded_timelines(trace, recorded), c, args.graph)
+            proj = make_engine(args.engine, c, None, args.simgrid_model).run(timelines)
+            parts = f"grid {used['grid']}"
         else:
             timelines, parts = scaler.timelines(trace, recorded_timelines(trace, recorded), c)
             proj = make_engine(args.engine, c, None, args.simgrid_model).run(timelines)
         point = Point(str(trace.run_dir), trace.label, c, proj.epoch_s, proj.summary(), parts, args.engine)
+        point.extra["family"] = "grid" if grid else "partition"
+        if grid and parts != "recorded":
+            point.extra |= {"grid": used["grid"], "grid_collective_overhead_s": used["collective_overhead_s"]}
+            point.extra |= plexus_model_epoch_s(used, c)
         if recorded is not None and parts == "recorded" and abs(c.link_gbit - recorded.link_gbit) < 1e-9:
             point.measured_s, point.measured_from = own_epoch_s(trace), f"{trace.run_dir} (itself)"
         points.append(point)

@@ -12,7 +12,10 @@
   exchange) blocks only where it is: the epoch that posted it never waits for it.
 - An all-reduce starts when every rank has reached it and is a ring: each rank sends 2(N-1)/N of the bytes to its
   ring successor (ranks host by host, so one flow per host uplink), plus 2(N-1) latencies and the collective's
-  calibrated overhead (timeline.AllReduce).
+  calibrated overhead (timeline.AllReduce). A collective on a sub-group (``AllReduce.group``: a line of
+  parallel=tensor3d's grid) starts when every member has reached its k-th collective on that group; each member
+  sends the bytes it counted to its ring successor among the members, plus 2(g-1) latencies (all-reduce) or g-1
+  (all-gather, reduce-scatter). Groups on disjoint ranks run at once, sharing the links they cross.
 
 - With ``comm_interference`` k > 0, a host's compute progresses at 1/(1 + k) of its speed while any part or ring
   flow of that host is in flight (cluster.py); each compute op's busy share is kept (``Projection.busy``: what
@@ -219,9 +222,9 @@ class _Replay:
         self.parts: dict[tuple, float | None] = {}  # (msg, src, dst) -> arrival time, None while in flight
         self.need: dict[tuple[str, int], list] = {}  # (msg, rank) -> [parts outstanding, latest arrival]
         self.waiting: dict[tuple[str, int], float] = {}  # (msg, rank) -> when the wait began
-        self.ar_count = [0] * self.w
-        self.ar_arrived: dict[int, dict[int, tuple[float, AllReduce]]] = {}
-        self.ar_flows: dict[int, list] = {}  # k -> [ring flows outstanding, latencies + overhead after them]
+        self.ar_count: dict[tuple, int] = {}  # (rank, group) -> collectives of that group it reached
+        self.ar_arrived: dict[tuple, dict[int, tuple[float, AllReduce]]] = {}  # (group, k) -> rank -> (when, op)
+        self.ar_flows: dict[tuple, list] = {}  # (group, k) -> [ring flows outstanding, latencies + overhead after them]
         self.pending: dict[tuple[str, int], list] = {}  # (msg, rank) -> parts waiting for that rank to post msg
         self.end = [0.0] * self.w
         # comm_interference: per rank its compute in progress [work left, since, rate, op index, start, busy s, busy]
@@ -410,15 +413,23 @@ class _Replay:
 
     # -- all-reduce --
     def allreduce(self, r: int, op: AllReduce) -> None:
-        k = self.ar_count[r]
-        self.ar_count[r] += 1
+        """The k-th collective of rank r on its group (every rank: op.group None) starts when all members arrived."""
+        members = op.group if op.group is not None else tuple(range(self.w))
+        if r not in members:
+            raise ConfigError(f"rank {r} takes part in a collective of group {list(members)} it is not in")
+        count = self.ar_count.setdefault((r, op.group), 0)
+        self.ar_count[(r, op.group)] += 1
+        k = (op.group, count)
         arrived = self.ar_arrived.setdefault(k, {})
         arrived[r] = (self.now, op)
-        if len(arrived) < self.w:
+        if len(arrived) < len(members):
             return
-        n = self.w
-        ring = sorted(range(n), key=lambda q: (self.host[q], q))
-        nbytes = 2 * (n - 1) / n * max(o.bytes for _, o in arrived.values())
+        n = len(members)
+        ring = sorted(members, key=lambda q: (self.host[q], q))
+        if op.group is None:  # the payload; a ring moves 2(N-1)/N of it per rank
+            nbytes = 2 * (n - 1) / n * max(o.bytes for _, o in arrived.values())
+        else:  # what each member puts on the wire, as counted
+            nbytes = max(o.bytes for _, o in arrived.values())
         overhead = max(o.overhead_s for _, o in arrived.values())
         lat = 0.0
         flows = 0
@@ -428,11 +439,11 @@ class _Replay:
                 self.net.add(("ring", k), src, dst, nbytes)
                 flows += 1
                 lat = max(lat, self.net.latency(src, dst))
-        self.ar_flows[k] = [flows, 2 * (n - 1) * lat + overhead]
+        self.ar_flows[k] = [flows, op.ring_steps(n) * lat + overhead]
         if flows == 0:
             self.ring_done(k, started=True)
 
-    def ring_done(self, k: int, started: bool = False) -> None:
+    def ring_done(self, k: tuple, started: bool = False) -> None:
         rec = self.ar_flows[k]
         if not started:
             rec[0] -= 1

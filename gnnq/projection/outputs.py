@@ -28,6 +28,7 @@ def table(points) -> str:
         "compute ms",
         "exposed comm ms",
         "projected speedup",
+        "Plexus model ms",
         "measured epoch ms",
         "error",
     ]
@@ -45,6 +46,7 @@ def table(points) -> str:
                 _f(r["projected_compute_s"], ".1f", 1e3),
                 _f(r["projected_exposed_comm_s"], ".1f", 1e3),
                 _f(r["projected_speedup"], ".2f") + ("x" if r["projected_speedup"] is not None else ""),
+                _f(r.get("plexus_model_epoch_s"), ".1f", 1e3),
                 _f(r["measured_epoch_s"], ".1f", 1e3),
                 _f(r["error"], "+.1%"),
             ]
@@ -54,6 +56,52 @@ def table(points) -> str:
 
 def print_table(points) -> None:
     print(table(points))
+    for line in crossover_lines(crossover([p.row() for p in points])):
+        print(line)
+
+
+def crossover(rows: list[dict]) -> list[dict]:
+    """Per bandwidth: the smallest host count at which the best grid method (``family`` grid: parallel=tensor3d)
+    projects a shorter epoch than the best partition method, or None; only where both families were projected."""
+    out = []
+    for bw in sorted({r["link_gbit"] for r in rows}):
+        best: dict = {}
+        for r in rows:
+            if r["link_gbit"] == bw and r.get("family") in ("grid", "partition"):
+                key = (r["hosts"], r["family"])
+                best[key] = min(best.get(key, float("inf")), r["projected_epoch_s"])
+        hosts = sorted({h for h, fam in best if (h, "grid") in best and (h, "partition") in best})
+        if not hosts:
+            continue
+        wins = [h for h in hosts if best[(h, "grid")] < best[(h, "partition")]]
+        out.append(
+            {
+                "link_gbit": bw,
+                "hosts_checked": hosts,
+                "grid_wins_from": wins[0] if wins else None,
+                "grid_wins_at": wins,
+                "label": LABEL,
+            }
+        )
+    return out
+
+
+def _hosts(hosts: list[int]) -> str:
+    return ", ".join(str(h) for h in hosts)
+
+
+def crossover_lines(found: list[dict]) -> list[str]:
+    out = []
+    for c in found:
+        if c["grid_wins_from"] is None:
+            what = f"none up to {max(c['hosts_checked'])} hosts (the best partition method is faster at every count)"
+        else:
+            what = (
+                f"the best grid method first beats the best partition method at {c['grid_wins_from']} hosts "
+                f"(faster at {_hosts(c['grid_wins_at'])} of {_hosts(c['hosts_checked'])})"
+            )
+        out.append(f"- {c['link_gbit']:g} Gbit/s: {what} (projected)")
+    return out
 
 
 def error_summary(points) -> dict:
@@ -74,8 +122,12 @@ def write_outputs(out: Path, command: str, points, args, notes: list[str]) -> li
     out.mkdir(parents=True, exist_ok=True)
     rows = [p.row() for p in points]
     errors = error_summary(points)
+    cross = crossover(rows)
     (out / "results.json").write_text(
-        json.dumps({"command": command, "label": LABEL, "rows": rows, "errors": errors, "notes": notes}, indent=1)
+        json.dumps(
+            {"command": command, "label": LABEL, "rows": rows, "errors": errors, "crossover": cross, "notes": notes},
+            indent=1,
+        )
     )
     with open(out / "results.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
@@ -97,6 +149,14 @@ def write_outputs(out: Path, command: str, points, args, notes: list[str]) -> li
         "",
         table(points),
     ]
+    if cross:
+        lines += [
+            "",
+            "Crossover, PROJECTED (per bandwidth, the best parallel=tensor3d point against the best partition "
+            "method at the same hosts; 'Plexus model ms': Plexus's own model for the same grid):",
+            "",
+        ]
+        lines += crossover_lines(cross)
     if errors:
         lines += ["", "Error of the projection against the measured runs (|projected - measured| / measured):", ""]
         lines += [

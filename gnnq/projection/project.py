@@ -40,7 +40,10 @@ def allreduce_overheads(trace: Trace, recorded: Cluster | None) -> list[float]:
     crosses = len(set(trace.meta["rank_host"])) > 1
     per_k: dict[int, list[float]] = {}
     for e in range(trace.num_epochs):
-        lists = [[ev for ev in trace.epochs[r][e]["events"] if ev["op"] == "allreduce"] for r in range(w)]
+        lists = [
+            [ev for ev in trace.epochs[r][e]["events"] if ev["op"] == "allreduce" and ev.get("group") is None]
+            for r in range(w)
+        ]
         for k in range(min(len(x) for x in lists)):
             fastest = min(x[k]["t1"] - x[k]["t0"] for x in lists)
             transfer = ring_seconds(recorded, lists[0][k]["bytes"], w, crosses) if recorded else 0.0

@@ -54,6 +54,11 @@ class SimGridEngine:
         self.rank_host = rank_host or cluster.rank_host()
 
     def run(self, timelines: list[list[Op]]) -> Projection:
+        if any(isinstance(op, AllReduce) and op.group is not None for ops in timelines for op in ops):
+            raise ConfigError(
+                "collectives on sub-groups (parallel=tensor3d's grid) are modelled by the analytic engine only: "
+                "use --engine analytic"
+            )
         simgrid_module()  # a clear error here, before forking
         ctx = multiprocessing.get_context("fork")
         parent, child = ctx.Pipe(duplex=False)

@@ -39,9 +39,19 @@ class Wait:
 
 @dataclass(frozen=True)
 class AllReduce:
+    """A blocking collective. Over every rank (``group`` None): an all-reduce of ``bytes`` (the payload). Over a
+    sub-group (``group``: its global ranks, e.g. a line of parallel=tensor3d's grid): ``kind`` all_reduce,
+    all_gather or reduce_scatter, ``bytes`` what each member puts on the wire (as gnnq's exchange layer counts it)."""
+
     bytes: int
     category: str | None = None
     overhead_s: float = 0.0  # the collective's own cost beyond moving its bytes (reductions, protocol), calibrated
+    group: tuple[int, ...] | None = None
+    kind: str = "all_reduce"
+
+    def ring_steps(self, members: int) -> int:
+        """Latencies of the ring algorithm: 2 (g-1) for an all-reduce, g-1 for an all-gather or reduce-scatter."""
+        return (2 if self.kind == "all_reduce" else 1) * (members - 1)
 
 
 @dataclass(frozen=True)
@@ -89,6 +99,9 @@ def epoch_ops(ep: dict, ar_overheads: list[float] | None = None) -> list[Op]:
             decode = min(float(ev.get("decode_s") or 0.0), t1 - t0)
             if decode > 0:
                 ops.append(Compute(decode, "decode", msg=ev["msg"]))
+        elif ev.get("group") is not None:  # a sub-group's collective: no calibrated overhead (world ones only)
+            group = tuple(int(q) for q in ev["group"])
+            ops.append(AllReduce(int(ev["bytes"]), ev.get("category"), 0.0, group, ev.get("kind", "all_reduce")))
         else:
             overhead = ar_overheads[k] if ar_overheads and k < len(ar_overheads) else 0.0
             ops.append(AllReduce(int(ev["bytes"]), ev.get("category"), overhead))

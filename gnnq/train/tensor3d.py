@@ -26,6 +26,7 @@ from gnnq.parallel.tensor3d_grid import epoch_bytes, plexus_comm_volume, plexus_
 from gnnq.train.driver import NUM_COUNTS, EpochCallback, RowCategories, Trainer, run_epochs
 from gnnq.train.metrics import split_counts
 from gnnq.train.optim import make_optimizer
+from gnnq.train.trace_setup import start_trace, stop_trace
 
 INITS = ("glorot", "plexus")
 
@@ -80,6 +81,19 @@ class Tensor3dTrainer(Trainer):
         train = s.masks[0].sum().to(torch.float64) if s.counts_here else torch.zeros((), dtype=torch.float64)
         self.num_train = comm.all_reduce(train.reshape(1), category=CONTROL).item()
         self.dims, self.loss = dims, None
+
+    def trace_facts(self) -> dict:
+        """What a projection needs of the grid (trace/meta.json's ``tensor3d``; gnnq.projection.tensor3d)."""
+        s = self.strategy
+        return {
+            "grid": [s.grid.x, s.grid.y, s.grid.z],
+            "nodes": int(s.nodes),
+            "nnz": int(s.nnz),
+            "dims": [int(d) for d in self.dims],
+            "bias": bool(self.cfg.parallel.bias),
+            "inputs_every_epoch": bool(s.inputs_every_epoch),
+            "quantized": s.quant is not None,
+        }
 
     def stateful(self) -> dict:
         return {"model": self.model, "optimizer": self.optimizer}
@@ -148,5 +162,11 @@ def train_tensor3d(
     resume: bool = False,
 ) -> dict:
     """Train for cfg.trainer.epochs epochs on the grid; the run summary (identical on every rank)."""
-    trainer = Tensor3dTrainer(cfg, part, comm, device)  # trainer.trace: refused at launch (traces are of halos)
-    return run_epochs(trainer, cfg.trainer, comm, on_epoch, device, run_dir, resume)
+    trainer = Tensor3dTrainer(cfg, part, comm, device)
+    if not cfg.trainer.get("trace", False):
+        return run_epochs(trainer, cfg.trainer, comm, on_epoch, device, run_dir, resume)
+    lines = start_trace(cfg, part, comm, run_dir, resume, extra={"tensor3d": trainer.trace_facts()})
+    try:
+        return run_epochs(trainer, cfg.trainer, comm, on_epoch, device, run_dir, resume)
+    finally:
+        stop_trace(comm, lines)

@@ -18,9 +18,12 @@ from gnnq.data.part import Part
 from gnnq.track.trace_files import EpochLines, write_meta
 
 
-def start_trace(cfg, part: Part, comm: Communicator, run_dir: Path | None, resume: bool = False) -> EpochLines:
-    """Write the meta file (rank 0), attach a recorder to ``comm``'s counters; returns this rank's line
-    writer (close it, and set ``comm.stats.trace = None``, when training ends). Collective."""
+def start_trace(
+    cfg, part: Part, comm: Communicator, run_dir: Path | None, resume: bool = False, extra: dict | None = None
+) -> EpochLines:
+    """Write the meta file (rank 0; ``extra``: more top-level fields, a trainer's own), attach a recorder to
+    ``comm``'s counters; returns this rank's line writer (close it, and set ``comm.stats.trace = None``, when
+    training ends). Collective."""
     if run_dir is None:
         raise ValueError("trainer.trace=true needs a run directory to write trace/ into")
     own = {
@@ -33,7 +36,7 @@ def start_trace(cfg, part: Part, comm: Communicator, run_dir: Path | None, resum
     }
     parts = comm.all_gather_object(own, category=CONTROL)
     if comm.rank == 0:
-        write_meta(run_dir, trace_meta(cfg, part, parts, experiment_of(run_dir)))
+        write_meta(run_dir, trace_meta(cfg, part, parts, experiment_of(run_dir)) | (extra or {}))
     lines = EpochLines(run_dir, comm.rank, resume)
     comm.stats.trace = TraceRecorder(comm.rank, comm.world_size, lines)
     return lines

@@ -102,6 +102,7 @@ def test_the_files_round_trip(tmp_path):
 def test_the_key_is_off_by_default_and_refused_where_nothing_is_exchanged():
     assert compose_config([]).trainer.trace is False
     assert compose_config(["trainer.trace=true", "parallel=stale"]).trainer.trace is True
+    assert compose_config(["trainer.trace=true", "experiment=plexus"]).trainer.trace is True  # the grid's collectives
     with pytest.raises(
         ConfigError, match=r"trainer\.trace=true is not supported with parallel=admm.*trainer\.trace=false"
     ):
