@@ -77,16 +77,15 @@ def describe_failure(
     reports += [e for e in _elastic_reports(run_dir, ranks_per_log) if e["rank"] not in known]
     reported = sorted((e for e in reports if not e.get("stopped")), key=lambda e: e["time"])
     ended = local_exits(run_dir)  # a local job: every failed rank in the order it ended
-    if ended and not ended[0].get("stopped_by_gnnq"):
-        first = next((e for e in reports if e["rank"] == ended[0]["rank"] and e.get("stopped")), None)
-        if first is not None:
-            how = STOPPED_BY.search(first["message"])
-            return (
-                f"rank {first['rank']} was stopped by {how.group(1) if how else 'a signal'} from outside gnnq (kill, "
-                f"a scheduler) before any rank failed; the others were stopped after it (full log: "
-                f"{log_of(first['rank'])})"
-            )
     own = [e for e in reported if not lost_peer(e["message"])]
+    first = _stopped_from_outside(ended, reports, others_failed=bool(own))
+    if first is not None:
+        how = STOPPED_BY.search(first["message"])
+        return (
+            f"rank {first['rank']} was stopped by {how.group(1) if how else 'a signal'} from outside gnnq (kill, "
+            f"a scheduler) before any rank failed; the others were stopped after it (full log: "
+            f"{log_of(first['rank'])})"
+        )
     if own:
         return _reported(own[0], log_of(own[0]["rank"]), run_dir)
     seen = dict(exits or {})
@@ -113,6 +112,19 @@ def describe_failure(
         return f"torchrun was killed by {signal_name(code)}; its ranks died with it (full log: {logs[0]})"
     tail = [line.strip() for line in texts[0].splitlines() if line.strip()]
     return f"torchrun exited with code {code}: {tail[-1] if tail else 'no output'} (full log: {logs[0]})"
+
+
+def _stopped_from_outside(ended: list[dict], reports: list[dict], others_failed: bool) -> dict | None:
+    """The report of a local job's rank that a signal from outside gnnq stopped, when that is what ended the job: it
+    ended first, or it ended later but every other rank's error only says it lost a peer (a peer whose connection
+    closed may end before the stopped rank's exit is seen, on a loaded machine)."""
+    stopped = {e["rank"]: e for e in reports if e.get("stopped")}
+    outside = [e for e in ended if not e.get("stopped_by_gnnq") and e["rank"] in stopped]
+    if not outside:
+        return None
+    if outside[0] is ended[0] or not others_failed:
+        return stopped[outside[0]["rank"]]
+    return None
 
 
 def local_exits(run_dir: Path) -> list[dict]:

@@ -128,6 +128,28 @@ def test_a_rank_stopped_by_sigterm_from_outside_is_named_with_the_signal(tmp_pat
     assert line.startswith("rank 1 was stopped by SIGTERM from outside gnnq"), line
 
 
+def test_a_rank_stopped_from_outside_is_named_when_its_peer_ended_first(tmp_path):
+    """Under load rank 0 may end first with a closed connection (the catalogue's faults/rank1-sigterm saw it): the
+    signal that stopped rank 1 is still the cause, not rank 0's lost peer."""
+    closed = "RuntimeError: [gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:5019."
+    reports = [
+        {"rank": 0, "message": closed, "time": 1000.0, "stopped": False},
+        {"rank": 1, "message": "StoppedBySignal: stopped by SIGTERM (...)", "time": 1000.5, "stopped": True},
+    ]
+    run_dir = _failed_local_job(tmp_path, [(0, 1, False), (1, 1, False)], reports)
+    line = describe_failure(run_dir, 1)
+    assert line.startswith("rank 1 was stopped by SIGTERM from outside gnnq"), line
+
+
+def test_an_error_of_its_own_is_named_before_a_rank_stopped_from_outside_later(tmp_path):
+    reports = [
+        {"rank": 0, "message": "RuntimeError: CUDA out of memory", "time": 1000.0, "stopped": False},
+        {"rank": 1, "message": "StoppedBySignal: stopped by SIGTERM (...)", "time": 1000.5, "stopped": True},
+    ]
+    run_dir = _failed_local_job(tmp_path, [(0, 1, False), (1, 1, False)], reports)
+    assert describe_failure(run_dir, 1).startswith("rank 0 failed: RuntimeError: CUDA out of memory")
+
+
 def test_a_checkpoint_of_another_shape_is_named_and_not_loaded(tmp_path):
     import torch
 
