@@ -3,9 +3,10 @@
 - **walk**: follow ``cfg`` from ``gnnq/launch/job.py:run_job``. Depth first, every call whose arguments mention the
   name ``cfg`` (``cfg``, ``cfg.cluster``, ...) and that resolves through the file's imports (or its own functions)
   to a function of the package is followed, each function once. A room is a file. The walk moves into a file when a
-  call enters it (an *entry*) and moves back when that call returns to the caller's file (a *return*, also an
-  entry of the caller's file). A *climb back up* is a call into a file the walk has already been in (not a return).
-  Printed: rooms entered, climbs back, returns, the most entries of one room, and the bounces between packages.
+  call enters it (an *entry*) and moves back when that call returns to the caller's file (a *return*). A *climb
+  back up* is a call into a file the walk has already been in (not a return). Printed: rooms entered, climbs back,
+  returns, the most entries of one room by calls into it, the most times the walk is in one room counting returns
+  too (a pipeline's driver is in its room once more after each step it calls), and the bounces between packages.
 - **names**: comparisons (``==``, ``!=``, ``in``, ``not in``) of a string constant (or a module-level name bound
   to one) that is a cluster or method name
   (the choices under conf/cluster, conf/parallel, conf/model, conf/quantizer) with anything, outside the registries
@@ -141,6 +142,7 @@ def walk(code: Code, start=START) -> dict:
     kinds.append("start")
     visit(start)
     entries = Counter(path)
+    calls_into = Counter(room for room, kind in zip(path, kinds) if kind != "return")
     climbs, been = 0, set()
     for room, kind in zip(path, kinds):
         if kind == "call" and room in been:
@@ -155,7 +157,8 @@ def walk(code: Code, start=START) -> dict:
         "rooms": len(entries),
         "climbs_back": climbs,
         "returns": kinds.count("return"),
-        "most_entries": entries.most_common(3),
+        "most_entries": calls_into.most_common(3),
+        "most_times_in": entries.most_common(3),
         "bounces": bounces.most_common(4),
         "functions": len(seen),
     }
@@ -254,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     w = walk(Code(args.root))
     print(
         f"walk of cfg from run_job: {w['rooms']} rooms, {w['climbs_back']} climbs back, {w['returns']} returns "
-        f"({w['functions']} functions); most entries {w['most_entries']}; bounces {w['bounces']}"
+        f"({w['functions']} functions); most entries by calls {w['most_entries']}; most times in, with returns "
+        f"{w['most_times_in']}; bounces {w['bounces']}"
     )
     found = name_comparisons(args.root, choice_names(args.conf))
     clusters = choice_names(args.conf, ("cluster",))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from gnnq.launch.resources import per_rank_estimates
+from gnnq.launch.resources import per_rank_estimates, resource_plan
 
 
 def row(path: Path) -> str:
@@ -23,7 +23,9 @@ def row(path: Path) -> str:
     cfg = OmegaConf.create(record["config"])
     meta = record["partition"]
     features = cfg.dataset.get("feature_dim")  # synthetic graphs; others: the estimate the run recorded
-    estimates = per_rank_estimates(cfg, meta, features) if features else meta["memory_estimate_mib_per_rank"]
+    estimates = meta["memory_estimate_mib_per_rank"]
+    if features:
+        estimates = per_rank_estimates(resource_plan(cfg), meta, features)
     peaks = record["summary"]["peak_memory_mib_per_rank"]
     m = cfg.model
     return (

@@ -40,6 +40,7 @@ CSV_FIELDS = [
     "overhead_time_s",
     "throughput_epochs_per_s",
     "wall_speedup",
+    "bound_applies",
     "bound_no_overlap",
     "bound_overlap",
     "bound_fraction",

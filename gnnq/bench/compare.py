@@ -138,7 +138,8 @@ def _compare_point(p: Point, reference: str, base_ok: dict[int, dict], goal: flo
         "wall_speedup": ratios["wall_speedup"],
         "bytes_vs_baseline": _bytes_ratio(ok, base_ok),
     }
-    row["bound_applies"] = all(halo_messages(rec) for rec in ok.values())  # bounds are of halo rows' bytes
+    # the bounds are of halo rows' bytes and the reference's halo time: both sides must move halo rows
+    row["bound_applies"] = all(halo_messages(rec) for rec in (*ok.values(), *base_ok.values()))
     row["bound_no_overlap"], row["bound_overlap"] = (
         speedup_bounds(base_ok, ok, row["bytes_vs_baseline"]) if row["bound_applies"] else (None, None)
     )
@@ -238,7 +239,8 @@ def _cost_fields(ok: dict[int, dict], wall: dict[int, float | None]) -> dict:
 
 
 def _bytes_ratio(ok: dict[int, dict], base_ok: dict[int, dict]) -> float | None:
-    """Median bytes per epoch over the reference's median (None if the reference sent no bytes)."""
+    """Median bytes per epoch over the reference's median (None when either side has no successful run or a
+    reference run sent no bytes)."""
     if not (ok and base_ok and all(rec["comm_bytes_per_epoch"] for rec in base_ok.values())):
         return None
     return _median([rec["comm_bytes_per_epoch"] for rec in ok.values()]) / _median(

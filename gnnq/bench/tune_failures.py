@@ -10,6 +10,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from gnnq.track.files import write_text_atomic
+
 MISSING_FILE = "missing_rows.txt"
 ERROR_PREFIX = "gnnq: error:"  # how gnnq prints a refused config or a failed run (gnnq.cli, gnnq.launch.job)
 
@@ -64,5 +66,5 @@ def report_missing(rows: list[MissingRow], out: Path) -> list[str]:
         *(f"  - {row.line()}" for row in rows),
     ]
     out.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
+    write_text_atomic(path, "\n".join(lines) + "\n")  # an interrupted write leaves no half list
     return lines

@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import math
 
-from gnnq.config.clusters import world_size
 from gnnq.errors import ConfigError
-from gnnq.launch.clusters import cluster_of
 from gnnq.launch.resources import (
+    ResourcePlan,
     available_mib,
     feature_row_bytes,
     model_shape,
     rank_memory_mib,
-    ranks_here,
     refuse_ranks_that_do_not_fit,
-    shares_one_part,
     warn_if_oversubscribed,
     with_held,
 )
@@ -59,15 +56,14 @@ def launcher_memory_mib(
     return LAUNCHER_BASE_MIB + graph_bytes_mib + work
 
 
-def check_before_partitioning(cfg, graph, nparts: int) -> dict:
-    """ConfigError with one line when the launcher's partitioning, or the ranks even without halos, would not fit
-    in this host's memory; else the estimates (MiB) for the record."""
+def check_before_partitioning(plan: ResourcePlan, graph, nparts: int, metis: bool) -> dict:
+    """ConfigError with one line when the launcher's partitioning (``metis``: partitioner=metis), or the ranks even
+    without halos, would not fit in this host's memory; else the estimates (MiB) for the record."""
     from gnnq.data.partition import is_symmetric_canonical
 
-    metis = cfg.partitioner.name == "metis"
     n, e = graph.num_nodes, graph.num_edges
     gmib = graph_mib(graph)
-    limit = cfg.cluster.memory_limit_gib
+    limit = plan.memory_limit_gib
     avail, source = with_held(available_mib(limit), limit, rss_mib(), "this launcher, counted in the estimate")
     # METIS gets the graph as it is when it holds both directions, else a symmetrized copy of up to twice the edges
     entries = e if metis and is_symmetric_canonical(*graph.edge_index, n) else 2 * e
@@ -80,23 +76,22 @@ def check_before_partitioning(cfg, graph, nparts: int) -> dict:
             f"estimate: {LAUNCHER_FORMULA}; use a smaller graph, partitioner=random, or set "
             "cluster.memory_limit_gib to override the check"
         )
-    ranks = world_size(cfg)
     inner = math.ceil(n / max(1, nparts))
     row = feature_row_bytes(graph.num_features, graph.feature_nonzeros, n)
-    shape = model_shape(cfg, graph.num_features, graph.num_classes, row)
+    shape = model_shape(plan, graph.num_features, graph.num_classes, row)
     floor = rank_memory_mib(inner, 0, round(e * inner / max(1, n)), shape)
-    if shares_one_part(cfg):
+    if plan.shares_one_part:
         floor = rank_memory_mib(n, 0, e, shape)  # every rank holds the whole graph
-    if cluster_of(cfg).checks_memory_here():
-        here = ranks_here(cfg, [floor] * ranks)
+    if plan.cluster.checks_memory_here():
+        here = plan.cluster.ranks_here([floor] * plan.ranks)
         try:
             refuse_ranks_that_do_not_fit(
-                cfg,
+                plan,
                 here,
                 f", with {inner:,} inner nodes and no halo node yet: {sizes}; refused before partitioning",
                 gmib,
             )
         except ConfigError:
-            warn_if_oversubscribed(cfg, len(here))  # what the check after partitioning would have said first
+            warn_if_oversubscribed(plan, len(here))  # what the check after partitioning would have said first
             raise
     return {"launcher_mib": round(launcher, 1), "rank_floor_mib": round(floor, 1)}

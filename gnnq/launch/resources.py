@@ -20,6 +20,7 @@ from gnnq.config.registry import METHODS
 from gnnq.data.integrity import warn
 from gnnq.errors import ConfigError
 from gnnq.launch.clusters import cluster_of
+from gnnq.launch.clusters.base import Cluster
 from gnnq.track.process_memory import proc_kib
 
 # python, torch, gloo and gnnq in one rank process (450 MiB with an empty part), and what a big part adds at once
@@ -70,6 +71,45 @@ class Shape:
         return 4.0 * self.features if self.feature_bytes is None else self.feature_bytes
 
 
+@dataclass(frozen=True)
+class ResourcePlan:
+    """What the memory checks read of a run's config, read once (``resource_plan``): below it nothing takes cfg."""
+
+    declared: dict[str, Resources]  # what the run's model, quantizer and parallel choice declare (method_resources)
+    ranks: int  # world size
+    cluster: Cluster  # which ranks share this machine's memory, its torchrun agents
+    memory_limit_gib: float | None
+    allow_oversubscribe: bool
+    hidden: int
+    layers: int
+    layer_norm: bool  # model.norm=layer: a LayerNorm after every layer but the last
+    optimizer: str
+
+    @property
+    def method(self) -> Resources:
+        return self.declared["parallel"]
+
+    @property
+    def shares_one_part(self) -> bool:
+        """Whether every rank reads the same single part (the whole graph), as the parallel choice declares."""
+        return self.method.shared_part
+
+
+def resource_plan(cfg) -> ResourcePlan:
+    """The run's ResourcePlan, from its composed config."""
+    return ResourcePlan(
+        method_resources(cfg),
+        world_size(cfg),
+        cluster_of(cfg),
+        cfg.cluster.get("memory_limit_gib"),  # .get: a record's config of before these keys (benchmarks/)
+        bool(cfg.cluster.get("allow_oversubscribe", False)),
+        cfg.model.hidden,
+        cfg.model.layers,
+        cfg.model.get("norm", "none") == "layer",
+        cfg.trainer.optimizer,
+    )
+
+
 def feature_row_bytes(features: int, nonzeros: int | None, rows: int) -> float | None:
     """One node's input features (bytes): None for a dense input (``Shape`` counts 4 B x features); a sparse one
     (``nonzeros`` in all ``rows``) by its CSR arrays, SPARSE_NONZERO_BYTES per non-zero and SPARSE_ROW_BYTES per row
@@ -101,27 +141,25 @@ def rank_memory_mib(inner: int, halo: int, edges: int, shape: Shape) -> float:
     return BASE_MIB + (4.0 * values + features + EDGE_BYTES * edges + shape.model_bytes) / 2**20
 
 
-def model_parameters(cfg, features: int, classes: int) -> int:
-    """The parameter count of the model ``cfg`` names for ``features`` inputs and ``classes`` outputs, counted from
+def model_parameters(plan: ResourcePlan, features: int, classes: int) -> int:
+    """The parameter count of the run's model for ``features`` inputs and ``classes`` outputs, counted from
     its shape without building it (the launcher imports no torch): every model gnnq has (GCN, SAGE, GA-MLP) is
     ``model.layers`` linear layers from ``features`` through ``model.hidden`` to the classes, each with a bias and
     ``weight_paths`` weight matrices (SAGE: neighbours and root), and a LayerNorm (weight and bias) after every
     layer but the last when ``model.norm=layer``. tests/unit/test_bad_input.py checks it against the built models."""
-    m = cfg.model
-    paths = method_resources(cfg)["model"].weight_paths
-    dims = [features] + [m.hidden] * (m.layers - 1) + [max(1, classes)]
+    paths = plan.declared["model"].weight_paths
+    dims = [features] + [plan.hidden] * (plan.layers - 1) + [max(1, classes)]
     linear = sum(paths * a * b + b for a, b in zip(dims[:-1], dims[1:]))
-    norms = 2 * m.hidden * (m.layers - 1) if m.get("norm", "none") == "layer" else 0
+    norms = 2 * plan.hidden * (plan.layers - 1) if plan.layer_norm else 0
     return linear + norms
 
 
-def model_state_bytes(cfg, features: int, classes: int) -> float:
+def model_state_bytes(plan: ResourcePlan, features: int, classes: int) -> float:
     """One rank's model memory by MODEL_FORMULA: 4 B x P x (weights + gradients + the optimizer's tensors)."""
-    method = method_resources(cfg)["parallel"]
-    params = model_parameters(cfg, features, classes)
-    layers = cfg.model.layers
-    params *= method.layers_kept(layers, world_size(cfg)) / max(1, layers)
-    state = OPTIMIZER_STATE.get(cfg.trainer.optimizer, 2) if method.optimizer_state else 0
+    method = plan.method
+    params = model_parameters(plan, features, classes)
+    params *= method.layers_kept(plan.layers, plan.ranks) / max(1, plan.layers)
+    state = OPTIMIZER_STATE.get(plan.optimizer, 2) if method.optimizer_state else 0
     return 4.0 * params * (2 + state)
 
 
@@ -130,42 +168,30 @@ def method_resources(cfg) -> dict[str, Resources]:
     return {group: registry.choice(cfg[group].name).resources for group, registry in METHODS.items()}
 
 
-def model_shape(cfg, features: int, classes: int = 0, feature_bytes: float | None = None) -> Shape:
+def model_shape(plan: ResourcePlan, features: int, classes: int = 0, feature_bytes: float | None = None) -> Shape:
     """Full-graph training keeps every layer for backward; a method may keep fewer (an ADMM rank: the variables
     of its block of layers; the mini-batch reference: its full-graph evaluation, without gradients) and fix its
     copies. ``feature_bytes``: one node's input features when they are sparse (feature_row_bytes)."""
-    r = method_resources(cfg)
-    method = r["parallel"]
-    layers = method.layers_kept(cfg.model.layers, world_size(cfg))
-    model = model_state_bytes(cfg, features, classes)
+    r, method = plan.declared, plan.method
+    layers = method.layers_kept(plan.layers, plan.ranks)
+    model = model_state_bytes(plan, features, classes)
     if method.inner_copies is not None:
-        return Shape(features, cfg.model.hidden, layers, method.inner_copies, model, feature_bytes)
+        return Shape(features, plan.hidden, layers, method.inner_copies, model, feature_bytes)
     extra = (r["model"].weight_paths - 1) + (method.halo_buffers or r["quantizer"].halo_buffers)
-    return Shape(features, cfg.model.hidden, layers, INNER_COPIES + EXTRA_COPIES * extra, model, feature_bytes)
-
-
-def shares_one_part(cfg) -> bool:
-    """Whether every rank reads the same single part (the whole graph), as the parallel choice declares."""
-    return method_resources(cfg)["parallel"].shared_part
+    return Shape(features, plan.hidden, layers, INNER_COPIES + EXTRA_COPIES * extra, model, feature_bytes)
 
 
 def per_rank_estimates(
-    cfg, meta: dict, features: int, classes: int = 0, feature_bytes: float | None = None
+    plan: ResourcePlan, meta: dict, features: int, classes: int = 0, feature_bytes: float | None = None
 ) -> list[float]:
     """The estimate for every rank, from the parts' sizes in ``meta`` (one shared part: every rank holds it);
     ``feature_bytes``: one node's sparse input features (feature_row_bytes), None for dense ones."""
-    shape = model_shape(cfg, features, classes, feature_bytes)
+    shape = model_shape(plan, features, classes, feature_bytes)
     n, e = max(1, meta["num_nodes"]), meta["num_edges"]
     sizes = [(i, h, round(e * i / n)) for i, h in zip(meta["inner_nodes"], meta["halo_nodes"])]
-    ranks = world_size(cfg)
-    if len(sizes) != ranks:  # one shared part (shares_one_part), every rank holds it
-        sizes = sizes[:1] * ranks
+    if len(sizes) != plan.ranks:  # one shared part (shares_one_part), every rank holds it
+        sizes = sizes[:1] * plan.ranks
     return [rank_memory_mib(*size, shape) for size in sizes]
-
-
-def ranks_here(cfg, estimates: list[float]) -> list[float]:
-    """The estimates of the ranks that share this machine's memory (the cluster's class says which)."""
-    return cluster_of(cfg).ranks_here(estimates)
 
 
 def available_mib(limit_gib: float | None) -> tuple[float | None, str]:
@@ -222,25 +248,29 @@ def cores_here() -> int:
 
 
 def check_launch_resources(
-    cfg, meta: dict, features: int, freed_mib: float = 0.0, classes: int = 0, feature_bytes: float | None = None
+    plan: ResourcePlan,
+    meta: dict,
+    features: int,
+    freed_mib: float = 0.0,
+    classes: int = 0,
+    feature_bytes: float | None = None,
 ) -> list[float]:
     """Every rank's memory estimate (MiB); ConfigError with one line when the ranks on this machine would
     not fit in its memory, a one-line warning when they far outnumber its cores. ``freed_mib``: what the
     launcher holds now and frees before the ranks start (the graph); ``feature_bytes``: one node's sparse input
     features (feature_row_bytes), None for dense ones."""
-    estimates = per_rank_estimates(cfg, meta, features, classes, feature_bytes)
-    here = ranks_here(cfg, estimates)
-    warn_if_oversubscribed(cfg, len(here))
-    if not cluster_of(cfg).checks_memory_here():
-        return [round(m, 1) for m in estimates]
-    refuse_ranks_that_do_not_fit(cfg, here, freed_mib=freed_mib)
+    estimates = per_rank_estimates(plan, meta, features, classes, feature_bytes)
+    here = plan.cluster.ranks_here(estimates)
+    warn_if_oversubscribed(plan, len(here))
+    if plan.cluster.checks_memory_here():
+        refuse_ranks_that_do_not_fit(plan, here, freed_mib=freed_mib)
     return [round(m, 1) for m in estimates]
 
 
-def warn_if_oversubscribed(cfg, ranks: int) -> None:
+def warn_if_oversubscribed(plan: ResourcePlan, ranks: int) -> None:
     """One warning line when ``ranks`` on this host far outnumber its cores (unless cluster.allow_oversubscribe)."""
     cores = cores_here()
-    if ranks > OVERSUBSCRIBE * cores and not cfg.cluster.allow_oversubscribe:
+    if ranks > OVERSUBSCRIBE * cores and not plan.allow_oversubscribe:
         warn(
             f"{ranks} ranks on {cores} core(s) of this host ({ranks / cores:.0f} per core, more than {OVERSUBSCRIBE}): "
             "they mostly wait for a CPU and epoch times measure that; set cluster.allow_oversubscribe=true to "
@@ -248,16 +278,14 @@ def warn_if_oversubscribed(cfg, ranks: int) -> None:
         )
 
 
-def refuse_ranks_that_do_not_fit(cfg, here: list[float], note: str = "", freed_mib: float = 0.0) -> None:
+def refuse_ranks_that_do_not_fit(plan: ResourcePlan, here: list[float], note: str = "", freed_mib: float = 0.0) -> None:
     """ConfigError with one line when the ranks ``here`` (their estimates, MiB) and this host's torchrun agents
     need more than is available; ``note`` says what the estimates assume; ``freed_mib`` (what the launcher holds
     now and frees before the ranks start) counts as available too, unless cluster.memory_limit_gib sets it."""
-    c = cfg.cluster
-    agents = cluster_of(cfg).torchrun_agents_here()
+    limit = plan.memory_limit_gib
+    agents = plan.cluster.torchrun_agents_here()
     need = sum(here) + AGENT_MIB * agents
-    avail, source = with_held(
-        available_mib(c.memory_limit_gib), c.memory_limit_gib, freed_mib, "the graph the launcher frees first"
-    )
+    avail, source = with_held(available_mib(limit), limit, freed_mib, "the graph the launcher frees first")
     if avail is not None and need > avail:
         agent_note = f", plus {AGENT_MIB:.0f} MiB per torchrun" if agents else ""
         raise ConfigError(

@@ -122,7 +122,7 @@ def test_the_model_estimate_is_what_a_real_optimizer_step_holds(overrides):
     """4 B x P x (2 + s) equals the bytes of the weights, their gradients and torch's optimizer state after a
     step of the model the ranks build."""
     from gnnq.config.registry import MODELS
-    from gnnq.launch.resources import model_state_bytes
+    from gnnq.launch.resources import model_state_bytes, resource_plan
     from gnnq.train.optim import make_optimizer
 
     cfg = _cfg(*overrides)
@@ -133,29 +133,33 @@ def test_the_model_estimate_is_what_a_real_optimizer_step_holds(overrides):
     opt.step()
     held = sum(p.numel() + p.grad.numel() for p in model.parameters())
     held += sum(t.numel() for s in opt.state.values() for t in s.values() if torch.is_tensor(t) and t.dim() > 0)
-    assert model_state_bytes(cfg, 20, 5) == 4 * held
+    assert model_state_bytes(resource_plan(cfg), 20, 5) == 4 * held
 
 
 def test_a_model_far_above_the_limit_is_refused_where_activations_alone_fit():
     from dataclasses import replace
 
-    from gnnq.launch.resources import model_shape, rank_memory_mib, refuse_ranks_that_do_not_fit
+    from gnnq.launch.resources import model_shape, rank_memory_mib, refuse_ranks_that_do_not_fit, resource_plan
 
-    cfg = _cfg("model.hidden=8000", "dataset.num_nodes=200", "cluster.nproc=1", "cluster.memory_limit_gib=1")
-    shape = model_shape(cfg, 64, 8)
+    plan = resource_plan(
+        _cfg("model.hidden=8000", "dataset.num_nodes=200", "cluster.nproc=1", "cluster.memory_limit_gib=1")
+    )
+    shape = model_shape(plan, 64, 8)
     assert shape.model_bytes / 2**30 > 0.9  # 64.6M parameters x 4 B x (weights, gradients, Adam's 2 moments)
     without_model = rank_memory_mib(200, 0, 2000, replace(shape, model_bytes=0.0))
-    refuse_ranks_that_do_not_fit(cfg, [without_model])  # what the estimate said before: it fits
+    refuse_ranks_that_do_not_fit(plan, [without_model])  # what the estimate said before: it fits
     with pytest.raises(ConfigError, match=r"not enough memory: the 1 rank\(s\).*4 B x P x \(2 \+ s\) for the model"):
-        refuse_ranks_that_do_not_fit(cfg, [rank_memory_mib(200, 0, 2000, shape)])
+        refuse_ranks_that_do_not_fit(plan, [rank_memory_mib(200, 0, 2000, shape)])
 
 
 def test_only_hosts_that_start_torchrun_count_its_agent():
-    from gnnq.launch.resources import AGENT_MIB, refuse_ranks_that_do_not_fit
+    from gnnq.launch.resources import AGENT_MIB, refuse_ranks_that_do_not_fit, resource_plan
 
-    local = _cfg("cluster.nproc=1", "cluster.memory_limit_gib=1")
+    local = resource_plan(_cfg("cluster.nproc=1", "cluster.memory_limit_gib=1"))
     refuse_ranks_that_do_not_fit(local, [1000.0])  # 1000 MiB of ranks fit in 1 GiB: no torchrun agent locally
-    multinode = _cfg("cluster=multinode", "cluster.rendezvous=h:1", "cluster.nproc=1", "cluster.memory_limit_gib=1")
+    multinode = resource_plan(
+        _cfg("cluster=multinode", "cluster.rendezvous=h:1", "cluster.nproc=1", "cluster.memory_limit_gib=1")
+    )
     with pytest.raises(ConfigError, match=rf"plus {AGENT_MIB:.0f} MiB per torchrun"):
         refuse_ranks_that_do_not_fit(multinode, [1000.0])
 

@@ -32,3 +32,27 @@ def test_bound_columns_are_na_where_no_bound_applies():
     bound, of_bound = headers.index("bound (no overlap / perfect)"), headers.index("of bound")
     assert rows[0][bound] == "2.00x / 3.00x" and rows[0][of_bound] == "50%"
     assert rows[1][bound] == NOT_HALO and rows[1][of_bound] == NOT_HALO
+
+
+def _record(parallel: str, epoch_s: float, nbytes: int) -> dict:
+    return {
+        "status": "ok",
+        "config": {"parallel": {"name": parallel}},
+        "epoch_time_s": epoch_s,
+        "comm_time_s": epoch_s / 2,
+        "comm_bytes_per_epoch": nbytes,
+        "test": 0.8,
+        "summary": {},
+    }
+
+
+def test_no_bound_for_a_halo_method_against_a_reference_whose_messages_are_not_halo_rows():
+    """The bounds use the reference's halo time: a grid reference (tensor parallelism) gives none either."""
+    from gnnq.bench.compare import Point, _compare_point
+
+    grid = next(n for n in PARALLEL.names() if PARALLEL.choice(n).messages == "grid")
+    halo = Point(0, [], "sync", (), {0: _record("sync", 1.0, 1000)})
+    against_grid = _compare_point(halo, grid, {0: _record(grid, 2.0, 4000)}, None)
+    assert not against_grid["bound_applies"] and against_grid["bound_overlap"] is None
+    against_halo = _compare_point(halo, "sync", {0: _record("sync", 2.0, 4000)}, None)
+    assert against_halo["bound_applies"] and against_halo["bound_overlap"] is not None

@@ -16,6 +16,7 @@ from gnnq.launch.resources import (
     SPARSE_ROW_BYTES,
     check_launch_resources,
     feature_row_bytes,
+    resource_plan,
 )
 
 NODES, FEATURES, WORDS = 20_000, 60_000, 10  # dense: 4.5 GiB of features; sparse: 2.6 MB
@@ -37,8 +38,10 @@ def _wide_sparse_graph() -> Graph:
     return graph
 
 
-def _cfg():
-    return compose_config(["logger=none", "model.hidden=16", "cluster.nproc=2", "cluster.memory_limit_gib=3"])
+def _plan():
+    return resource_plan(
+        compose_config(["logger=none", "model.hidden=16", "cluster.nproc=2", "cluster.memory_limit_gib=3"])
+    )
 
 
 def test_a_sparse_row_costs_its_non_zeros_and_a_dense_one_its_width():
@@ -52,13 +55,13 @@ def test_a_sparse_row_costs_its_non_zeros_and_a_dense_one_its_width():
 
 
 def test_a_wide_sparse_graph_fits_where_its_dense_features_would_not():
-    cfg, graph = _cfg(), _wide_sparse_graph()
-    before = check_before_partitioning(cfg, graph, 2)  # the ranks' floor: 10,000 inner rows each, no halo
+    plan, graph = _plan(), _wide_sparse_graph()
+    before = check_before_partitioning(plan, graph, 2, metis=True)  # the ranks' floor: 10,000 inner rows each, no halo
     assert before["rank_floor_mib"] < 600, before
     meta = {"num_nodes": NODES, "num_edges": graph.num_edges, "inner_nodes": [10_000] * 2, "halo_nodes": [8_000] * 2}
     row = feature_row_bytes(graph.num_features, graph.feature_nonzeros, NODES)
-    sparse = check_launch_resources(cfg, meta, FEATURES, classes=4, feature_bytes=row)
+    sparse = check_launch_resources(plan, meta, FEATURES, classes=4, feature_bytes=row)
     assert max(sparse) < 600, sparse
     # the same parts counted dense: 18,000 rows x 240 kB, 4.0 GiB of features in each rank
     with pytest.raises(ConfigError, match=r"not enough memory: the 2 rank\(s\) on this host need about 9\.1 GiB"):
-        check_launch_resources(cfg, meta, FEATURES, classes=4)
+        check_launch_resources(plan, meta, FEATURES, classes=4)
