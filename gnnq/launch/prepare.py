@@ -46,6 +46,11 @@ class DataPlan:
         return self.root / "parts"
 
     @property
+    def propagated_inputs(self) -> bool:
+        """Whether the model's inputs are [X, AX, ..., A^hops X], computed here (its registry line says so)."""
+        return self.resources.declared["model"].propagated_inputs
+
+    @property
     def files_graph(self) -> bool:
         return self.dataset.name == FILES
 
@@ -79,7 +84,7 @@ def prepare_data(cfg: DictConfig) -> tuple[Path, dict]:
     graph, graph_mib_, cached = _read_graph(plan)
     _check_graph(plan, graph)
     fingerprint = {"dataset_fingerprint": graph.fingerprint()} if plan.files_graph else {}
-    if plan.resources.declared["model"].propagated_inputs:
+    if plan.propagated_inputs:
         graph = _propagate(plan, graph)
     before: dict = {}
     parts_dir, meta = cached[1:] if cached is not None else _write_parts(plan, graph, before)
@@ -106,7 +111,7 @@ def _read_graph(plan: DataPlan):
     """(the graph or its kept summary, its MiB, (summary, parts dir, meta) when the parts are cached, else None);
     ConfigError when the run has more partitions than the graph has nodes."""
     t0 = time.perf_counter()
-    cached = None if plan.resources.declared["model"].propagated_inputs else _cached_summary(plan)
+    cached = None if plan.propagated_inputs else _cached_summary(plan)
     if cached is not None:  # its parts are cached and its files unchanged: no load (gnnq.data.summary)
         graph = cached[0]
         for note in graph.notes:
