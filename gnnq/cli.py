@@ -314,6 +314,7 @@ def _hydra_entry() -> None:
                 if refused is not None:  # Optuna: FAIL, with the reason; nothing ran
                     _FAILED_RUNS.append(str(run_dir))
                     return refused
+                _trial_budget(cfg, hydra_cfg)
                 record = run_job(cfg, run_dir)
                 value = _objective(run_dir, record)
             except GnnqError as exc:  # the run dir is not free (nothing written), or its record could not be written
@@ -335,10 +336,15 @@ def _optuna(argv: list[str]) -> bool:
     return is_optuna_sweep(argv)
 
 
+def _optuna_job(hydra_cfg) -> bool:
+    """A trial of Hydra's Optuna sweeper."""
+    return "optuna" in str(hydra_cfg.sweeper.get("_target_", "")).lower()
+
+
 def _refused_trial(cfg, hydra_cfg, run_dir: Path):
     """In a tuning sweep (whose trials no preflight saw), a trial gnnq refuses: its failed record is written, the
     reason printed, and what its job returns to the sweeper (gnnq.bench.tune.FailedTrial); else None."""
-    if "optuna" not in str(hydra_cfg.sweeper.get("_target_", "")).lower():
+    if not _optuna_job(hydra_cfg):
         return None
     from gnnq.bench.tune import refused_trial_record, trial_refusal
 
@@ -347,6 +353,21 @@ def _refused_trial(cfg, hydra_cfg, run_dir: Path):
         return None
     print(f"gnnq: error: trial refused (not run): {reason}", file=sys.stderr, flush=True)
     return refused_trial_record(cfg, run_dir, reason)
+
+
+def _trial_budget(cfg, hydra_cfg) -> None:
+    """In gnnq-bench tune's trials (the tuner set its target), pruning at the study's incumbent time to target
+    (gnnq.bench.tune.prune_at_incumbent): said where it applies."""
+    import os
+
+    from gnnq.bench.tune import OBJECTIVE_ENV, prune_at_incumbent
+    from gnnq.launch.console import say
+
+    if not os.environ.get(OBJECTIVE_ENV) or not _optuna_job(hydra_cfg):
+        return
+    budget = prune_at_incumbent(cfg, hydra_cfg.sweeper.storage, hydra_cfg.sweeper.study_name)
+    if budget is not None:
+        say(f"trial budget: trainer.stop_after_s={budget:.3f}, the best time to target so far (pruned after it)")
 
 
 def _objective(run_dir: Path, record: dict) -> float | None:

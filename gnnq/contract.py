@@ -24,6 +24,11 @@ HEARTBEAT_FILES = "heartbeat-rank*.json"
 HEARTBEAT_INTERVAL_S = 1.0  # how often a rank rewrites its heartbeat
 EXITS_FILE = "exits.json"  # under INTERNAL_DIR: the ranks that failed, in the order they ended (gnnq.launch.ranks)
 
+# --- a run's epoch rows (metrics.jsonl), read by the report -------------------------------------------
+# a validation metric reaches a target at ``val >= target - TARGET_SLACK`` (the ranks' early stop, the report's time to
+# target): a mean over seeds of equal values may exceed each of them in its last bit
+TARGET_SLACK = 1e-9
+
 # --- the ranks' output, read by the launcher ------------------------------------------------------
 PROGRESS_PREFIX = "@@gnnq-progress "  # rank 0's epoch row, as JSON after the prefix, one line each
 RANK_WARNING_PREFIX = "[gnnq] warning:"  # how a rank's warnings start (e.g. gnnq.train.driver.check_loss)

@@ -9,10 +9,16 @@ tuning loses only the trial it was in; its run dir stays as ``attempt<k>-<n>``, 
 
 Objective: training seconds (epochs and overheads) until validation first reaches the target, within the fixed epoch
 budget (``trainer.epochs``); a trial that never reaches it scores ``UNREACHED_S * (1 + target - best val)``, worse
-than any that does, and closer is better. Pruning: Hydra's Optuna sweeper asks a trial, launches the run as a job with
-only its overrides and tells the value when the job returns, so a run has no Optuna ``Trial`` to report epochs to and
-per-epoch pruning is not possible on this path; every trial runs its whole (small) epoch budget instead, and the
-objective reads the run's per-epoch curve (metrics.jsonl).
+than any that does, and closer is better. The objective reads the run's per-epoch curve (metrics.jsonl).
+
+A trial runs no longer than its value needs, decided per epoch from gnnq's epoch rows on every rank
+(gnnq.train.driver.early_stop, no message between ranks): it stops at the target (``trainer.stop_at_val``: the
+epochs after it cannot change its time to target), and it is pruned at the study's incumbent
+(``trainer.stop_after_s`` = the best time to target of the study's complete trials, read from its Optuna storage
+when the trial starts): a trial still short of the target then can no longer become the best, so pruning never
+changes which setting wins. A pruned trial scores as one that did not reach the target. (Optuna's own per-epoch
+``Trial.report``/``should_prune`` are not used: Hydra's Optuna sweeper gives the job no ``Trial``, and a decision
+made on rank 0 per epoch would need a message to the other ranks every epoch.)
 
 Failures: a trial's config is checked as gnnq checks every point of a plain sweep (``trial_refusal``) before it runs;
 a refused or failed trial is Optuna's FAIL (``FailedTrial``), named, never scored. A method whose tuning or rerun
@@ -74,6 +80,32 @@ def objective_from_env(run_dir: Path, record: dict) -> float | FailedTrial | Non
     """The objective where the tuner asked for one (OBJECTIVE_ENV), else None (a plain sweep returns nothing)."""
     target = os.environ.get(OBJECTIVE_ENV)
     return None if not target else objective(run_dir, record, float(target))
+
+
+def incumbent_seconds(storage: str, study_name: str) -> float | None:
+    """The study's best time to target so far: its best complete trial's value if that trial reached the target,
+    else None (no complete trial yet, or none reached it)."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        study = optuna.load_study(study_name=study_name, storage=storage)
+    except KeyError:  # the study is not created yet
+        return None
+    done = [t.value for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))]
+    reached = [v for v in done if v is not None and v < UNREACHED_S]
+    return min(reached) if reached else None
+
+
+def prune_at_incumbent(cfg, storage: str, study_name: str) -> float | None:
+    """A tuning trial's budget: ``cfg.trainer.stop_after_s`` set to the study's incumbent time to target (kept where
+    a smaller one is set); the budget set, or None (no incumbent: the trial runs its epochs)."""
+    incumbent = incumbent_seconds(storage, study_name)
+    if incumbent is None:
+        return None
+    own = cfg.trainer.get("stop_after_s")
+    cfg.trainer.stop_after_s = incumbent if own is None else min(own, incumbent)
+    return cfg.trainer.stop_after_s
 
 
 def trial_refusal(cfg) -> str | None:
@@ -190,9 +222,10 @@ def method_space(study: Study) -> dict[str, str]:
     return search_space(cfg.parallel.name, cfg.quantizer.name)
 
 
-def tune_command(study: Study, trials: int, seed: int, attempt: int) -> list[str]:
-    """``gnnq -m`` with Hydra's Optuna sweeper over the method's space: ``trials`` more trials of the study, run dirs
-    ``attempt<k>-<n>`` (a resumed study never reuses an earlier attempt's directory)."""
+def tune_command(study: Study, trials: int, target: float, seed: int, attempt: int) -> list[str]:
+    """``gnnq -m`` with Hydra's Optuna sweeper over the method's space: ``trials`` more trials of the study, each
+    stopping at ``target``; run dirs ``attempt<k>-<n>`` (a resumed study never reuses an earlier attempt's
+    directory)."""
     from gnnq.config.search_space import overrides
 
     return [
@@ -201,6 +234,7 @@ def tune_command(study: Study, trials: int, seed: int, attempt: int) -> list[str
         *study.config_args(),
         *study.overrides(),
         f"trainer.seed={seed}",
+        f"trainer.stop_at_val={target}",  # a trial's value is its time to target: the epochs after it change nothing
         "hydra/sweeper=optuna",
         "hydra.sweeper.direction=minimize",
         f"hydra.sweeper.study_name={study.name}",
@@ -223,7 +257,7 @@ def tune(study: Study, trials: int, target: float, seed: int, say=print) -> list
         return done
     study.dir.mkdir(parents=True, exist_ok=True)
     attempt = len(list(study.dir.glob("attempt*-0")))
-    cmd = tune_command(study, missing, seed, attempt)
+    cmd = tune_command(study, missing, target, seed, attempt)
     say(f"[gnnq-bench] tune {study.name}: {len(done)} of {trials} trials done, running {missing}: {shlex.join(cmd)}")
     res = subprocess.run(cmd, env={**os.environ, OBJECTIVE_ENV: str(target)})
     for line in failed_trials_lines(study, attempt):  # Optuna: FAIL, not scored

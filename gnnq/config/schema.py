@@ -487,6 +487,10 @@ class TrainerConfig:
     nonfinite_loss: str = "error"  # a NaN/inf training loss: error (the run fails, naming the epoch) | warn (goes on)
     # true: every rank writes its epochs' message timeline under <run dir>/trace/ (halo strategies, tensor3d)
     trace: bool = False
+    # stop after the first evaluated epoch whose validation metric reaches this (null: all epochs; tune trials: target)
+    stop_at_val: Optional[float] = bounded(None, gt=0.0)
+    # stop once training time (epochs and overheads, the time-to-target clock) passes this many seconds (null: no limit)
+    stop_after_s: Optional[float] = bounded(None, gt=0.0)
     # how gradients are summed over ranks: trainer.grad_sync.mode=allreduce|fp16|bf16|powersgd|codec (docs/methods.md)
     grad_sync: GradSyncConfig = field(default_factory=GradSyncConfig)
 

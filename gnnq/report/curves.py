@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gnnq.contract import METRICS_FILE
+from gnnq.contract import METRICS_FILE, TARGET_SLACK
 
 
 def read_curve(run_dir: str | Path) -> list[tuple[float, float]]:
@@ -32,6 +32,3 @@ def read_curve(run_dir: str | Path) -> list[tuple[float, float]]:
 def time_to_target(curve: list[tuple[float, float]], target: float) -> float | None:
     """Training seconds (epochs and overheads) until the validation metric first reaches ``target`` (None: never)."""
     return next((t for t, val in curve if val >= target - TARGET_SLACK), None)
-
-
-TARGET_SLACK = 1e-9  # a mean over seeds of equal values may exceed each of them in its last bit

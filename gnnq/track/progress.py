@@ -99,6 +99,11 @@ def summary_table(record: dict) -> str:
         [f"best val {metric}", fmt_value(record.get("best_val"))],
         [f"test {metric} (at best val)", fmt_value(record.get("test"))],
         ["best epoch", s.get("best_epoch", "-")],
+        *(
+            [["stopped early", f"after epoch {s['stopped_early']['epoch']}: {s['stopped_early']['reason']}"]]
+            if s.get("stopped_early")
+            else []
+        ),
         ["epoch time (median)", f"{record['epoch_time_s'] * 1000:.1f} ms" if record.get("epoch_time_s") else "-"],
         [
             "comm time, exposed (median)",

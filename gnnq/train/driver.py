@@ -22,7 +22,7 @@ import torch
 
 from gnnq.comm import Communicator
 from gnnq.comm.accounting import CONTROL, OVERHEAD
-from gnnq.contract import RANK_WARNING_PREFIX
+from gnnq.contract import RANK_WARNING_PREFIX, TARGET_SLACK
 from gnnq.errors import GnnqError
 from gnnq.track.overheads import OVERHEAD_KINDS, OverheadClock
 from gnnq.track.process_memory import peak_rss_mib
@@ -101,6 +101,7 @@ SUMMARY_KEYS = (
     "checkpoints",
     "cpus_per_rank",
     "threads_per_rank",
+    "stopped_early",
 )
 NUM_COUNTS = 3 * len(SPLITS)  # split_counts: three per split
 
@@ -190,7 +191,8 @@ def run_epochs(
     run_dir: Path | None = None,
     resume: bool = False,
 ) -> dict:
-    """Train for ``tcfg.epochs`` epochs (``tcfg`` = cfg.trainer); return the run summary (identical on every rank).
+    """Train for ``tcfg.epochs`` epochs (``tcfg`` = cfg.trainer), fewer where ``early_stop`` says so; return the run
+    summary (identical on every rank; its ``stopped_early`` says why a run ended before its last epoch, else None).
 
     With ``run_dir``, every ``tcfg.checkpoint_every`` epochs each rank checkpoints its state there;
     ``resume`` continues from the latest checkpoint, and on CPU the run then ends exactly as an
@@ -205,6 +207,7 @@ def run_epochs(
         history, best, first_epoch = loop_state["history"], loop_state["best"], loop_state["epoch"] + 1
         trainer.load_loop_state(loop_state)
     fault = FaultInjector.from_env(comm.rank)
+    stopped = None
     clock = trainer.overheads  # holds the setup's overheads (the trainer's constructor) until the first row takes them
     for epoch in range(first_epoch, tcfg.epochs + 1):
         fault.check(epoch)
@@ -220,6 +223,9 @@ def run_epochs(
             loop_state = {"epoch": epoch, "history": history, "best": best, **trainer.loop_state()}
             with clock.measure("checkpoint"):  # charged to the next epoch's row (the last one's: to the summary only)
                 checkpoints.save(epoch, trainer.stateful(), loop_state, device)
+        stopped = early_stop(tcfg, history)
+        if stopped is not None:
+            break
 
     extras = trainer.finish(history)
     trailing = reduce_overheads(clock, comm, device)  # after the last row: its checkpoint
@@ -228,6 +234,7 @@ def run_epochs(
         history, best, trainer.setup_comm_bytes, host_mib, comm.world_size, metric=trainer.metric, trailing=trailing
     )
     summary["device"] = device.type
+    summary["stopped_early"] = stopped
     summary.update(extras)
     summary["checkpoints"] = checkpoints.describe()
     summary["cpus_per_rank"] = comm.all_gather_object(sorted(os.sched_getaffinity(0)), category=CONTROL)
@@ -343,6 +350,25 @@ def check_loss(row: dict, policy: str, rank: int) -> None:
         raise NonFiniteLossError(f"{what}; the run stopped (trainer.nonfinite_loss=warn goes on regardless)")
     if rank == 0:  # the launcher shows the ranks' warning lines
         print(f"{RANK_WARNING_PREFIX} {what} (trainer.nonfinite_loss=warn)", flush=True)
+
+
+def early_stop(tcfg, history: list[dict]) -> dict | None:
+    """Why the run ends after its last row before ``trainer.epochs`` (``{"epoch", "reason"}``), or None.
+
+    ``trainer.stop_at_val``: the row's validation metric reached it; ``trainer.stop_after_s``: training time (epoch
+    times and overheads, as the report's time to target counts them, gnnq.report.curves.read_curve) passed it. Every
+    rank holds the same rows (reduced over ranks), so every rank stops after the same epoch without a message."""
+    row = history[-1]
+    target = tcfg.get("stop_at_val")
+    if target is not None and row["val"] is not None and row["val"] >= target - TARGET_SLACK:
+        return {"epoch": row["epoch"], "reason": f"validation {row['val']:.4f} reached trainer.stop_at_val={target}"}
+    limit = tcfg.get("stop_after_s")
+    if limit is not None:
+        elapsed = sum((r.get("epoch_time_s") or 0.0) + (r.get("overhead_time_s") or 0.0) for r in history)
+        if elapsed > limit:
+            reason = f"training time {elapsed:.2f} s passed trainer.stop_after_s={limit}"
+            return {"epoch": row["epoch"], "reason": reason}
+    return None
 
 
 def update_best(best: dict, row: dict) -> dict:

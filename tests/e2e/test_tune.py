@@ -83,3 +83,34 @@ def test_a_failed_method_is_named_and_the_next_still_runs_then_tune_exits_nonzer
     assert "rerun failed with exit code 2" in default_minibatch and "cluster.nproc=2" in default_minibatch
     assert "not rerun" in by_row["minibatch on synthetic, tuned setting"]
     assert err.count("gnnq-bench tune: missing row: ") == 4  # each said when it happened, too
+
+
+def test_a_trial_stops_at_the_target_and_a_later_one_is_pruned_at_the_studys_incumbent(tmp_path, monkeypatch):
+    """A trial's epochs after the target change nothing: it stops there. A later trial runs only as long as the
+    study's best time to target (trainer.stop_after_s in its record), then stops and scores as not reached."""
+    import json
+
+    import optuna
+
+    monkeypatch.setenv("GNNQ_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("GNNQ_DATA", str(tmp_path / "data"))
+    study = Study("synthetic", "pipegcn", tmp_path / "out", TINY)
+    (reached,) = tune(study, trials=1, target=0.01, seed=0)  # any model reaches 1% validation accuracy in one epoch
+    first = json.loads((study.dir / "attempt0-0" / "record.json").read_text())
+    assert first["config"]["trainer"]["stop_at_val"] == 0.01 and first["config"]["trainer"]["stop_after_s"] is None
+    assert (
+        first["summary"]["epochs"] == 1
+        and "reached trainer.stop_at_val=0.01" in first["summary"]["stopped_early"]["reason"]
+    )
+    assert 0 < reached.value < 1e3
+    # an incumbent faster than any run: the next trial is pruned after its first epoch
+    optuna.load_study(study_name=study.name, storage=study.storage).add_trial(
+        optuna.trial.create_trial(params={}, distributions={}, value=1e-6)
+    )
+    trials = tune(study, trials=3, target=0.999, seed=0)
+    pruned = json.loads((study.dir / "attempt1-0" / "record.json").read_text())
+    assert pruned["config"]["trainer"]["stop_after_s"] == 1e-6
+    assert pruned["summary"]["epochs"] == 1
+    assert "passed trainer.stop_after_s=1e-06" in pruned["summary"]["stopped_early"]["reason"]
+    assert max(t.value for t in trials) >= 1e6  # not reached: scored below every trial that reached the target
+    assert "trial budget: trainer.stop_after_s=0.000" in (study.dir / "attempt1-0" / "cli.log").read_text()

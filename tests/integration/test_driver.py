@@ -221,3 +221,35 @@ def test_resumed_run_ends_as_the_uninterrupted_one(tmp_path, name):
     if name == "admm":
         assert resumed["admm"]["final_objective"] == straight["admm"]["final_objective"]
         assert resumed["admm"]["final_rho"] == straight["admm"]["final_rho"]
+
+
+def _full_stopping(target: float) -> dict:
+    """The full-graph run stopped at ``target`` and stopped after (nearly) no training time."""
+    comm, graph = Communicator(), _graph()
+    assignment = partition_nodes(graph.edge_index, graph.num_nodes, comm.world_size, "metis", seed=1)
+    part = build_parts(graph, assignment, comm.world_size)[comm.rank]
+    out = {}
+    for name, key, value in (("val", "trainer.stop_at_val", target), ("time", "trainer.stop_after_s", 1e-9)):
+        rows: list[dict] = []
+        summary = train(_cfg(**{key: value}), part, comm, rows.append)
+        out[name] = (rows, summary)
+    return out
+
+
+def test_a_run_stops_early_after_the_same_epoch_on_every_rank(runs):
+    """trainer.stop_at_val: after the first epoch whose val reaches it, with the rows of the run that went on;
+    trainer.stop_after_s: after the first epoch whose training time (epochs and overheads) passes it."""
+    straight, _ = runs["full"][0]
+    target = max(r["val"] for r in straight[:-1] if r["val"] is not None)
+    first = next(r["epoch"] for r in straight if r["val"] is not None and r["val"] >= target)
+    assert first < EPOCHS, "the target must be reached before the last epoch, or the test proves nothing"
+    by_rank = run_distributed(2, _full_stopping, target)
+    assert by_rank[0]["val"][0] == by_rank[1]["val"][0] and by_rank[0]["time"][0] == by_rank[1]["time"][0]
+    rows, summary = by_rank[0]["val"]
+    assert _without_times(rows) == _without_times(straight[:first])
+    assert summary["epochs"] == first and summary["stopped_early"]["epoch"] == first
+    assert "reached trainer.stop_at_val" in summary["stopped_early"]["reason"]
+    rows, summary = by_rank[0]["time"]
+    assert [r["epoch"] for r in rows] == [1] and summary["stopped_early"]["epoch"] == 1
+    assert "passed trainer.stop_after_s=1e-09" in summary["stopped_early"]["reason"]
+    assert runs["full"][0][1]["stopped_early"] is None
