@@ -15,8 +15,8 @@ A trial runs no longer than its value needs, decided per epoch from gnnq's epoch
 (gnnq.train.driver.early_stop, no message between ranks): it stops at the target (``trainer.stop_at_val``: the
 epochs after it cannot change its time to target), and it is pruned at the study's incumbent
 (``trainer.stop_after_s`` = the best time to target of the study's complete trials, read from its Optuna storage
-when the trial starts): a trial still short of the target then can no longer become the best, so pruning never
-changes which setting wins. A pruned trial scores as one that did not reach the target. (Optuna's own per-epoch
+when the trial starts): a trial still short of the target then can no longer become the best. A pruned trial
+scores as one that did not reach the target (so the sampler learns it as such, not as a slower reach). (Optuna's own per-epoch
 ``Trial.report``/``should_prune`` are not used: Hydra's Optuna sweeper gives the job no ``Trial``, and a decision
 made on rank 0 per epoch would need a message to the other ranks every epoch.)
 
