@@ -16,9 +16,9 @@ A trial runs no longer than its value needs, decided per epoch from gnnq's epoch
 epochs after it cannot change its time to target), and it is pruned at the study's incumbent
 (``trainer.stop_after_s`` = the best time to target of the study's complete trials, read from its Optuna storage
 when the trial starts): a trial still short of the target then can no longer become the best. A pruned trial
-scores as one that did not reach the target (so the sampler learns it as such, not as a slower reach). (Optuna's own per-epoch
-``Trial.report``/``should_prune`` are not used: Hydra's Optuna sweeper gives the job no ``Trial``, and a decision
-made on rank 0 per epoch would need a message to the other ranks every epoch.)
+scores as one that did not reach the target (so the sampler learns it as such, not as a slower reach). (Optuna's
+own per-epoch ``Trial.report``/``should_prune`` are not used: Hydra's Optuna sweeper gives the job no ``Trial``,
+and a decision made on rank 0 per epoch would need a message to the other ranks every epoch.)
 
 Failures: a trial's config is checked as gnnq checks every point of a plain sweep (``trial_refusal``) before it runs;
 a refused or failed trial is Optuna's FAIL (``FailedTrial``), named, never scored. A method whose tuning or rerun
