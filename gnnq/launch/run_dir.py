@@ -254,11 +254,14 @@ class PlaceCheck(Callback):
 
 def _root_key(config) -> str:
     """How the user set where runs go, for the error line."""
-    overrides = [str(o) for o in config.hydra.overrides.hydra]
+    from omegaconf import OmegaConf
+
+    # unresolved: an override's value may hold an interpolation only a job can resolve (``${hydra.job.num}``)
+    overrides = [str(o) for o in OmegaConf.to_container(config.hydra.overrides.hydra, resolve=False)]
     for key in ("hydra.run.dir", "hydra.sweep.dir"):
         if any(o.startswith(key + "=") for o in overrides):
             return key
-    task = [str(o) for o in config.hydra.overrides.task]
+    task = [str(o) for o in OmegaConf.to_container(config.hydra.overrides.task, resolve=False)]
     if not any(o.startswith("runs_root=") for o in task) and os.environ.get("GNNQ_RUNS"):
         return "GNNQ_RUNS"
     return "runs_root"
