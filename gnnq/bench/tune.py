@@ -264,7 +264,13 @@ def tune(study: Study, trials: int, target: float, seed: int, say=print) -> list
         say(f"[gnnq-bench] tune {study.name}: trial failed (not scored): {line}")
     if res.returncode not in (0, 1):  # 1: some trial's run failed or was refused (FAIL in the study)
         raise GnnqError(f"tuning {study.name} stopped with exit code {res.returncode}")
-    return finished_trials(study)
+    done = finished_trials(study)
+    if len(done) < trials:  # a failed trial took one of the sweeper's n_trials
+        say(
+            f"[gnnq-bench] tune {study.name}: {len(done)} of {trials} trials complete (failed trials count toward "
+            "the sweeper's trials); the same command runs the missing ones"
+        )
+    return done
 
 
 def best_overrides(trials: list) -> list[str]:
@@ -338,7 +344,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--dataset", action="append", default=[], help="a dataset= choice; repeatable (default: the sweep's)"
     )
     p.add_argument("--target", action="append", required=True, help="DATASET=VALUE: the validation target; repeatable")
-    p.add_argument("--trials", type=int, default=20, help="complete trials per method and dataset (default 20)")
+    p.add_argument(
+        "--trials",
+        type=int,
+        default=20,
+        help="trials per method and dataset (default 20); a failed one takes a place, running again fills it",
+    )
     p.add_argument("--tuning-seed", type=int, default=0, help="the seed of every trial and of the sampler")
     p.add_argument("--final-seeds", default="100,101,102", help="seeds of the default and tuned reruns")
     p.add_argument("--out", type=Path, required=True)

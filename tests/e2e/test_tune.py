@@ -58,6 +58,7 @@ def test_refused_trials_fail_in_the_study_with_their_reason_and_nothing_runs(tmp
         assert not (run_dir / "metrics.jsonl").exists()  # refused before it ran
     failed = [line for line in said if "trial failed (not scored)" in line]
     assert len(failed) == 2 and all("quantizer.assign_cycle=" in line for line in failed)
+    assert any("0 of 2 trials complete" in line and "runs the missing ones" in line for line in said)
 
 
 def test_a_failed_method_is_named_and_the_next_still_runs_then_tune_exits_nonzero(tmp_path, monkeypatch, capsys):
