@@ -21,11 +21,10 @@ from gnnq.data.part import Part
 from gnnq.errors import ConfigError
 from gnnq.models.graph_ops import LocalGraph, from_coo, gcn_graph
 from gnnq.models.tensor3d import LayerShape
-from gnnq.parallel.tensor3d_grid import AXES, Grid, choose_grid, layer_axes
+from gnnq.parallel.tensor3d_grid import AXES, Grid, choose_grid, role_axis
 
 PERMUTATIONS = ("none", "single", "double")
 INPUTS = ("once", "every_epoch")
-ROLES = ("O", "I", "D")
 
 
 def grid_for(pcfg, ranks: int, nodes: int, nnz: int, dims: list[int]) -> tuple[Grid, str]:
@@ -122,7 +121,7 @@ class Tensor3dStrategy:
     # -- where this rank sits
 
     def axis(self, role: str, layer: int) -> str:
-        return layer_axes(layer)[ROLES.index(role)]
+        return role_axis(layer, role)
 
     def block(self, role: str, layer: int, length: int) -> slice:
         """This rank's block of ``length`` along ``role`` of ``layer`` (the length divides evenly)."""

@@ -16,6 +16,7 @@ import itertools
 from dataclasses import dataclass
 
 AXES = ("x", "y", "z")
+ROLES = ("O", "I", "D")  # a layer's output features, input features, and nodes (Plexus's dimensions)
 LAYER_AXES = (("x", "y", "z"), ("z", "x", "y"), ("y", "z", "x"))  # (O, I, D) of layer l % 3
 FLOAT_BYTES = 4
 
@@ -65,6 +66,11 @@ class Grid:
 
 def layer_axes(layer: int) -> tuple[str, str, str]:
     return LAYER_AXES[layer % 3]
+
+
+def role_axis(layer: int, role: str) -> str:
+    """The grid axis that holds ``role`` (one of ROLES) in ``layer``."""
+    return layer_axes(layer)[ROLES.index(role)]
 
 
 def factorizations(ranks: int) -> list[Grid]:

@@ -34,16 +34,15 @@ from gnnq.parallel.tensor3d_grid import (
     Grid,
     choose_grid,
     epoch_collectives,
-    layer_axes,
     plexus_comm_volume,
     plexus_spmm_cost,
+    role_axis,
 )
 from gnnq.projection.cluster import Cluster
 from gnnq.projection.scaling import layer_seconds
 from gnnq.projection.timeline import AllReduce, Compute, EpochStart, Op
 from gnnq.projection.trace import Trace
 
-ROLES = ("O", "I", "D")
 EPOCHS = 2  # rebuilt epochs are alike (medians of the traced ones): two show the steady state
 
 
@@ -177,7 +176,7 @@ def grid_timelines(trace: Trace, recorded: list[list[Op]], cluster: Cluster, mod
                 s_work, m_work = layer_work(grid, nodes, nnz, dims, layer)
                 ops.append(Compute((a * s_work + b * m_work) * shares[r % w], "layer", layer, direction))
                 for c in (c for c in colls if (c.layer, c.direction) == (layer, direction)):
-                    axis = layer_axes(layer)[ROLES.index(c.role)]
+                    axis = role_axis(layer, c.role)
                     nbytes = int(round(c.wire * FLOAT_BYTES * ratios.get((layer, direction), 1.0)))
                     ops.append(AllReduce(nbytes, "tensor_train", overhead, tuple(lines[axis]), c.kind))
             ops.append(Compute(rest_s * shares[r % w], "other"))
@@ -185,8 +184,6 @@ def grid_timelines(trace: Trace, recorded: list[list[Op]], cluster: Cluster, mod
     traced_layers = sum(traced.values())
     used = {
         "grid": grid.label(),
-        "graph_nodes": nodes,
-        "graph_nnz": nnz,
         "collective_overhead_s": overhead,
         "_plexus": (grid, nodes, nnz, dims, traced_layers, f),
     }
