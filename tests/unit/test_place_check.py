@@ -22,5 +22,9 @@ def test_a_sweep_whose_subdir_names_the_job_number_is_claimed_before_any_job_run
             }
         }
     )
-    PlaceCheck().on_multirun_start(config)  # raised InterpolationToMissingValueError (Hydra only warned)
-    assert (sweep / INTERNAL_DIR / LOCK_FILE).is_file() and SWEEP_DIR == [str(sweep)]
+    saved = list(SWEEP_DIR)  # the process's sweep, which gnnq.cli reads: restored for the tests after this one
+    try:
+        PlaceCheck().on_multirun_start(config)  # raised InterpolationToMissingValueError (Hydra only warned)
+        assert (sweep / INTERNAL_DIR / LOCK_FILE).is_file() and SWEEP_DIR == [str(sweep)]
+    finally:
+        SWEEP_DIR[:] = saved
