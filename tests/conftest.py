@@ -65,12 +65,31 @@ FOLDER_MARKERS = {"unit": ("unit", "quick"), "integration": ("integration",), "e
 TESTS = Path(__file__).resolve().parent
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
+    parallel = getattr(config.option, "dist", "no") != "no"
     for item in items:
         parts = item.path.resolve().relative_to(TESTS).parts if item.path.resolve().is_relative_to(TESTS) else ()
         for name in FOLDER_MARKERS.get(parts[0], ()) if len(parts) > 1 else ():
             if name != "quick" or item.get_closest_marker("slow") is None:
                 item.add_marker(name)
+        if parallel:
+            item.add_marker(pytest.mark.xdist_group(_worker_group(item)))
+    if parallel:
+        items.sort(key=_start_order)
+
+
+# ---- Under pytest-xdist (`pytest -n 2 --dist loadgroup --no-loadscope-reorder`, CI's phase 2): a file's tests
+# share a worker, so its module fixtures (real runs, often a minute) are built once; the tests marked machine_wide
+# (namespaces, mounts, Slurm daemons, timeouts timed against the clock) share one worker and so run one after
+# another. The files holding slow cases start first, then the machine_wide group, so that no long unit starts last
+# and leaves the other workers idle. ----
+def _worker_group(item) -> str:
+    return "machine_wide" if item.get_closest_marker("machine_wide") else item.path.name
+
+
+def _start_order(item) -> int:
+    return 0 if item.get_closest_marker("slow") else 1 if item.get_closest_marker("machine_wide") else 2
 
 
 # ---- The skip log of .ci/run: with GNNQ_SKIP_LOG=FILE the ids of the skipped tests are written there, so that

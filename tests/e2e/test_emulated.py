@@ -28,6 +28,8 @@ from gnnq.report import fields
 from tests.cli_helpers import read_metrics, read_record, run_dirs, run_gnnq
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.machine_wide  # network namespaces, links and qdiscs, checked afterwards machine-wide
+
 SMALL = [
     "logger=none",
     "dataset.num_nodes=1500",

@@ -20,6 +20,8 @@ import pytest
 
 from tests.cli_helpers import read_record, run_dirs, run_gnnq, start_gnnq
 
+pytestmark = pytest.mark.machine_wide  # collective timeouts timed against the clock
+
 SMALL = ["logger=none", "dataset.num_nodes=1500", "model.hidden=32", "cluster.nproc=2"]
 LONG = [*SMALL, "trainer.epochs=100000"]
 

@@ -15,6 +15,8 @@ from gnnq.errors import DatasetError
 from gnnq.launch.run_dir import PlaceError, claim_run_dir
 from tests.e2e.test_run_dir import mounted
 
+pytestmark = pytest.mark.machine_wide  # a small tmpfs mounted to fill
+
 
 def _fill(d: Path) -> None:
     with open(d / "fill", "wb", buffering=0) as f:  # unbuffered: nothing left to fail at close

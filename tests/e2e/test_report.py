@@ -238,6 +238,7 @@ def test_multirun_points_share_a_wandb_group(report_runs):
     assert wandb_group(cfg) == "synthetic-gcn-sync-fp32" or wandb_group(cfg) == "synthetic-sage-sync-fp32"
 
 
+@pytest.mark.machine_wide
 @pytest.mark.usefixtures("netns_host")
 def test_speedup_plots_vs_bandwidth_and_hosts(tmp_path):
     """Real runs on emulated hosts: Vanilla and uniform 2-bit at 1 and 10 Gbit/s on 2 hosts, and at 1 Gbit/s on 3."""

@@ -18,6 +18,8 @@ import pytest
 from tests.cli_helpers import read_record, run_dirs, run_gnnq, start_gnnq
 from tests.conftest import skip_or_fail
 
+pytestmark = pytest.mark.machine_wide  # read-only bind mounts and a small tmpfs
+
 SMALL = ["logger=none", "dataset.num_nodes=1500", "model.hidden=32", "trainer.epochs=3"]
 
 

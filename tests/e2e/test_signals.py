@@ -20,6 +20,8 @@ import yaml
 from tests.cli_helpers import read_record, run_dirs, run_gnnq, start_gnnq
 from tests.e2e.test_faults import LONG, rank_pid, run_pids, wait_for_training
 
+pytestmark = pytest.mark.machine_wide  # signals sent at moments timed against the clock
+
 
 def _gone_within(run_dir: Path, seconds: float) -> list[int]:
     """The run's processes still alive after up to ``seconds``."""

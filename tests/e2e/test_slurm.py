@@ -21,6 +21,8 @@ from tests.cli_helpers import read_metrics, read_record, run_dirs, run_gnnq, wit
 from tests.conftest import missing_extra, skip_or_fail
 from tests.slurm_cluster import PrivateSlurm, missing_reason, node_names
 
+pytestmark = pytest.mark.machine_wide  # its own slurmctld, slurmd and munge
+
 SMALL = ["logger=none", "dataset.num_nodes=1500", "model.hidden=32", "trainer.epochs=6"]
 SLURM_CPU = ["cluster=slurm", "cluster.backend=gloo"]  # CPU nodes: gloo, no GPUs asked for
 

@@ -68,7 +68,14 @@ NETNS = {
 }
 
 
-@pytest.mark.parametrize("spec_path", SPECS, ids=[p.name for p in SPECS])
+@pytest.mark.parametrize(
+    "spec_path",
+    [
+        pytest.param(p, marks=[pytest.mark.machine_wide] if p.name.removesuffix(SPEC_SUFFIX) in NETNS else [])
+        for p in SPECS
+    ],
+    ids=[p.name for p in SPECS],
+)
 def test_spec_renders_against_its_sweep(spec_path, tmp_path, request):
     sweep = spec_path.name.removesuffix(SPEC_SUFFIX)
     assert (SWEEPS / f"{sweep}.yaml").is_file(), f"{spec_path.name} has no sweep file {sweep}.yaml beside it"
