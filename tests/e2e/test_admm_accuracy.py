@@ -26,7 +26,8 @@ def _mean_test(runs_dir) -> float:
     return statistics.mean(r["test"] for r in records)
 
 
-@pytest.mark.slow  # about 5 minutes on 2 cores (6 runs)
+@pytest.mark.slow
+@pytest.mark.accuracy  # 13 minutes on 2 cores (6 runs; 801 s on 2026-12-06)
 @pytest.mark.timeout(1800)
 def test_pdadmm_g_reaches_the_paper_on_cora(tmp_path, planetoid_root):
     acc = {}

@@ -27,7 +27,8 @@ from tests.cli_helpers import gnnq_env, read_record
 METHODS = ("fp32", "uniform8", "uniform4", "adaqp")
 
 
-@pytest.mark.slow  # about 10 minutes on 2 cores (12 runs of 150 epochs on 4 ranks)
+@pytest.mark.slow
+@pytest.mark.accuracy  # 6 minutes on 2 cores (12 runs of 150 epochs on 4 ranks; 356 s on 2026-12-06)
 @pytest.mark.timeout(1800)
 def test_quantized_accuracy_close_to_fp32(tmp_path, planetoid_root):
     out = tmp_path / "bench"

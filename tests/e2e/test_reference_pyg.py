@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -47,6 +48,8 @@ def _pyg_test_accuracy(root, seed: int) -> float:
     return test_at_best
 
 
+@pytest.mark.slow
+@pytest.mark.accuracy  # 84 s on 2 cores (3 runs of 200 epochs, and PyG's)
 def test_gnnq_gcn_on_cora_matches_pyg_gcnconv(tmp_path, planetoid_root):
     seeds = ",".join(str(s) for s in SEEDS)
     args = [
