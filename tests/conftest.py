@@ -3,9 +3,12 @@ run's rules: markers from the folder a test sits in, skips for a missing extra o
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import os
+import re
 import shutil
+import tempfile
 from pathlib import Path
 from typing import NoReturn
 
@@ -65,46 +68,56 @@ FOLDER_MARKERS = {"unit": ("unit", "quick"), "integration": ("integration",), "e
 TESTS = Path(__file__).resolve().parent
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
-    parallel = getattr(config.option, "dist", "no") != "no"
     for item in items:
         parts = item.path.resolve().relative_to(TESTS).parts if item.path.resolve().is_relative_to(TESTS) else ()
         for name in FOLDER_MARKERS.get(parts[0], ()) if len(parts) > 1 else ():
             if name != "quick" or item.get_closest_marker("slow") is None:
                 item.add_marker(name)
-        if parallel:
-            item.add_marker(pytest.mark.xdist_group(_worker_group(item)))
-    if parallel:
-        items.sort(key=_start_order)
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the order it collects is the order files are handed out
+        items.sort(key=lambda item: 0 if item.get_closest_marker("slow") else 1)
 
 
-# ---- Under pytest-xdist (`pytest -n 2 --dist loadgroup --no-loadscope-reorder`, CI's phase 2): a file's tests
-# share a worker, so its module fixtures (real runs, often a minute) are built once; the tests marked machine_wide
-# (namespaces, mounts, Slurm daemons, timeouts timed against the clock) share one worker and so run one after
-# another. The files holding slow cases start first, then the machine_wide group, so that no long unit starts last
-# and leaves the other workers idle. ----
-def _worker_group(item) -> str:
-    return "machine_wide" if item.get_closest_marker("machine_wide") else item.path.name
+# ---- Under pytest-xdist (pyproject's addopts: `-n auto --dist loadfile --no-loadscope-reorder`): a file's tests
+# share a worker, so its module fixtures (real runs, often a minute) are built once; the files holding slow cases
+# are handed out first, so that no long one starts last and leaves the other workers idle. A test marked
+# machine_wide (network namespaces, mounts, Slurm daemons, timeouts timed against the clock) holds a lock that
+# every other such test waits for, on any worker and in any pytest session on this machine. ----
+MACHINE_WIDE_LOCK = Path(tempfile.gettempdir()) / "gnnq-tests-machine-wide.lock"
 
 
-def _start_order(item) -> int:
-    return 0 if item.get_closest_marker("slow") else 1 if item.get_closest_marker("machine_wide") else 2
+@pytest.fixture(autouse=True)
+def _one_machine_wide_test_at_a_time(request):
+    if request.node.get_closest_marker("machine_wide") is None:
+        yield
+        return
+    with open(MACHINE_WIDE_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 # ---- The skip log of .ci/run: with GNNQ_SKIP_LOG=FILE the ids of the skipped tests are written there, so that
 # CI's second run (with the extras and system services installed) runs exactly those again. ----
 _SKIPPED: set[str] = set()
+_XDIST_GROUP = re.compile(r"@[\w.]+$")  # pytest-xdist's --dist loadgroup appends "@<group>" to a test's id
+
+
+def _test_id(nodeid: str) -> str:
+    """The id pytest takes on its command line."""
+    return _XDIST_GROUP.sub("", nodeid)
 
 
 def pytest_runtest_logreport(report):
     if report.skipped and not hasattr(report, "wasxfail"):
-        _SKIPPED.add(report.nodeid)
+        _SKIPPED.add(_test_id(report.nodeid))
 
 
 def pytest_collectreport(report):
     if report.skipped:  # a whole module skipped when collected (a module-level pytest.importorskip)
-        _SKIPPED.add(report.nodeid)
+        _SKIPPED.add(_test_id(report.nodeid))
 
 
 def pytest_sessionfinish(session):
@@ -116,7 +129,7 @@ def pytest_sessionfinish(session):
         Path(f"{log}.{worker['workerid']}").write_text("".join(f"{nodeid}\n" for nodeid in sorted(_SKIPPED)))
         return
     for part in log.parent.glob(f"{log.name}.gw*"):  # the workers' parts (written before they said finished)
-        _SKIPPED.update(part.read_text().split())
+        _SKIPPED.update(part.read_text().splitlines())
         part.unlink()
     log.write_text("".join(f"{nodeid}\n" for nodeid in sorted(_SKIPPED)))
 
