@@ -6,7 +6,6 @@ from __future__ import annotations
 import fcntl
 import importlib.util
 import os
-import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -102,22 +101,16 @@ def _one_machine_wide_test_at_a_time(request):
 # ---- The skip log of .ci/run: with GNNQ_SKIP_LOG=FILE the ids of the skipped tests are written there, so that
 # CI's second run (with the extras and system services installed) runs exactly those again. ----
 _SKIPPED: set[str] = set()
-_XDIST_GROUP = re.compile(r"@[\w.]+$")  # pytest-xdist's --dist loadgroup appends "@<group>" to a test's id
-
-
-def _test_id(nodeid: str) -> str:
-    """The id pytest takes on its command line."""
-    return _XDIST_GROUP.sub("", nodeid)
 
 
 def pytest_runtest_logreport(report):
     if report.skipped and not hasattr(report, "wasxfail"):
-        _SKIPPED.add(_test_id(report.nodeid))
+        _SKIPPED.add(report.nodeid)
 
 
 def pytest_collectreport(report):
     if report.skipped:  # a whole module skipped when collected (a module-level pytest.importorskip)
-        _SKIPPED.add(_test_id(report.nodeid))
+        _SKIPPED.add(report.nodeid)
 
 
 def pytest_sessionfinish(session):
