@@ -119,11 +119,11 @@ def pytest_sessionfinish(session):
     log = Path(os.environ["GNNQ_SKIP_LOG"])
     worker = getattr(session.config, "workerinput", None)
     if worker is not None:  # a pytest-xdist worker: it alone saw its collection skips, so it writes its own part
-        Path(f"{log}.{worker['workerid']}").write_text("".join(f"{nodeid}\n" for nodeid in sorted(_SKIPPED)))
-        return
-    for part in log.parent.glob(f"{log.name}.gw*"):  # the workers' parts (written before they said finished)
-        _SKIPPED.update(part.read_text().splitlines())
-        part.unlink()
+        log = Path(f"{log}.{worker['workerid']}")
+    else:
+        for part in log.parent.glob(f"{log.name}.gw*"):  # the workers' parts (written before they said finished)
+            _SKIPPED.update(part.read_text().splitlines())
+            part.unlink()
     log.write_text("".join(f"{nodeid}\n" for nodeid in sorted(_SKIPPED)))
 
 
